@@ -1,0 +1,3 @@
+"""Relayflow: workflow definitions compiled to AWS Step Functions."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,113 @@
+"""The state document every execution carries, and the payload a step Lambda receives.
+
+Execution input (built only by :func:`execution_input`)::
+
+    {"run": {"id", "workflow_id", "version", "tenant", "dry_run", "started_at", "depth"},
+     "trigger": <trigger payload>, "steps": {}}
+
+Each finished step writes ``$.steps.<key> = {"output": …, "status": "succeeded"}`` through its
+own ``ResultPath``. An error route receives the error at ``$.error`` (``{Error, Cause}``).
+Inside a ``for_each`` iteration the document also holds ``item`` and ``index``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Top-level names a template or expression may start from.
+ROOTS = ("trigger", "steps", "run", "item", "index", "error")
+
+
+class RunInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Run id; also the Step Functions execution name.")
+    workflow_id: str
+    version: int | None = Field(default=None, description="Workflow version the run is pinned to.")
+    tenant: str = Field(default="local", description="Tenant that owns the run.")
+    dry_run: bool = False
+    started_at: str = Field(description="ISO-8601 UTC start time.")
+    depth: int = Field(default=0, description="Sub-workflow nesting depth.")
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def execution_input(
+    workflow_id: str,
+    trigger: Any,
+    *,
+    run_id: str | None = None,
+    version: int | None = None,
+    tenant: str = "local",
+    dry_run: bool = False,
+    depth: int = 0,
+) -> dict[str, Any]:
+    """The execution input for a new run. Every starter (CLI, API, triggers) uses this."""
+    run = RunInfo(
+        id=run_id or new_run_id(),
+        workflow_id=workflow_id,
+        version=version,
+        tenant=tenant,
+        dry_run=dry_run,
+        started_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        depth=depth,
+    )
+    return {"run": run.model_dump(), "trigger": trigger if trigger is not None else {}, "steps": {}}
+
+
+class StepRef(BaseModel):
+    """What the compiler bakes into a Task's payload: which step, and its config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    type: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskContext(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    execution_id: str | None = None
+    state: str | None = None
+    attempt: int = Field(default=0, description="Step Functions ``$$.State.RetryCount``.")
+
+
+class StepTask(BaseModel):
+    """The ``Payload`` of every Lambda Task the compiler emits."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: StepRef
+    doc: dict[str, Any] = Field(description="The state document at the time the step runs.")
+    context: TaskContext = Field(default_factory=TaskContext)
+
+
+class StepResult(BaseModel):
+    """What a step Lambda returns; the Task's ``ResultSelector`` keeps ``output`` (and
+    ``branch`` for routing steps) under ``$.steps.<key>``."""
+
+    output: Any = None
+    branch: str | None = None
+
+
+def task_parameters(function_arn: str, step: StepRef) -> dict[str, Any]:
+    """ASL ``Parameters`` for a ``lambda:invoke`` Task that runs ``step``."""
+    return {
+        "FunctionName": function_arn,
+        "Payload": {
+            "step": step.model_dump(),
+            "doc.$": "$",
+            "context": {
+                "execution_id.$": "$$.Execution.Id",
+                "state.$": "$$.State.Name",
+                "attempt.$": "$$.State.RetryCount",
+            },
+        },
+    }

@@ -1,0 +1,64 @@
+"""The named errors a step raises: the contract between step code and ASL ``Retry``/``Catch``.
+
+Lambda reports ``type(exc).__name__`` as the ``errorType`` of an unhandled exception, and
+Step Functions matches ``ErrorEquals`` against it. Each class therefore carries its ASL name
+(``Relayflow.Transient``…) as its ``__name__``, so raising it is all a handler has to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class RelayflowError(Exception):
+    """Base of every named error. ``error_name`` is what ``ErrorEquals`` matches."""
+
+    error_name: ClassVar[str] = "Relayflow.Error"
+    #: Whether retrying the same call can succeed. Compiled default retries skip the others.
+    retryable: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__name__ = cls.error_name
+        cls.__qualname__ = cls.error_name
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.error_name, "message": self.message, **self.details}
+
+
+RelayflowError.__name__ = RelayflowError.error_name
+RelayflowError.__qualname__ = RelayflowError.error_name
+
+
+class TransientError(RelayflowError):
+    """A failure that may pass on its own: network errors, timeouts, 429, 502-504."""
+
+    error_name = "Relayflow.Transient"
+    retryable = True
+
+
+class ExpressionError(RelayflowError):
+    """A template or expression failed to evaluate against the state document."""
+
+    error_name = "Relayflow.ExpressionError"
+
+
+class InvalidArgsError(RelayflowError):
+    """A step received arguments it cannot act on; retrying cannot help."""
+
+    error_name = "Relayflow.InvalidArgs"
+
+
+class MaxStepsExceeded(RelayflowError):
+    """A cyclic workflow ran more steps than ``max_steps_per_run`` allows."""
+
+    error_name = "Relayflow.MaxStepsExceeded"
+
+
+#: Every error name a compiled state machine may raise itself (``Fail`` states).
+COMPILER_ERRORS = (MaxStepsExceeded.error_name,)
