@@ -60,5 +60,14 @@ class MaxStepsExceeded(RelayflowError):
     error_name = "Relayflow.MaxStepsExceeded"
 
 
-#: Every error name a compiled state machine may raise itself (``Fail`` states).
-COMPILER_ERRORS = (MaxStepsExceeded.error_name,)
+class TooManyItems(RelayflowError):
+    """A for_each received more items than its ``max_items``."""
+
+    error_name = "Relayflow.TooManyItems"
+
+
+#: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
+NON_RETRYABLE_ERRORS: tuple[str, ...] = (
+    InvalidArgsError.error_name,
+    ExpressionError.error_name,
+)

@@ -1,0 +1,227 @@
+"""The step graph of a definition: edges, scopes and cycles.
+
+A workflow has one *main scope* entered at ``start``. A ``parallel`` step opens one scope per
+branch (entered at each branch's first step) and a ``for_each`` step opens one scope for its
+per-item step. Routes (``on_success``, ``on_failure``, condition and branch routes) stay
+inside their scope; a step belongs to exactly one scope. The compiler turns every scope into
+one ASL ``States`` object (the state machine, a Parallel branch, a Map item processor).
+
+The graph is built from plain data so that validation can still check references in a
+definition whose fields did not all parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Single-target route fields, in the order the compiler wires them.
+ROUTE_FIELDS = ("on_success", "on_true", "on_false", "on_approve", "on_reject", "on_timeout")
+#: Route maps: name → step key.
+ROUTE_MAPS = ("outcomes",)
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    kind: str  # route field name, "on_failure", "branches[i]", "branch:<name>", "step"
+    path: str  # definition path of the reference, e.g. steps.check.on_true
+
+    @property
+    def is_containment(self) -> bool:
+        """A parallel branch or a for_each item step: the target opens a new scope."""
+        return self.kind == "step" or self.kind.startswith("branches[")
+
+
+def step_edges(key: str, raw: Mapping[str, Any]) -> list[Edge]:
+    """Every reference a step makes to another step, in a stable order."""
+    edges: list[Edge] = []
+    base = f"steps.{key}"
+    step_type = raw.get("type")
+    for name in ROUTE_FIELDS:
+        target = raw.get(name)
+        if isinstance(target, str):
+            edges.append(Edge(key, target, name, f"{base}.{name}"))
+    branches = raw.get("branches")
+    if step_type == "parallel" and isinstance(branches, list):
+        edges.extend(
+            Edge(key, target, f"branches[{i}]", f"{base}.branches[{i}]")
+            for i, target in enumerate(branches)
+            if isinstance(target, str)
+        )
+    elif isinstance(branches, Mapping):
+        edges.extend(
+            Edge(key, target, f"branch:{name}", f"{base}.branches.{name}")
+            for name, target in branches.items()
+            if isinstance(target, str)
+        )
+    for field_name in ROUTE_MAPS:
+        routes = raw.get(field_name)
+        if isinstance(routes, Mapping):
+            edges.extend(
+                Edge(key, target, f"branch:{name}", f"{base}.{field_name}.{name}")
+                for name, target in routes.items()
+                if isinstance(target, str)
+            )
+    if step_type == "for_each" and isinstance(raw.get("step"), str):
+        edges.append(Edge(key, raw["step"], "step", f"{base}.step"))
+    on_failure = raw.get("on_failure")
+    if isinstance(on_failure, str):
+        edges.append(Edge(key, on_failure, "on_failure", f"{base}.on_failure"))
+    return edges
+
+
+@dataclass
+class Scope:
+    """Steps compiled into one ASL ``States`` object."""
+
+    entry: str
+    owner: str | None  # the parallel / for_each step that opens it; None for the main scope
+    steps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StepGraph:
+    steps: Mapping[str, Mapping[str, Any]]
+    start: str
+    default_on_failure: str | None = None
+    edges: dict[str, list[Edge]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.edges = {
+            key: step_edges(key, raw if isinstance(raw, Mapping) else {})
+            for key, raw in self.steps.items()
+        }
+        handler = self.default_on_failure
+        if handler in self.steps:
+            # The workflow-wide error route applies to main-scope steps that declare none,
+            # except the handler itself and the steps it leads to (no error loops).
+            scopes, _ = self.scopes()
+            handled = self._reachable(handler)
+            for key in scopes[0].steps if scopes else []:
+                if key in handled or any(e.kind == "on_failure" for e in self.edges[key]):
+                    continue
+                self.edges[key].append(Edge(key, handler, "on_failure", "errors.on_failure"))
+
+    def _reachable(self, entry: str) -> set[str]:
+        seen, stack = {entry}, [entry]
+        while stack:
+            for edge in self.routes(stack.pop()):
+                if edge.target not in seen:
+                    seen.add(edge.target)
+                    stack.append(edge.target)
+        return seen
+
+    def failure_route(self, key: str) -> str | None:
+        """The step's effective on_failure target (its own, or the workflow default)."""
+        for edge in self.edges.get(key, []):
+            if edge.kind == "on_failure":
+                return edge.target
+        return None
+
+    def routes(self, key: str) -> Iterator[Edge]:
+        """Edges that stay in the step's scope (everything but containment)."""
+        for edge in self.edges.get(key, []):
+            if not edge.is_containment and edge.target in self.steps:
+                yield edge
+
+    def scopes(self) -> tuple[list[Scope], dict[str, list[Scope]]]:
+        """Every scope, main first, and for each step the scopes that reach it.
+
+        A step reached from more than one scope is a definition error; validation reports it
+        from the second mapping.
+        """
+        scopes: list[Scope] = []
+        reached_by: dict[str, list[Scope]] = {}
+        pending: list[tuple[str, str | None]] = []
+        if self.start in self.steps:
+            pending.append((self.start, None))
+        opened: set[tuple[str, str | None]] = set()
+        while pending:
+            entry, owner = pending.pop(0)
+            if (entry, owner) in opened:
+                continue
+            opened.add((entry, owner))
+            scope = Scope(entry=entry, owner=owner)
+            scopes.append(scope)
+            stack, seen = [entry], {entry}
+            while stack:
+                key = stack.pop(0)
+                scope.steps.append(key)
+                reached_by.setdefault(key, []).append(scope)
+                for edge in self.edges.get(key, []):
+                    if edge.target not in self.steps:
+                        continue
+                    if edge.is_containment:
+                        pending.append((edge.target, key))
+                    elif edge.target not in seen:
+                        seen.add(edge.target)
+                        stack.append(edge.target)
+        return scopes, reached_by
+
+    def cycles(self, scope: Scope) -> list[list[str]]:
+        """Strongly connected components of a scope's route graph that form a cycle
+        (Tarjan's algorithm), each in a deterministic order."""
+        members = set(scope.steps)
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        result: list[list[str]] = []
+        counter = 0
+
+        def connect(node: str) -> None:
+            nonlocal counter
+            index[node] = low[node] = counter
+            counter += 1
+            stack.append(node)
+            on_stack.add(node)
+            for edge in self.routes(node):
+                if edge.target not in members:
+                    continue
+                if edge.target not in index:
+                    connect(edge.target)
+                    low[node] = min(low[node], low[edge.target])
+                elif edge.target in on_stack:
+                    low[node] = min(low[node], index[edge.target])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    item = stack.pop()
+                    on_stack.discard(item)
+                    component.append(item)
+                    if item == node:
+                        break
+                looped = len(component) > 1 or any(e.target == node for e in self.routes(node))
+                if looped:
+                    order = {k: i for i, k in enumerate(scope.steps)}
+                    result.append(sorted(component, key=lambda k: order[k]))
+
+        for key in scope.steps:
+            if key not in index:
+                connect(key)
+        return result
+
+    def back_edges(self, scope: Scope) -> set[tuple[str, str]]:
+        """Route edges that close a cycle, found by depth-first search from the scope entry.
+        The compiler puts the step counter on exactly these edges."""
+        members = set(scope.steps)
+        state: dict[str, int] = {}  # 1 = on the DFS path, 2 = finished
+        back: set[tuple[str, str]] = set()
+
+        def visit(node: str) -> None:
+            state[node] = 1
+            for edge in self.routes(node):
+                if edge.target not in members:
+                    continue
+                mark = state.get(edge.target)
+                if mark == 1:
+                    back.add((node, edge.target))
+                elif mark is None:
+                    visit(edge.target)
+            state[node] = 2
+
+        visit(scope.entry)
+        return back

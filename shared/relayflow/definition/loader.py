@@ -1,0 +1,117 @@
+"""Read a definition file (YAML or JSON) into plain data, refusing duplicate keys.
+
+PyYAML and ``json`` both keep the last of two equal keys silently; a definition with two
+``charge`` steps would lose one without a word. Both readers here report every duplicate
+with its line instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from relayflow.definition.problems import Problem
+
+
+@dataclass
+class LoadedDocument:
+    file: str
+    data: Any = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false. YAML 1.1 also reads yes, no, on
+    and off as booleans, which turns a step named ``yes`` into ``True``."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def _duplicate_paths(node: yaml.Node, path: list[str], out: list[tuple[str, str, int]]) -> None:
+    """Walk the YAML node tree and record (path, key, line) for every repeated key."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in seen:
+                out.append((".".join([*path, key]), key, key_node.start_mark.line + 1))
+            seen.add(key)
+            _duplicate_paths(value_node, [*path, key], out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _duplicate_paths(
+                item, [*path[:-1], f"{path[-1]}[{index}]"] if path else [f"[{index}]"], out
+            )
+
+
+def parse_text(text: str, file: str, *, fmt: str | None = None) -> LoadedDocument:
+    """Parse YAML or JSON text. ``fmt`` is ``"json"``, ``"yaml"`` or ``None`` (by content)."""
+    doc = LoadedDocument(file=file)
+    if fmt == "json" or (fmt is None and text.lstrip().startswith("{")):
+        duplicates: list[str] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            result: dict[str, Any] = {}
+            for key, value in items:
+                if key in result:
+                    duplicates.append(key)
+                result[key] = value
+            return result
+
+        try:
+            doc.data = json.loads(text, object_pairs_hook=pairs)
+        except json.JSONDecodeError as exc:
+            doc.problems.append(
+                Problem(file, f"line {exc.lineno}", "syntax", f"invalid JSON: {exc.msg}")
+            )
+            return doc
+        doc.problems.extend(
+            Problem(file, key, "duplicate-key", f"key '{key}' appears more than once")
+            for key in duplicates
+        )
+        return doc
+
+    try:
+        node = yaml.compose(text, Loader=_Yaml12Loader)
+        doc.data = yaml.load(text, Loader=_Yaml12Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "document"
+        reason = getattr(exc, "problem", None) or str(exc)
+        doc.problems.append(Problem(file, where, "syntax", f"invalid YAML: {reason}"))
+        return doc
+    found: list[tuple[str, str, int]] = []
+    if node is not None:
+        _duplicate_paths(node, [], found)
+    doc.problems.extend(
+        Problem(file, path, "duplicate-key", f"key '{key}' appears more than once (line {line})")
+        for path, key, line in found
+    )
+    return doc
+
+
+def load_file(path: str | Path) -> LoadedDocument:
+    """Read and parse a definition file; problems are returned, never raised."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return LoadedDocument(
+            str(path), None, [Problem(str(path), "", "file", exc.strerror or str(exc))]
+        )
+    fmt = "json" if path.suffix.lower() == ".json" else "yaml"
+    return parse_text(text, str(path), fmt=fmt)

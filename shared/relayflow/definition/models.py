@@ -1,0 +1,385 @@
+"""The workflow definition format (YAML or JSON), as pydantic models.
+
+These models are the single source of the definition format: ``relayflow schema`` prints the
+JSON Schema generated from them, and ``docs/definitions.md`` documents the same fields.
+Structural rules that span several fields (references, reachability, cycles, templates) live
+in :mod:`relayflow.definition.validate`, which runs after these models parse.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
+WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+
+StepKey = Annotated[
+    str,
+    StringConstraints(pattern=STEP_KEY_PATTERN, max_length=64),
+    Field(description="A step key: lower-case letters, digits and '_', starting with a letter."),
+]
+#: A string that may hold ``{{ expression }}`` placeholders.
+Template = Annotated[str, Field(description="Text with optional {{ expression }} placeholders.")]
+#: Any JSON value whose strings may hold placeholders.
+TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold placeholders.")]
+ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- policies
+
+
+class RetryPolicy(_Model):
+    """How a failed step is retried before its ``on_failure`` route is taken.
+
+    ``max_attempts`` counts every attempt, the first one included. The delay before retry
+    *n* (1-based) is ``base_seconds`` (fixed), ``base_seconds × n`` (linear) or
+    ``base_seconds × 2^(n-1)`` (exponential), never more than ``max_delay_seconds``; with
+    ``jitter`` the delay is drawn uniformly from ``[0, delay]`` (AWS "FULL" jitter).
+    """
+
+    max_attempts: int = Field(
+        3, ge=1, le=25, description="Attempts in total, the first one included."
+    )
+    backoff: Literal["fixed", "linear", "exponential"] = Field(
+        "exponential", description="How the delay grows between attempts."
+    )
+    base_seconds: int = Field(2, ge=1, le=86_400, description="Delay before the first retry.")
+    max_delay_seconds: int | None = Field(
+        None, ge=1, le=86_400, description="Cap on any single delay (exponential/linear)."
+    )
+    jitter: bool = Field(False, description="Randomise each delay in [0, delay].")
+    retry_on: list[ErrorName] | None = Field(
+        None,
+        description=(
+            "Error names that are retried (e.g. Relayflow.Transient, States.Timeout). "
+            "Default: every error except those that cannot succeed on retry."
+        ),
+        min_length=1,
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RetryPolicy:
+        if self.max_delay_seconds is not None and self.max_delay_seconds < self.base_seconds:
+            raise ValueError("max_delay_seconds must be at least base_seconds")
+        if self.retry_on and "States.ALL" in self.retry_on and len(self.retry_on) > 1:
+            raise ValueError("States.ALL matches every error; list it alone in retry_on")
+        if self.backoff == "linear" and self.jitter:
+            raise ValueError("jitter is available with fixed and exponential backoff only")
+        return self
+
+
+class _StepBase(_Model):
+    name: str | None = Field(None, max_length=200, description="Display name.")
+    description: str | None = Field(None, max_length=2000)
+    on_failure: StepKey | None = Field(
+        None, description="Step to run when this step fails (after retries); the error is at error."
+    )
+    retry: RetryPolicy | None = Field(None, description="Retry policy for this step.")
+    timeout_seconds: int | None = Field(
+        None, ge=1, le=31_536_000, description="Fail the step with States.Timeout after this long."
+    )
+
+
+class _Routed(_StepBase):
+    on_success: StepKey | None = Field(
+        None, description="Next step; without it the run (or branch) ends after this step."
+    )
+
+
+# --------------------------------------------------------------------------- native steps
+
+
+class NoopStep(_Routed):
+    """Does nothing; useful as a join point or placeholder in a graph."""
+
+    type: Literal["noop"]
+
+
+class ConditionStep(_StepBase):
+    """Evaluates a CEL expression and routes to ``on_true`` or ``on_false``.
+
+    A missing branch ends the run (or branch) successfully.
+    """
+
+    type: Literal["condition"]
+    expression: str = Field(description="CEL expression that yields a bool.", min_length=1)
+    on_true: StepKey | None = None
+    on_false: StepKey | None = None
+
+    @model_validator(mode="after")
+    def _one_branch(self) -> ConditionStep:
+        if self.on_true is None and self.on_false is None:
+            raise ValueError("a condition needs on_true, on_false or both")
+        return self
+
+
+class TransformStep(_Routed):
+    """Builds its output from templates over the state document."""
+
+    type: Literal["transform"]
+    mapping: TemplateValue = Field(description="The output; strings may hold placeholders.")
+
+
+class DelayStep(_Routed):
+    """Waits for a number of seconds or until a timestamp."""
+
+    type: Literal["delay"]
+    seconds: int | Template | None = Field(
+        None, description="Seconds to wait, or a placeholder that yields them."
+    )
+    until: Template | None = Field(
+        None, description="ISO-8601 timestamp (or a placeholder yielding one) to wait until."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DelayStep:
+        if (self.seconds is None) == (self.until is None):
+            raise ValueError("a delay needs exactly one of seconds or until")
+        if isinstance(self.seconds, int) and self.seconds < 0:
+            raise ValueError("seconds must be 0 or more")
+        return self
+
+
+class ParallelStep(_Routed):
+    """Runs several branches at once. Each branch starts at one of ``branches`` and follows
+    that step's routes; the branch steps' outputs join the state document when all finish."""
+
+    type: Literal["parallel"]
+    branches: list[StepKey] = Field(
+        min_length=1, max_length=40, description="First step of each branch."
+    )
+
+
+class ForEachStep(_Routed):
+    """Runs ``step`` once per item of ``items`` (a Map state). The output is the list of
+    per-item results, in item order."""
+
+    type: Literal["for_each"]
+    items: Template = Field(description="A placeholder yielding a list, e.g. {{ trigger.orders }}.")
+    step: StepKey = Field(description="The step run for each item; it sees item and index.")
+    max_items: int = Field(
+        1000, ge=1, le=40_000, description="Fail the run beyond this many items."
+    )
+    max_concurrency: int = Field(
+        0, ge=0, le=1000, description="Items in flight at once; 0 = no limit."
+    )
+    on_item_failure: Literal["fail", "continue"] = Field(
+        "fail",
+        description="fail: one failed item fails the step. continue: record the error and go on.",
+    )
+
+
+# --------------------------------------------------------------------------- Lambda steps
+
+
+class ToolStep(_Routed):
+    type: Literal["tool"]
+    tool: str = Field(
+        description="Catalogue name, e.g. aws.dynamodb.put_item or http.billing.create."
+    )
+    args: TemplateValue = Field(default_factory=dict)
+
+
+class AgentStep(_Routed):
+    type: Literal["agent"]
+    agent_id: str | None = None
+    prompt: Template
+    system: str | None = None
+    model: str | None = None
+    max_turns: int = Field(5, ge=1, le=50)
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    allowed_tools: list[str] | None = None
+    blocked_tools: list[str] | None = None
+    require_approval_tools: list[str] | None = None
+    outcomes: dict[str, StepKey] | None = Field(
+        None, description="Route on the agent's declared outcome."
+    )
+
+
+class LlmBatchStep(_Routed):
+    type: Literal["llm_batch"]
+    model: str | None = None
+    items: Template
+    prompt_template: Template
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class SubWorkflowStep(_Routed):
+    type: Literal["sub_workflow"]
+    workflow_id: str = Field(pattern=WORKFLOW_ID_PATTERN)
+    version: int | None = Field(None, ge=1)
+    input: TemplateValue = Field(default_factory=dict)
+
+
+class CodeStep(_Routed):
+    type: Literal["code"]
+    language: Literal["python"] = "python"
+    code: str = Field(min_length=1)
+
+
+class WebhookOutStep(_Routed):
+    type: Literal["webhook_out"]
+    url: Template
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    headers: dict[str, Template] = Field(default_factory=dict)
+    body: TemplateValue = None
+    secret: str | None = Field(None, description="Secret name used to sign the body.")
+
+
+class ApprovalStep(_StepBase):
+    type: Literal["approval"]
+    title: Template
+    description_template: Template | None = Field(None, alias="prompt")
+    options: list[str] = Field(default_factory=lambda: ["approve", "reject"], min_length=1)
+    form_schema: dict[str, Any] | None = None
+    assigned_to: str | None = None
+    assigned_role: str | None = None
+    timeout_action: Literal["fail", "approve", "reject", "route"] = "fail"
+    on_timeout: StepKey | None = None
+    on_approve: StepKey | None = None
+    on_reject: StepKey | None = None
+    branches: dict[str, StepKey] | None = None
+    notification_channels: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CustomStep(_StepBase):
+    type: Literal["custom"]
+    url: Template
+    payload_config: dict[str, Any] = Field(default_factory=dict)
+    branches: dict[str, StepKey] = Field(default_factory=dict)
+    on_success: StepKey | None = None
+
+
+class WaitpointStep(_Routed):
+    type: Literal["waitpoint"]
+    label: str | None = None
+    idempotency_key: Template | None = None
+    on_timeout: StepKey | None = None
+
+
+Step = Annotated[
+    NoopStep
+    | ConditionStep
+    | TransformStep
+    | DelayStep
+    | ParallelStep
+    | ForEachStep
+    | ToolStep
+    | AgentStep
+    | LlmBatchStep
+    | SubWorkflowStep
+    | CodeStep
+    | WebhookOutStep
+    | ApprovalStep
+    | CustomStep
+    | WaitpointStep,
+    Field(discriminator="type"),
+]
+
+STEP_TYPES: tuple[str, ...] = (
+    "tool",
+    "condition",
+    "transform",
+    "delay",
+    "agent",
+    "llm_batch",
+    "sub_workflow",
+    "parallel",
+    "for_each",
+    "code",
+    "webhook_out",
+    "noop",
+    "approval",
+    "custom",
+    "waitpoint",
+)
+
+#: Step types this build can run. The others parse, and validation refuses them by name.
+AVAILABLE_STEP_TYPES = frozenset(
+    {"condition", "transform", "delay", "parallel", "for_each", "noop"}
+)
+
+
+# --------------------------------------------------------------------------- triggers
+
+
+class ManualTrigger(_Model):
+    type: Literal["manual"]
+
+
+class CronTrigger(_Model):
+    type: Literal["cron"]
+    cron: str = Field(description="Standard 5-field cron expression.")
+    timezone: str = Field("UTC", description="IANA time zone, e.g. Europe/Berlin.")
+    input: TemplateValue = Field(default_factory=dict, description="Trigger payload of each run.")
+
+
+class AtTrigger(_Model):
+    type: Literal["at"]
+    at: datetime = Field(description="One-time ISO-8601 start time.")
+    timezone: str = "UTC"
+    input: TemplateValue = Field(default_factory=dict)
+
+
+class EventTrigger(_Model):
+    type: Literal["event"]
+    source: str | None = None
+    detail_type: str | None = None
+    pattern: dict[str, Any] | None = Field(None, description="A full EventBridge event pattern.")
+    filter: str | None = Field(None, description="CEL expression over the event (as trigger).")
+
+    @model_validator(mode="after")
+    def _something_to_match(self) -> EventTrigger:
+        if not (self.source or self.detail_type or self.pattern):
+            raise ValueError("an event trigger needs source, detail_type or pattern")
+        return self
+
+
+class WebhookTrigger(_Model):
+    type: Literal["webhook"]
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{2,63}$")
+    secret: str | None = Field(None, description="Secret name for HMAC verification.")
+    signature_scheme: Literal["relayflow", "github", "stripe"] = "relayflow"
+    transform: TemplateValue = None
+    max_body_bytes: int = Field(262_144, ge=1, le=6_291_456)
+
+
+Trigger = Annotated[
+    ManualTrigger | CronTrigger | AtTrigger | EventTrigger | WebhookTrigger,
+    Field(discriminator="type"),
+]
+
+
+# --------------------------------------------------------------------------- workflow
+
+
+class ErrorSettings(_Model):
+    on_failure: StepKey | None = Field(
+        None, description="Default error route for steps that declare no on_failure."
+    )
+
+
+class Workflow(_Model):
+    """A workflow definition."""
+
+    id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")
+    name: str | None = Field(None, max_length=200)
+    description: str | None = Field(None, max_length=4000)
+    start: StepKey = Field(description="Key of the first step.")
+    steps: dict[str, Step] = Field(min_length=1, description="Steps by key.")
+    triggers: list[Trigger] = Field(default_factory=list)
+    run_timeout_seconds: int = Field(
+        86_400, ge=1, le=31_536_000, description="Fail the run with States.Timeout after this long."
+    )
+    max_steps_per_run: int = Field(
+        1000, ge=1, le=100_000, description="Bound on steps executed inside cycles."
+    )
+    errors: ErrorSettings = Field(default_factory=ErrorSettings)

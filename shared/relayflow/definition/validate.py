@@ -1,0 +1,368 @@
+"""Validate a definition in one pass and report every problem with its path and rule.
+
+Field-level rules come from the pydantic models; the rules that span fields (references,
+reachability, scopes, cycles, templates, expressions, schedules, availability in this build)
+are checked here on the raw data, so that one broken field never hides the rest.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from relayflow.definition.graph import StepGraph
+from relayflow.definition.loader import LoadedDocument, load_file, parse_text
+from relayflow.definition.models import (
+    AVAILABLE_STEP_TYPES,
+    STEP_KEY_PATTERN,
+    STEP_TYPES,
+    Workflow,
+)
+from relayflow.definition.problems import DefinitionError, Problem
+from relayflow.document import ROOTS
+from relayflow.expressions import (
+    ExpressionSyntaxError,
+    TemplateSyntaxError,
+    check_expression,
+    check_template,
+    expression_jsonpath,
+    expression_paths,
+    template_expressions,
+)
+
+_KEY_RE = re.compile(STEP_KEY_PATTERN)
+_SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
+
+#: Fields of each step type that hold templates (validated and reference-checked).
+TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "transform": ("mapping",),
+    "delay": ("seconds", "until"),
+    "for_each": ("items",),
+    "tool": ("args",),
+    "agent": ("prompt",),
+    "llm_batch": ("items", "prompt_template"),
+    "sub_workflow": ("input",),
+    "webhook_out": ("url", "headers", "body"),
+    "approval": ("title", "prompt"),
+    "custom": ("url",),
+    "waitpoint": ("idempotency_key",),
+}
+#: Step types a for_each may run per item: one unit of work that produces an output.
+FOR_EACH_TARGET_TYPES = frozenset(
+    {"noop", "transform", "tool", "agent", "llm_batch", "sub_workflow", "code", "webhook_out"}
+)
+
+
+def _loc_to_path(loc: Iterable[Any]) -> str:
+    """pydantic's error location → ``steps.charge.retry.max_attempts``.
+
+    Tagged-union locations carry the tag (``steps.charge.tool.retry``); it is dropped so
+    the path is the one a person sees in the file.
+    """
+    parts = [str(p) for p in loc]
+    if len(parts) >= 3 and parts[0] == "steps" and parts[2] in STEP_TYPES:
+        del parts[2]
+    if (
+        len(parts) >= 3
+        and parts[0] == "triggers"
+        and parts[2]
+        in {
+            "manual",
+            "cron",
+            "at",
+            "event",
+            "webhook",
+        }
+    ):
+        del parts[2]
+    out = ""
+    for part in parts:
+        if part.isdigit() and out:
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _rule_for(error_type: str) -> str:
+    return {
+        "missing": "required",
+        "extra_forbidden": "unknown-field",
+        "union_tag_invalid": "step-type",
+        "union_tag_not_found": "step-type",
+        "string_pattern_mismatch": "pattern",
+    }.get(error_type, error_type.replace("_", "-"))
+
+
+def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        message = err["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if err["type"] == "union_tag_invalid":
+            message = f"unknown step type; use one of: {', '.join(STEP_TYPES)}"
+        problems.append(Problem(file, _loc_to_path(err["loc"]), _rule_for(err["type"]), message))
+    return problems
+
+
+class _Checker:
+    def __init__(self, data: Mapping[str, Any], file: str | None) -> None:
+        self.data = data
+        self.file = file
+        self.problems: list[Problem] = []
+        raw_steps = data.get("steps")
+        self.steps: dict[str, Mapping[str, Any]] = {
+            str(k): (v if isinstance(v, Mapping) else {})
+            for k, v in (raw_steps.items() if isinstance(raw_steps, Mapping) else [])
+        }
+
+    def add(self, path: str, rule: str, message: str) -> None:
+        self.problems.append(Problem(self.file, path, rule, message))
+
+    def run(self) -> list[Problem]:
+        self.check_keys_and_types()
+        start = self.data.get("start")
+        errors = self.data.get("errors")
+        default_on_failure = errors.get("on_failure") if isinstance(errors, Mapping) else None
+        if isinstance(start, str) and start not in self.steps:
+            self.add("start", "unknown-step", f"start step '{start}' does not exist")
+        if isinstance(default_on_failure, str) and default_on_failure not in self.steps:
+            self.add(
+                "errors.on_failure",
+                "unknown-step",
+                f"error route '{default_on_failure}' does not exist",
+            )
+        graph = StepGraph(
+            self.steps,
+            start if isinstance(start, str) else "",
+            default_on_failure if isinstance(default_on_failure, str) else None,
+        )
+        self.check_references(graph)
+        if isinstance(start, str) and start in self.steps:
+            self.check_scopes(graph)
+        self.check_templates()
+        self.check_triggers()
+        return self.problems
+
+    def check_keys_and_types(self) -> None:
+        for key, raw in self.steps.items():
+            if not _KEY_RE.match(key) or len(key) > 64:
+                self.add(
+                    f"steps.{key}",
+                    "step-key",
+                    "step keys are 1-64 characters of a-z, 0-9 and '_', starting with a letter",
+                )
+            step_type = raw.get("type")
+            if step_type in STEP_TYPES and step_type not in AVAILABLE_STEP_TYPES:
+                self.add(
+                    f"steps.{key}.type",
+                    "not-available",
+                    f"step type '{step_type}' is not available in this build "
+                    f"(available: {', '.join(sorted(AVAILABLE_STEP_TYPES))})",
+                )
+
+    def check_references(self, graph: StepGraph) -> None:
+        for edges in graph.edges.values():
+            for edge in edges:
+                if edge.target not in self.steps and edge.path != "errors.on_failure":
+                    self.add(edge.path, "unknown-step", f"step '{edge.target}' does not exist")
+                elif edge.target == edge.source and edge.is_containment:
+                    self.add(edge.path, "self-reference", "a step cannot contain itself")
+
+    def check_scopes(self, graph: StepGraph) -> None:
+        scopes, reached_by = graph.scopes()
+        for key in self.steps:
+            if key not in reached_by:
+                self.add(
+                    f"steps.{key}",
+                    "unreachable",
+                    f"step '{key}' cannot be reached from start '{graph.start}'",
+                )
+        for key, where in reached_by.items():
+            if len(where) > 1:
+                owners = sorted({s.owner or "the main flow" for s in where})
+                self.add(
+                    f"steps.{key}",
+                    "scope",
+                    f"step '{key}' is used by more than one flow ({', '.join(owners)}); "
+                    "a step inside a parallel branch or for_each belongs to that step only",
+                )
+        for key, raw in self.steps.items():
+            if raw.get("type") != "for_each" or not isinstance(raw.get("step"), str):
+                continue
+            target = raw["step"]
+            target_raw = self.steps.get(target)
+            if target_raw is None:
+                continue
+            if target_raw.get("type") not in FOR_EACH_TARGET_TYPES:
+                self.add(
+                    f"steps.{key}.step",
+                    "for-each-target",
+                    f"for_each runs one unit of work per item; '{target}' is a "
+                    f"{target_raw.get('type')} step (allowed: "
+                    f"{', '.join(sorted(FOR_EACH_TARGET_TYPES))})",
+                )
+            for route in ("on_success", "on_failure"):
+                if target_raw.get(route):
+                    self.add(
+                        f"steps.{target}.{route}",
+                        "for-each-target",
+                        f"'{target}' runs per item of for_each '{key}' and cannot route; "
+                        "use on_item_failure on the for_each, or a parallel branch",
+                    )
+        for scope in scopes:
+            for component in graph.cycles(scope):
+                members = set(component)
+                exits = False
+                for key in component:
+                    raw = self.steps[key]
+                    normal = [e for e in graph.routes(key) if e.kind != "on_failure"]
+                    if any(e.target not in members for e in normal):
+                        exits = True
+                    if raw.get("type") == "condition" and (
+                        raw.get("on_true") is None or raw.get("on_false") is None
+                    ):
+                        exits = True
+                if not exits:
+                    cycle = " → ".join([*component, component[0]])
+                    self.add(
+                        f"steps.{component[0]}",
+                        "unbounded-cycle",
+                        f"the cycle {cycle} has no way out; add a condition that leaves it",
+                    )
+
+    def check_expression_refs(self, path: str, expressions: Iterable[str]) -> None:
+        for src in expressions:
+            for ref in expression_paths(src):
+                if not ref:
+                    continue
+                if ref[0] not in ROOTS:
+                    self.add(
+                        path,
+                        "unknown-variable",
+                        f"'{ref[0]}' in '{src.strip()}' is not a variable; "
+                        f"use one of: {', '.join(ROOTS)}",
+                    )
+                elif ref[0] == "steps" and len(ref) > 1 and ref[1] not in self.steps:
+                    self.add(
+                        path,
+                        "unknown-step-reference",
+                        f"'{src.strip()}' refers to step '{ref[1]}', which does not exist",
+                    )
+
+    def check_templates(self) -> None:
+        for key, raw in self.steps.items():
+            step_type = raw.get("type")
+            if step_type == "condition" and isinstance(raw.get("expression"), str):
+                path = f"steps.{key}.expression"
+                try:
+                    check_expression(raw["expression"])
+                except ExpressionSyntaxError as exc:
+                    self.add(path, "expression", str(exc))
+                else:
+                    self.check_expression_refs(path, [raw["expression"]])
+            for name in TEMPLATE_FIELDS.get(str(step_type), ()):
+                if name not in raw or raw[name] is None or isinstance(raw[name], int):
+                    continue
+                path = f"steps.{key}.{name}"
+                try:
+                    check_template(raw[name])
+                except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
+                    self.add(path, "template", str(exc))
+                    continue
+                self.check_expression_refs(path, template_expressions(raw[name]))
+            if step_type == "for_each" and isinstance(raw.get("items"), str):
+                match = _SINGLE_PLACEHOLDER.match(raw["items"])
+                if not match or expression_jsonpath(match.group(1).strip()) is None:
+                    self.add(
+                        f"steps.{key}.items",
+                        "for-each-items",
+                        "items must be one placeholder naming a list, e.g. "
+                        "'{{ trigger.orders }}' or '{{ steps.fetch.output.items }}'",
+                    )
+            if step_type == "delay" and isinstance(raw.get("seconds"), str):
+                match = _SINGLE_PLACEHOLDER.match(raw["seconds"])
+                if not match or expression_jsonpath(match.group(1).strip()) is None:
+                    self.add(
+                        f"steps.{key}.seconds",
+                        "delay-seconds",
+                        "seconds must be a whole number or one placeholder naming one, "
+                        "e.g. '{{ trigger.wait_seconds }}'",
+                    )
+
+    def check_triggers(self) -> None:
+        triggers = self.data.get("triggers")
+        if not isinstance(triggers, list):
+            return
+        from croniter import croniter
+
+        for i, trig in enumerate(triggers):
+            if not isinstance(trig, Mapping):
+                continue
+            tz = trig.get("timezone")
+            if isinstance(tz, str):
+                try:
+                    zoneinfo.ZoneInfo(tz)
+                except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                    self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
+            cron = trig.get("cron")
+            if (
+                trig.get("type") == "cron"
+                and isinstance(cron, str)
+                and (len(cron.split()) != 5 or not croniter.is_valid(cron))
+            ):
+                self.add(
+                    f"triggers[{i}].cron",
+                    "cron",
+                    f"'{cron}' is not a standard 5-field cron expression "
+                    "(minute hour day-of-month month day-of-week)",
+                )
+            flt = trig.get("filter")
+            if trig.get("type") == "event" and isinstance(flt, str):
+                try:
+                    check_expression(flt)
+                except ExpressionSyntaxError as exc:
+                    self.add(f"triggers[{i}].filter", "expression", str(exc))
+
+
+def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, list[Problem]]:
+    """Check a parsed definition. Returns the model (when it parsed) and every problem found."""
+    if not isinstance(data, Mapping):
+        return None, [
+            Problem(file, "", "type", "a definition is a mapping (YAML) or object (JSON)")
+        ]
+    problems: list[Problem] = []
+    workflow: Workflow | None = None
+    try:
+        workflow = Workflow.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_model_problems(file, exc))
+    problems.extend(_Checker(data, file).run())
+    unique = sorted(set(problems), key=lambda p: (p.path, p.rule, p.message))
+    return (workflow if not unique else None), unique
+
+
+def _checked(doc: LoadedDocument) -> Workflow:
+    if doc.problems and doc.data is None:
+        raise DefinitionError(doc.problems)
+    workflow, problems = validate_data(doc.data, doc.file)
+    problems = doc.problems + problems
+    if problems or workflow is None:
+        raise DefinitionError(problems)
+    return workflow
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """Load and validate a definition file; raise :class:`DefinitionError` with every problem."""
+    return _checked(load_file(path))
+
+
+def load_workflow_text(text: str, file: str = "<text>", fmt: str | None = None) -> Workflow:
+    """Like :func:`load_workflow`, for text already in memory (API bodies, tests)."""
+    return _checked(parse_text(text, file, fmt=fmt))

@@ -1,0 +1,184 @@
+"""Run a workflow on the local runtime and describe the run step by step.
+
+This is the path ``relayflow run`` and ``make demo`` take: validate → compile → create the
+state machine in moto → start an execution with the standard input document → wait → build a
+step timeline from the execution history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.definition.models import Workflow
+from relayflow.document import execution_input, new_run_id
+
+if TYPE_CHECKING:
+    from relayflow.local import ExecutionRecord, LocalRuntime
+
+#: Terminal status of a run, in Relayflow's vocabulary.
+RUN_STATUS = {
+    "SUCCEEDED": "succeeded",
+    "FAILED": "failed",
+    "TIMED_OUT": "timed_out",
+    "ABORTED": "aborted",
+}
+
+
+@dataclass
+class StepRun:
+    """One step's part in a run (several ASL states may serve one step)."""
+
+    key: str
+    type: str
+    status: str
+    attempts: int
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    runner: str
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    workflow_id: str
+    status: str
+    output: Any
+    error: str | None
+    cause: str | None
+    steps: list[StepRun] = field(default_factory=list)
+    duration_ms: float | None = None
+    lambda_invocations: int = 0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "workflow_id": self.workflow_id,
+            "status": self.status,
+            "duration_ms": self.duration_ms,
+            "lambda_invocations": self.lambda_invocations,
+            "error": self.error,
+            "cause": self.cause,
+            "output": self.output,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+
+def step_timeline(
+    workflow: Workflow, compiled: CompiledWorkflow, record: ExecutionRecord
+) -> list[StepRun]:
+    """Fold the per-state timeline into one entry per step execution, in run order.
+
+    A step's main state is named by its key; auxiliary states (``<key>.route``,
+    ``<key>.retry_wait`` …) add to that step's entry. A step entered again (a cycle) starts a
+    new entry. States inside a Map iteration or a Parallel branch keep their own entries.
+    """
+    steps: list[StepRun] = []
+    current: dict[str, StepRun] = {}
+    for state in record.states:
+        key = state.name.split(".", 1)[0]
+        if key not in workflow.steps:
+            continue
+        is_main = "." not in state.name
+        entry = current.get(key)
+        if entry is None or (
+            is_main and entry.status != "running" and state.name == key and entry.ended_at
+        ):
+            step = workflow.steps[key]
+            entry = StepRun(
+                key=key,
+                type=step.type,
+                status="running",
+                attempts=0,
+                started_at=state.started_at,
+                ended_at=None,
+                duration_ms=None,
+                runner=compiled.step_runners.get(key, "native"),
+            )
+            steps.append(entry)
+            current[key] = entry
+        if is_main:
+            entry.attempts += max(state.attempts, 1)
+            entry.status = state.status
+            entry.ended_at = state.ended_at
+            entry.duration_ms = state.duration_ms
+            entry.error = state.error
+            entry.cause = state.cause
+            if state.output is not None and isinstance(state.output, dict):
+                record_ = (state.output.get("steps") or {}).get(key)
+                entry.output = record_.get("output") if isinstance(record_, dict) else None
+        else:
+            entry.ended_at = state.ended_at or entry.ended_at
+            if state.name.endswith(".retry_wait"):
+                entry.status = "retrying"
+    return steps
+
+
+def run_workflow(
+    workflow: Workflow,
+    trigger: Any,
+    *,
+    runtime: LocalRuntime | None = None,
+    time_scale: float = 0.01,
+    run_id: str | None = None,
+    timeout: float = 300,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Compile and run ``workflow`` locally. Pass a ``runtime`` to reuse one (tests do);
+    otherwise a runtime is started for this run and stopped after it."""
+    from relayflow.local import LocalRuntime
+
+    compiled = compile_workflow(workflow)
+    run_id = run_id or new_run_id()
+    document = execution_input(workflow.id, trigger, run_id=run_id)
+    if runtime is None:
+        with LocalRuntime(time_scale=time_scale) as owned:
+            return _run(owned, workflow, compiled, document, run_id, timeout, on_event)
+    return _run(runtime, workflow, compiled, document, run_id, timeout, on_event)
+
+
+def _run(
+    runtime: LocalRuntime,
+    workflow: Workflow,
+    compiled: CompiledWorkflow,
+    document: dict[str, Any],
+    run_id: str,
+    timeout: float,
+    on_event: Callable[[dict[str, Any]], None] | None,
+) -> RunResult:
+    before = len(runtime.invocations)
+    record = runtime.run(
+        f"relayflow-{workflow.id}",
+        compiled.asl,
+        document,
+        execution_name=run_id,
+        timeout=timeout,
+        on_event=on_event,
+    )
+    duration = None
+    if record.started_at and record.stopped_at:
+        duration = (record.stopped_at - record.started_at).total_seconds() * 1000
+    return RunResult(
+        run_id=run_id,
+        workflow_id=workflow.id,
+        status=RUN_STATUS.get(record.status, record.status.lower()),
+        output=record.output,
+        error=record.error,
+        cause=record.cause,
+        steps=step_timeline(workflow, compiled, record),
+        duration_ms=duration,
+        lambda_invocations=len(runtime.invocations) - before,
+    )

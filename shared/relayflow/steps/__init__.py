@@ -1,0 +1,1 @@
+"""Step logic: what each step Lambda does, independent of Lambda itself."""

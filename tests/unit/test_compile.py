@@ -1,0 +1,118 @@
+"""The compiler: golden ASL per step type, determinism, native-vs-Lambda choice, IAM."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from relayflow.compiler import CompileOptions, compile_workflow, to_mermaid
+from relayflow.definition import load_workflow
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CASES = sorted(p.stem for p in GOLDEN.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compiled_asl_matches_golden_file(case):
+    # Given a definition / When compiled
+    compiled = compile_workflow(load_workflow(GOLDEN / f"{case}.yaml"))
+    got = json.dumps(compiled.asl, indent=2) + "\n"
+    expected_path = GOLDEN / f"{case}.asl.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        expected_path.write_text(got)
+    # Then the ASL is exactly the reviewed golden file (UPDATE_GOLDEN=1 rewrites it)
+    assert got == expected_path.read_text(), f"{case}: ASL differs from {expected_path.name}"
+
+
+def test_every_available_step_type_has_a_golden_case():
+    from relayflow.definition import AVAILABLE_STEP_TYPES
+
+    covered = set()
+    for case in CASES:
+        covered |= {s.type for s in load_workflow(GOLDEN / f"{case}.yaml").steps.values()}
+    assert covered >= AVAILABLE_STEP_TYPES
+
+
+def test_compilation_is_deterministic():
+    workflow = load_workflow(GOLDEN / "parallel.yaml")
+    first = json.dumps(compile_workflow(workflow).asl)
+    assert all(json.dumps(compile_workflow(workflow).asl) == first for _ in range(3))
+
+
+def test_native_steps_cost_no_lambda():
+    compiled = compile_workflow(load_workflow(GOLDEN / "condition_native.yaml"))
+    assert compiled.step_runners == {"check": "native", "no": "native", "yes": "native"}
+    assert compiled.functions == []
+    assert compiled.iam_actions == sorted(
+        [
+            "xray:GetSamplingRules",
+            "xray:GetSamplingTargets",
+            "xray:PutTelemetryRecords",
+            "xray:PutTraceSegments",
+        ]
+    )
+
+
+def test_expressions_that_do_not_map_to_asl_use_the_step_lambda():
+    compiled = compile_workflow(load_workflow(GOLDEN / "transform_lambda.yaml"))
+    assert compiled.step_runners == {"total": "transform"}
+    (invoke,) = [s for s in compiled.iam_statements if "lambda:InvokeFunction" in s["Action"]]
+    assert (
+        "arn:aws:lambda:us-east-1:123456789012:function:relayflow-transform" in invoke["Resource"]
+    )
+
+
+def test_function_arns_come_from_options():
+    options = CompileOptions(function_arns={"condition": "arn:aws:lambda:eu-west-1:1:function:c"})
+    compiled = compile_workflow(load_workflow(GOLDEN / "condition_lambda.yaml"), options)
+    task = compiled.asl["States"]["check"]
+    assert task["Parameters"]["FunctionName"] == "arn:aws:lambda:eu-west-1:1:function:c"
+    assert compiled.iam_statements[0]["Resource"] == [
+        "arn:aws:lambda:eu-west-1:1:function:c",
+        "arn:aws:lambda:eu-west-1:1:function:c:*",
+    ]
+
+
+def test_a_step_with_a_retry_policy_runs_in_its_lambda_even_when_expressible():
+    compiled = compile_workflow(load_workflow(GOLDEN / "retry_policies.yaml"))
+    assert compiled.step_runners["exp"] == "transform"
+    state = compiled.asl["States"]["exp"]
+    assert state["TimeoutSeconds"] == 10
+    policy = state["Retry"][-1]
+    assert policy == {
+        "ErrorEquals": ["States.ALL"],
+        "IntervalSeconds": 2,
+        "MaxAttempts": 3,
+        "BackoffRate": 2.0,
+        "MaxDelaySeconds": 20,
+        "JitterStrategy": "FULL",
+    }
+    # errors that cannot succeed on retry are excluded before the catch-all retrier
+    assert state["Retry"][-2] == {
+        "ErrorEquals": ["Relayflow.InvalidArgs", "Relayflow.ExpressionError"],
+        "MaxAttempts": 0,
+    }
+
+
+def test_cycles_get_a_step_counter():
+    asl = compile_workflow(load_workflow(GOLDEN / "cycle.yaml")).asl
+    assert asl["StartAt"] == "_init"
+    assert asl["States"]["pause"]["Next"] == "tick.loop"
+    guard = asl["States"]["tick.guard"]["Choices"][0]
+    assert guard["NumericGreaterThan"] == 25
+    assert asl["States"]["tick.exceeded"]["Error"] == "Relayflow.MaxStepsExceeded"
+
+
+def test_run_timeout_becomes_state_machine_timeout():
+    workflow = load_workflow(GOLDEN / "noop.yaml")
+    workflow = workflow.model_copy(update={"run_timeout_seconds": 42})
+    assert compile_workflow(workflow).asl["TimeoutSeconds"] == 42
+
+
+def test_mermaid_graph_shows_steps_and_routes():
+    text = to_mermaid(load_workflow(GOLDEN / "retry_policies.yaml"))
+    assert text.startswith("flowchart TD\n")
+    assert "    exp --> fixed" in text
+    assert "    fixed -. on_failure .-> handle" in text
