@@ -161,67 +161,75 @@ class StepGraph:
                         stack.append(edge.target)
         return scopes, reached_by
 
-    def cycles(self, scope: Scope) -> list[list[str]]:
-        """Strongly connected components of a scope's route graph that form a cycle
-        (Tarjan's algorithm), each in a deterministic order."""
+    def _scope_successors(self, scope: Scope) -> dict[str, list[str]]:
         members = set(scope.steps)
+        return {
+            key: [e.target for e in self.routes(key) if e.target in members] for key in scope.steps
+        }
+
+    def cycles(self, scope: Scope) -> list[list[str]]:
+        """Strongly connected components of a scope's route graph that form a cycle, each in
+        scope order (Tarjan's algorithm, iterative so long chains need no deep recursion)."""
+        succ = self._scope_successors(scope)
+        order = {k: i for i, k in enumerate(scope.steps)}
         index: dict[str, int] = {}
         low: dict[str, int] = {}
         on_stack: set[str] = set()
         stack: list[str] = []
         result: list[list[str]] = []
         counter = 0
-
-        def connect(node: str) -> None:
-            nonlocal counter
-            index[node] = low[node] = counter
-            counter += 1
-            stack.append(node)
-            on_stack.add(node)
-            for edge in self.routes(node):
-                if edge.target not in members:
+        for root in scope.steps:
+            if root in index:
+                continue
+            work: list[tuple[str, int]] = [(root, 0)]
+            while work:
+                node, i = work.pop()
+                if i == 0:
+                    index[node] = low[node] = counter
+                    counter += 1
+                    stack.append(node)
+                    on_stack.add(node)
+                if i < len(succ[node]):
+                    work.append((node, i + 1))
+                    target = succ[node][i]
+                    if target not in index:
+                        work.append((target, 0))
+                    elif target in on_stack:
+                        low[node] = min(low[node], index[target])
                     continue
-                if edge.target not in index:
-                    connect(edge.target)
-                    low[node] = min(low[node], low[edge.target])
-                elif edge.target in on_stack:
-                    low[node] = min(low[node], index[edge.target])
-            if low[node] == index[node]:
-                component: list[str] = []
-                while True:
-                    item = stack.pop()
-                    on_stack.discard(item)
-                    component.append(item)
-                    if item == node:
-                        break
-                looped = len(component) > 1 or any(e.target == node for e in self.routes(node))
-                if looped:
-                    order = {k: i for i, k in enumerate(scope.steps)}
-                    result.append(sorted(component, key=lambda k: order[k]))
-
-        for key in scope.steps:
-            if key not in index:
-                connect(key)
-        return result
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        item = stack.pop()
+                        on_stack.discard(item)
+                        component.append(item)
+                        if item == node:
+                            break
+                    if len(component) > 1 or node in succ[node]:
+                        result.append(sorted(component, key=order.__getitem__))
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+        return sorted(result, key=lambda c: order[c[0]])
 
     def back_edges(self, scope: Scope) -> set[tuple[str, str]]:
         """Route edges that close a cycle, found by depth-first search from the scope entry.
         The compiler puts the step counter on exactly these edges."""
-        members = set(scope.steps)
-        state: dict[str, int] = {}  # 1 = on the DFS path, 2 = finished
+        succ = self._scope_successors(scope)
+        state: dict[str, int] = {scope.entry: 1}  # 1 = on the DFS path, 2 = finished
         back: set[tuple[str, str]] = set()
-
-        def visit(node: str) -> None:
-            state[node] = 1
-            for edge in self.routes(node):
-                if edge.target not in members:
-                    continue
-                mark = state.get(edge.target)
+        work: list[tuple[str, int]] = [(scope.entry, 0)]
+        while work:
+            node, i = work.pop()
+            if i < len(succ[node]):
+                work.append((node, i + 1))
+                target = succ[node][i]
+                mark = state.get(target)
                 if mark == 1:
-                    back.add((node, edge.target))
+                    back.add((node, target))
                 elif mark is None:
-                    visit(edge.target)
-            state[node] = 2
-
-        visit(scope.entry)
+                    state[target] = 1
+                    work.append((target, 0))
+            else:
+                state[node] = 2
         return back
