@@ -17,6 +17,10 @@ from relayflow.definition import DefinitionError, Workflow, load_workflow
 EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID = 0, 1, 2
 
 
+class UsageError(Exception):
+    """Bad arguments: reported in one line, exit code 2."""
+
+
 def _print_problems(exc: DefinitionError, out: TextIO) -> None:
     for problem in exc.problems:
         print(f"  {problem}", file=out)
@@ -75,7 +79,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def _read_input(value: str | None) -> Any:
     if value is None:
         return {}
-    text = Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value
+    try:
+        text = Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value
+    except OSError as exc:
+        raise UsageError(f"--input {value}: {exc.strerror}") from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -134,13 +141,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"running '{workflow.id}' on the local runtime (time scale {args.time_scale})",
             file=sys.stderr,
         )
-    result = run_workflow(
-        workflow,
-        trigger,
-        time_scale=args.time_scale,
-        timeout=args.timeout,
-        on_event=None if args.json else _progress,
-    )
+    try:
+        result = run_workflow(
+            workflow,
+            trigger,
+            time_scale=args.time_scale,
+            timeout=args.timeout,
+            on_event=None if args.json else _progress,
+        )
+    except TimeoutError:
+        print(
+            f"relayflow: the run did not finish within --timeout {args.timeout:g} s "
+            "and was abandoned with the local runtime",
+            file=sys.stderr,
+        )
+        return EXIT_RUN_FAILED
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
@@ -189,8 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--time-scale",
         type=float,
-        default=0.01,
-        help="multiply Wait and retry delays by this (default 0.01; 1 = real time)",
+        default=0.001,
+        help="multiply Wait and retry delays by this (default 0.001: 15 minutes take 0.9 s; "
+        "1 = real time)",
     )
     p.add_argument(
         "--timeout", type=float, default=300, help="give up waiting after this many seconds"
@@ -206,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     except DefinitionError as exc:
         print(f"relayflow: {len(exc.problems)} problem(s) in the definition:", file=sys.stderr)
         _print_problems(exc, sys.stderr)
+        return EXIT_INVALID
+    except UsageError as exc:
+        print(f"relayflow: {exc}", file=sys.stderr)
         return EXIT_INVALID
 
 

@@ -8,12 +8,15 @@ attempt and tenant on every line a step writes. ``POWERTOOLS_SERVICE_NAME`` and
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
-logger = Logger(service="relayflow")
+#: stderr: Lambda sends it to CloudWatch like stdout, and locally it keeps a command's stdout
+#: (``relayflow run --json``) free of log lines.
+logger = Logger(service="relayflow", stream=sys.stderr)
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

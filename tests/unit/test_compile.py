@@ -102,7 +102,16 @@ def test_cycles_get_a_step_counter():
     assert asl["States"]["pause"]["Next"] == "tick.loop"
     guard = asl["States"]["tick.guard"]["Choices"][0]
     assert guard["NumericGreaterThan"] == 25
-    assert asl["States"]["tick.exceeded"]["Error"] == "Relayflow.MaxStepsExceeded"
+    # the workflow's error route receives the error, as it would from a Catch
+    assert asl["States"]["tick.exceeded"] == {
+        "Type": "Pass",
+        "Next": "report",
+        "Result": {
+            "Error": "Relayflow.MaxStepsExceeded",
+            "Cause": "the run exceeded max_steps_per_run (25) in the cycle through 'tick'",
+        },
+        "ResultPath": "$.error",
+    }
 
 
 def test_run_timeout_becomes_state_machine_timeout():

@@ -158,6 +158,54 @@ def test_minimal_definition_is_valid():
         ),
         # run settings
         (lambda d: d.update(run_timeout_seconds=0), ("run_timeout_seconds", "greater-than-equal")),
+        # settings a step type cannot honour are refused, not ignored
+        (lambda d: d["steps"]["b"].update(retry={}), ("steps.b.retry", "not-applicable")),
+        (
+            lambda d: d["steps"].__setitem__(
+                "b", {"type": "delay", "seconds": 5, "on_failure": "a"}
+            ),
+            ("steps.b.on_failure", "not-applicable"),
+        ),
+        (
+            lambda d: (
+                d["steps"].__setitem__(
+                    "b", {"type": "parallel", "branches": ["c"], "timeout_seconds": 5}
+                )
+                or d["steps"].__setitem__("c", {"type": "noop"})
+            ),
+            ("steps.b.timeout_seconds", "not-applicable"),
+        ),
+        (
+            lambda d: (
+                d["steps"].__setitem__(
+                    "b", {"type": "parallel", "branches": ["c"], "retry": {"backoff": "linear"}}
+                )
+                or d["steps"].__setitem__("c", {"type": "noop"})
+            ),
+            ("steps.b.retry.backoff", "not-applicable"),
+        ),
+        (
+            lambda d: d["steps"]["a"].update(retry={"jitter": "yes"}),
+            ("steps.a.retry.jitter", "bool-type"),
+        ),
+        # delay until: a zoned timestamp or one path placeholder
+        (
+            lambda d: d["steps"].__setitem__("b", {"type": "delay", "until": "tomorrow"}),
+            ("steps.b.until", "delay-until"),
+        ),
+        (
+            lambda d: d["steps"].__setitem__(
+                "b", {"type": "delay", "until": "2030-01-01T09:00:00"}
+            ),
+            ("steps.b.until", "delay-until"),
+        ),
+        (
+            lambda d: d["steps"].__setitem__(
+                "b", {"type": "delay", "until": "{{ trigger.day + 'T09:00:00Z' }}"}
+            ),
+            ("steps.b.until", "delay-until"),
+        ),
+        (lambda d: d.update(triggers=[{"type": "sms"}]), ("triggers[0]", "step-type")),
     ],
 )
 def test_each_invalid_definition_is_refused_with_its_path(mutate, expected):
@@ -310,3 +358,32 @@ def test_problem_text_names_file_path_and_rule():
     text = str(problems[0])
     assert text.startswith("flows/charge.yaml: steps.a.retry.max_attempts: ")
     assert text.endswith("[greater-than-equal]")
+
+
+def test_unknown_trigger_type_names_the_trigger_types():
+    data = copy.deepcopy(BASE)
+    data["triggers"] = [{"type": "sms"}]
+    _, problems = validate_data(data)
+    (problem,) = [p for p in problems if p.path == "triggers[0]"]
+    assert problem.message.startswith("unknown trigger type; use one of: manual, cron, at")
+
+
+def test_yaml_scalars_follow_yaml_1_2():
+    # Given YAML 1.1 spellings that silently change meaning
+    text = """
+id: wf
+start: a
+steps:
+  a:
+    type: transform
+    mapping: {answer: yes, time: 1:30, day: 2030-01-01, n: 010, flag: true}
+"""
+    # When loaded / Then only true/false are booleans, and dates and times stay strings
+    workflow = load_workflow_text(text, "scalars.yaml")
+    assert workflow.steps["a"].mapping == {
+        "answer": "yes",
+        "time": "1:30",
+        "day": "2030-01-01",
+        "n": 10,
+        "flag": True,
+    }

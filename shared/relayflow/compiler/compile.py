@@ -148,6 +148,7 @@ class _Compiler:
         back_edges = self.graph.back_edges(scope)
         cycle_size = {k: len(c) for c in self.graph.cycles(scope) for k in c}
         ctx = _ScopeContext(self, machine, mode, back_edges)
+        ctx.in_cycle = set(cycle_size)
         for key in scope.steps:
             ctx.emit(key, self.wf.steps[key])
         for header in sorted({target for _, target in back_edges}):
@@ -169,6 +170,8 @@ class _ScopeContext:
         self.back_edges = back_edges
         #: In an item scope: record a failed item and go on (for_each on_item_failure).
         self.item_continue = False
+        #: Steps of this scope that sit on a cycle.
+        self.in_cycle: set[str] = set()
 
     # ------------------------------------------------------------------ wiring helpers
 
@@ -274,6 +277,17 @@ class _ScopeContext:
             catch.append({"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": failure})
         return catch
 
+    def raise_error(self, name: str, error: str, cause: str, failure: str | None) -> None:
+        """A compiled failure: with an error route, put ``{Error, Cause}`` at ``$.error`` and
+        take it (as a Catch would); without one, fail the run."""
+        if failure:
+            self.machine.add(
+                name,
+                Pass(result={"Error": error, "Cause": cause}, result_path="$.error", next=failure),
+            )
+        else:
+            self.machine.add(name, Fail(error=error, cause=cause))
+
     def reraise_state(self, key: str) -> str:
         """A Fail state that re-raises the error held at ``$.error`` (name and cause kept)."""
         name = f"{key}.failed"
@@ -371,6 +385,14 @@ class _ScopeContext:
             retry=self.retriers(step.retry),
             catch=self.catchers(key, step.retry),
         )
+        policy = step.retry
+        if policy is not None and policy.backoff == "linear" and key in self.in_cycle:
+            # On a cycle the step runs again: start its next failure from attempt one.
+            reset = f"{key}.retry_reset"
+            state = Pass(result={"attempt": 0, "delay": 0}, result_path=f"$.retry_{key}")
+            self.machine.add(reset, self.flow(state, key, next_target))
+            task.next = reset
+            return task
         return self.flow(task, key, next_target)  # type: ignore[return-value]
 
     def emit(self, key: str, step: Any) -> None:
@@ -486,19 +508,12 @@ class _ScopeContext:
                 default=key,
             ),
         )
-        cause = f"for_each '{key}' allows at most {step.max_items} items"
-        failure = self.failure_target(key)
-        if failure:
-            self.machine.add(
-                too_many,
-                Pass(
-                    result={"Error": TooManyItems.error_name, "Cause": cause},
-                    result_path="$.error",
-                    next=failure,
-                ),
-            )
-        else:
-            self.machine.add(too_many, Fail(error=TooManyItems.error_name, cause=cause))
+        self.raise_error(
+            too_many,
+            TooManyItems.error_name,
+            f"for_each '{key}' allows at most {step.max_items} items",
+            self.failure_target(key),
+        )
         item_scope = self.c.scope_for(step.step, key)
         item_machine = ScopeMachine(self.c.entry_state(item_scope.entry))
         item_ctx = _ScopeContext(self.c, item_machine, "item", set())
@@ -545,13 +560,12 @@ class _ScopeContext:
                 default=self.c.entry_state(header),
             ),
         )
-        self.machine.add(
+        self.raise_error(
             exceeded,
-            Fail(
-                error=MaxStepsExceeded.error_name,
-                cause=f"the run exceeded max_steps_per_run ({self.c.wf.max_steps_per_run}) "
-                f"in the cycle through '{header}'",
-            ),
+            MaxStepsExceeded.error_name,
+            f"the run exceeded max_steps_per_run ({self.c.wf.max_steps_per_run}) "
+            f"in the cycle through '{header}'",
+            self.failure_target(header),
         )
 
 

@@ -26,19 +26,49 @@ class LoadedDocument:
 
 
 class _Yaml12Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans: only true/false. YAML 1.1 also reads yes, no, on
-    and off as booleans, which turns a step named ``yes`` into ``True``."""
+    """SafeLoader with YAML 1.2 core-schema scalars.
+
+    YAML 1.1 reads ``yes``/``no``/``on``/``off`` as booleans (a step named ``yes`` becomes
+    ``True``), ``1:30`` as the number 90, and ``2030-01-01`` as a date object that JSON cannot
+    hold. Here only true/false are booleans, numbers are plain decimal (or 0x/0o) forms, and
+    dates stay strings.
+    """
 
 
+_REPLACED = {
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:timestamp",
+}
 _Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+    list("-+0123456789"),
+)
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def _construct_yaml12_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    return int(text, 0) if text.startswith(("0x", "0o")) else int(text)
+
+
+_Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_yaml12_int)
 
 
 def _duplicate_paths(node: yaml.Node, path: list[str], out: list[tuple[str, str, int]]) -> None:

@@ -54,7 +54,7 @@ class RetryPolicy(_Model):
     max_delay_seconds: int | None = Field(
         None, ge=1, le=86_400, description="Cap on any single delay (exponential/linear)."
     )
-    jitter: bool = Field(False, description="Randomise each delay in [0, delay].")
+    jitter: bool = Field(False, strict=True, description="Randomise each delay in [0, delay].")
     retry_on: list[ErrorName] | None = Field(
         None,
         description=(
@@ -237,7 +237,7 @@ class WebhookOutStep(_Routed):
 class ApprovalStep(_StepBase):
     type: Literal["approval"]
     title: Template
-    description_template: Template | None = Field(None, alias="prompt")
+    prompt: Template | None = Field(None, description="What the approver is asked.")
     options: list[str] = Field(default_factory=lambda: ["approve", "reject"], min_length=1)
     form_schema: dict[str, Any] | None = None
     assigned_to: str | None = None

@@ -37,6 +37,8 @@ from relayflow.expressions import (
 
 _KEY_RE = re.compile(STEP_KEY_PATTERN)
 _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
+#: RFC 3339 date-time, the form Step Functions accepts for Wait Timestamp.
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 #: Fields of each step type that hold templates (validated and reference-checked).
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -51,6 +53,15 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "approval": ("title", "prompt"),
     "custom": ("url",),
     "waitpoint": ("idempotency_key",),
+}
+TRIGGER_TYPES = ("manual", "cron", "at", "event", "webhook")
+#: Settings a step type cannot honour, refused rather than silently ignored.
+#: noop and delay cannot fail; Parallel and Map states have no TimeoutSeconds in ASL.
+NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
+    "noop": ("retry", "timeout_seconds", "on_failure"),
+    "delay": ("retry", "timeout_seconds", "on_failure"),
+    "parallel": ("timeout_seconds",),
+    "for_each": ("timeout_seconds",),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
 FOR_EACH_TARGET_TYPES = frozenset(
@@ -106,7 +117,10 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         if err["type"] == "union_tag_invalid":
-            message = f"unknown step type; use one of: {', '.join(STEP_TYPES)}"
+            if err["loc"] and err["loc"][0] == "triggers":
+                message = f"unknown trigger type; use one of: {', '.join(TRIGGER_TYPES)}"
+            else:
+                message = f"unknown step type; use one of: {', '.join(STEP_TYPES)}"
         problems.append(Problem(file, _loc_to_path(err["loc"]), _rule_for(err["type"]), message))
     return problems
 
@@ -159,6 +173,24 @@ class _Checker:
                     "step keys are 1-64 characters of a-z, 0-9 and '_', starting with a letter",
                 )
             step_type = raw.get("type")
+            for name in NOT_APPLICABLE.get(str(step_type), ()):
+                if raw.get(name) is not None:
+                    self.add(
+                        f"steps.{key}.{name}",
+                        "not-applicable",
+                        f"a {step_type} step cannot use {name}",
+                    )
+            retry = raw.get("retry")
+            if (
+                step_type in ("parallel", "for_each")
+                and isinstance(retry, Mapping)
+                and retry.get("backoff") == "linear"
+            ):
+                self.add(
+                    f"steps.{key}.retry.backoff",
+                    "not-applicable",
+                    f"linear backoff is available on steps that run in a Lambda, not on {step_type}",
+                )
             if step_type in STEP_TYPES and step_type not in AVAILABLE_STEP_TYPES:
                 self.add(
                     f"steps.{key}.type",
@@ -286,6 +318,8 @@ class _Checker:
                         "items must be one placeholder naming a list, e.g. "
                         "'{{ trigger.orders }}' or '{{ steps.fetch.output.items }}'",
                     )
+            if step_type == "delay" and isinstance(raw.get("until"), str):
+                self.check_until(f"steps.{key}.until", raw["until"])
             if step_type == "delay" and isinstance(raw.get("seconds"), str):
                 match = _SINGLE_PLACEHOLDER.match(raw["seconds"])
                 if not match or expression_jsonpath(match.group(1).strip()) is None:
@@ -295,6 +329,27 @@ class _Checker:
                         "seconds must be a whole number or one placeholder naming one, "
                         "e.g. '{{ trigger.wait_seconds }}'",
                     )
+
+    def check_until(self, path: str, value: str) -> None:
+        """``until`` is an ISO-8601 timestamp with a zone, or one placeholder naming one:
+        exactly what a Wait state's Timestamp / TimestampPath accept."""
+        match = _SINGLE_PLACEHOLDER.match(value)
+        if match:
+            if expression_jsonpath(match.group(1).strip()) is None:
+                self.add(
+                    path,
+                    "delay-until",
+                    "until must be a timestamp or one placeholder naming one, "
+                    "e.g. '{{ trigger.due_at }}'",
+                )
+            return
+        if not _TIMESTAMP.match(value.strip()):
+            self.add(
+                path,
+                "delay-until",
+                f"'{value}' is not an ISO-8601 timestamp with a time zone, "
+                "e.g. 2030-01-01T09:00:00Z or 2030-01-01T09:00:00+02:00",
+            )
 
     def check_triggers(self) -> None:
         triggers = self.data.get("triggers")
