@@ -189,7 +189,8 @@ class _Checker:
                 self.add(
                     f"steps.{key}.retry.backoff",
                     "not-applicable",
-                    f"linear backoff is available on steps that run in a Lambda, not on {step_type}",
+                    "linear backoff is available on steps that run in a Lambda, "
+                    f"not on {step_type}",
                 )
             if step_type in STEP_TYPES and step_type not in AVAILABLE_STEP_TYPES:
                 self.add(
