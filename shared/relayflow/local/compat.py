@@ -1,0 +1,1016 @@
+"""Compatibility layer over moto's Step Functions interpreter (moto 5.2.5 only).
+
+moto runs real ASL, but about 40 documented behaviours differ from AWS
+(``notes/moto-asl.md``). Each function below restores one of them that compiled Relayflow ASL
+can reach, names the finding and the AWS behaviour in its docstring, and has a test in
+``tests/integration/local/`` that fails without it. The ASL itself never changes to suit moto.
+
+Patches are process-wide, idempotent and reversible (:func:`apply` / :func:`revert`);
+:class:`~relayflow.local.runtime.LocalRuntime` applies all of them on ``__enter__``. The
+*infrastructure* patches (Lambda routing, client cache, scaled waits, halt notification,
+termination hook) are what makes the runtime work and are always applied.
+
+Every patch targets a private API of one exact moto version, so :func:`check_moto_version`
+refuses any other version instead of patching it blindly.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MOTO_VERSION = "5.2.5"
+
+# The ISO-8601 "extended offset date-time" AWS accepts in Wait Timestamp/TimestampPath.
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
+_HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
+# A JSON backslash escape left in an intrinsic literal by moto's parser: \\ or \/.
+_JSON_BACKSLASH = re.compile(r"\\([\\/])")
+
+
+class MotoVersionError(RuntimeError):
+    """The installed moto is not the version this layer was written and tested against."""
+
+
+def check_moto_version() -> None:
+    """Fail loudly unless moto is exactly :data:`MOTO_VERSION`."""
+    import moto
+
+    if moto.__version__ != MOTO_VERSION:
+        raise MotoVersionError(
+            f"relayflow.local needs moto=={MOTO_VERSION} (its compatibility layer patches that "
+            f"version's interpreter); found moto {moto.__version__}. "
+            f"Install it with: pip install 'moto[stepfunctions]=={MOTO_VERSION}'"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Patch bookkeeping
+# --------------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+class _Patches:
+    """Attribute replacements of one fix, kept so the fix can be reverted."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def set(self, owner: Any, attr: str, value: Any) -> None:
+        self._saved.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
+        setattr(owner, attr, value)
+
+    def set_everywhere(self, package: str, attr: str, original: Any, value: Any) -> None:
+        """Replace ``attr`` in every loaded module of ``package`` that imported ``original``."""
+        import sys
+
+        for name, module in list(sys.modules.items()):
+            if (
+                module is not None
+                and name.startswith(package)
+                and getattr(module, attr, None) is original
+            ):
+                self.set(module, attr, value)
+
+    def revert(self) -> None:
+        for owner, attr, original in reversed(self._saved):
+            if original is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+        self._saved.clear()
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One compatibility fix: the finding it addresses and the function that applies it."""
+
+    name: str
+    finding: str
+    install: Callable[[_Patches], None]
+    infrastructure: bool = False
+
+
+_FIXES: dict[str, Fix] = {}
+_applied: dict[str, _Patches] = {}
+_apply_lock = threading.RLock()
+
+
+def _fix(name: str, finding: str, *, infrastructure: bool = False) -> Callable[..., Any]:
+    def register(install: Callable[[_Patches], None]) -> Callable[[_Patches], None]:
+        _FIXES[name] = Fix(name, finding, install, infrastructure)
+        return install
+
+    return register
+
+
+def fixes() -> list[Fix]:
+    """Every fix, in the order it is applied."""
+    return list(_FIXES.values())
+
+
+def apply(skip: Iterable[str] = ()) -> None:
+    """Apply every fix except ``skip`` (infrastructure fixes cannot be skipped). Idempotent.
+
+    ``skip`` exists so a test can show that a fix is needed; a skipped fix that was applied
+    before is reverted.
+    """
+    check_moto_version()
+    _import_interpreter()
+    skipped = set(skip)
+    unknown = skipped - set(_FIXES)
+    if unknown:
+        raise ValueError(f"unknown compat fixes: {sorted(unknown)}")
+    with _apply_lock:
+        for fix in _FIXES.values():
+            wanted = fix.infrastructure or fix.name not in skipped
+            if wanted and fix.name not in _applied:
+                patches = _Patches()
+                fix.install(patches)
+                _applied[fix.name] = patches
+            elif not wanted and fix.name in _applied:
+                _applied.pop(fix.name).revert()
+
+
+def revert() -> None:
+    """Undo every fix (the interpreter is plain moto again)."""
+    with _apply_lock:
+        for name in reversed(list(_applied)):
+            _applied.pop(name).revert()
+
+
+def applied() -> list[str]:
+    return list(_applied)
+
+
+def _import_interpreter() -> None:
+    """Import every interpreter module that a fix patches, so that name-level patches
+    (``set_everywhere``) reach all of them."""
+    import moto.stepfunctions.parser.asl.component.state.choice.comparison.operator.implementations.string_operators  # noqa: E501
+    import moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map
+    import moto.stepfunctions.parser.asl.component.state.exec.state_parallel.state_parallel
+    import moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_factory
+    import moto.stepfunctions.parser.asl.parse.asl_parser
+    import moto.stepfunctions.parser.backend.execution
+    import moto.stepfunctions.parser.models
+    import moto.stepfunctions.responses  # noqa: F401
+
+
+def _runtime_error(env: Any, cause: str, error: str = "States.Runtime") -> Exception:
+    """A FailureEventException the interpreter handles like its own ``States.*`` failures."""
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    return FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=StatesErrorName.from_name(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(error=error, cause=cause)
+            ),
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Infrastructure: Lambda routing, client cache, halt notification, scaled time, termination
+# --------------------------------------------------------------------------------------------
+
+_lambda_endpoint_url: str | None = None
+_clients: dict[tuple[str, str, str | None], Any] = {}
+_clients_lock = threading.Lock()
+#: Notified each time an execution terminates (see :func:`wait_for_termination`).
+terminated = threading.Condition()
+_session: Any = None
+#: Guards :func:`boto3_session` and every ``.client()`` call on it.
+session_lock = threading.RLock()
+
+
+def boto3_session() -> Any:
+    """One boto3 session for every client the local runtime creates: botocore then loads
+    each service model once per process instead of once per client. Created after moto is
+    imported, so moto's request stubber is among its handlers. Guard ``.client()`` calls
+    with :data:`session_lock` (sessions are not thread-safe)."""
+    global _session
+    with session_lock:
+        if _session is None:
+            import boto3
+            import moto.core.models  # noqa: F401 - registers moto's botocore stubber
+
+            _session = boto3.session.Session(
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
+        return _session
+
+
+def set_lambda_endpoint(url: str | None) -> None:
+    """Route the interpreter's Lambda Invoke calls to ``url`` (None: back to moto's default)."""
+    global _lambda_endpoint_url
+    _lambda_endpoint_url = url
+    clear_client_cache()
+
+
+def clear_client_cache() -> None:
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
+
+
+@_fix("lambda_routing_and_client_cache", "notes row 17, FN", infrastructure=True)
+def _lambda_routing_and_client_cache(patches: _Patches) -> None:
+    """moto's interpreter builds a new boto3 client for every Task (``boto_client_for``), which
+    costs CPU under Map fan-out (row 17). This returns one cached client per service, and sends
+    ``lambda`` to the runtime's Invoke endpoint explicitly (moto's mock only intercepts
+    ``*.amazonaws.com`` URLs, so a 127.0.0.1 endpoint reaches the real server)."""
+    from botocore.config import Config
+    from moto.stepfunctions.parser.asl.utils import boto_client as boto_client_module
+
+    original = boto_client_module.boto_client_for
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        endpoint = _lambda_endpoint_url if service == "lambda" else None
+        key = (region, service, endpoint)
+        client = _clients.get(key)
+        if client is not None:
+            return client
+        with _clients_lock, session_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = boto3_session().client(
+                    service_name=service,
+                    region_name=region,
+                    aws_access_key_id="ak",
+                    aws_secret_access_key="sk",
+                    endpoint_url=endpoint,
+                    config=Config(
+                        parameter_validation=False,
+                        retries={"max_attempts": 0, "total_max_attempts": 1},
+                        connect_timeout=60,
+                        read_timeout=99999999,
+                        max_pool_connections=256,
+                        tcp_keepalive=True,
+                    ),
+                )
+                _clients[key] = client
+        return client
+
+    patches.set_everywhere(
+        "moto.stepfunctions.parser", "boto_client_for", original, boto_client_for
+    )
+
+
+@_fix("halt_notification", "notes rows 6, 12", infrastructure=True)
+def _halt_notification(patches: _Patches) -> None:
+    """moto signals a stop by pulsing ``program_state_event`` (set, then clear at once), which a
+    thread that is not already waiting never sees. Every change of program state now also wakes
+    the waits registered through :mod:`relayflow.local.timescale` on that environment."""
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+
+    from relayflow.local import timescale
+
+    for name in ("set_ended", "set_error", "set_timed_out", "set_stop"):
+        original = getattr(Environment, name)
+
+        def notifying(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> None:
+            _original(self, *args, **kwargs)
+            timescale.notify_halted(self)
+
+        patches.set(Environment, name, notifying)
+
+
+@_fix("scaled_time", "notes rows 1, 6", infrastructure=True)
+def _scaled_time(patches: _Patches) -> None:
+    """Wait states and Retry back-off sleeps take real time in moto (row 6: ``Seconds: 2`` took
+    2.03 s). Both now sleep ``seconds * time_scale`` and wake at once when the execution stops.
+    Fractional seconds are kept (moto rounds the waited time down to whole seconds)."""
+    from moto.stepfunctions.parser.asl.component.common.retry.max_attempts_decl import (
+        MaxAttemptsOutcome,
+    )
+    from moto.stepfunctions.parser.asl.component.common.retry.retrier_decl import (
+        RetrierDecl,
+        RetrierOutcome,
+    )
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import (
+        WaitFunction,
+    )
+
+    from relayflow.local import timescale
+
+    def wait_eval_body(self: Any, env: Any) -> None:
+        timescale.sleep(env, float(self._get_wait_seconds(env=env)))
+
+    def retrier_eval_body(self: Any, env: Any) -> None:
+        self.error_equals.eval(env)
+        if not env.stack.pop():
+            env.stack.append(RetrierOutcome.Skipped)
+            return
+        self.max_attempts.eval(env=env)
+        if env.stack.pop() == MaxAttemptsOutcome.EXHAUSTED:
+            env.stack.append(RetrierOutcome.Failed)
+            return
+        self.interval_seconds.eval(env=env)
+        self.backoff_rate.eval(env=env)
+        self.max_delay_seconds.eval(env=env)
+        self.jitter_strategy.eval(env=env)
+        timescale.sleep(env, float(env.stack.pop()))
+        env.stack.append(RetrierOutcome.Executed)
+
+    patches.set(WaitFunction, "_eval_body", wait_eval_body)
+    patches.set(RetrierDecl, "_eval_body", retrier_eval_body)
+
+
+@_fix("termination_hook", "runtime support", infrastructure=True)
+def _termination_hook(patches: _Patches) -> None:
+    """Notify :data:`terminated` when an execution ends, so waiting for one needs no polling.
+    An ABORTED execution also keeps the ``error``/``cause`` given to ``StopExecution`` (row 12:
+    moto dropped them), as ``DescribeExecution`` reports them on AWS."""
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
+    original = BaseExecutionWorkerCommunication.terminated
+
+    def notifying_terminated(self: Any) -> None:
+        original(self)
+        state = self.execution.exec_worker.env.program_state()
+        if isinstance(state, ProgramStopped):
+            self.execution.error = state.error or None
+            self.execution.cause = state.cause or None
+        with terminated:
+            terminated.notify_all()
+
+    patches.set(BaseExecutionWorkerCommunication, "terminated", notifying_terminated)
+
+
+# --------------------------------------------------------------------------------------------
+# Behaviour fixes, one per finding
+# --------------------------------------------------------------------------------------------
+
+
+def _is_definite(node: Any) -> bool:
+    """Whether a parsed JSONPath selects at most one value (Jayway's "definite path")."""
+    from jsonpath_ng.jsonpath import Child, Fields, Index, Root, This
+
+    if isinstance(node, (Root, This)):
+        return True
+    if isinstance(node, Child):
+        return _is_definite(node.left) and _is_definite(node.right)
+    if isinstance(node, Fields):
+        return len(node.fields) == 1 and node.fields[0] != "*"
+    if isinstance(node, Index):
+        return len(node.indices) == 1
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_jsonpath(path: str) -> tuple[Any, bool]:
+    from jsonpath_ng.ext import parse
+
+    expression = parse(path)
+    return expression, _is_definite(expression)
+
+
+@_fix("jsonpath_definite_paths", "notes rows 5, 7b")
+def _jsonpath_definite_paths(patches: _Patches) -> None:
+    """JSONPath results follow AWS (Jayway) semantics. moto returned ``["a"]`` for
+    ``$.items[0].n`` and ``[6]`` for ``$[0].v`` (a side effect of its fix for moto#7825), in
+    Parameters, ResultSelector, InputPath, OutputPath, ItemsPath and intrinsic arguments; and a
+    scalar for ``$..x``. On AWS a *definite* path (only names and single indexes) yields the one
+    value it selects, or fails when nothing is there; an *indefinite* path (``..``, ``*``,
+    slices, filters, unions) always yields a list, possibly empty."""
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    original = json_path.extract_json
+
+    def extract_json(path: str, data: Any) -> Any:
+        expression, definite = _parse_jsonpath(path)
+        matches = expression.find(data)
+        if definite:
+            if not matches:
+                raise json_path.NoSuchJsonPathError(json_path=path, data=data)
+            return matches[0].value
+        return [match.value for match in matches]
+
+    patches.set(json_path, "extract_json", extract_json)
+    patches.set_everywhere("moto.stepfunctions.parser", "extract_json", original, extract_json)
+
+
+def _states_error_name(error_name: str | None = None) -> Any:
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+
+    if error_name is not None and error_name.startswith("States."):
+        try:
+            return StatesErrorName.from_name(error_name)
+        except ValueError:
+            pass
+    return CustomErrorName(error_name=error_name)
+
+
+@_fix("map_parallel_states_errors", "notes row 4")
+def _map_parallel_states_errors(patches: _Patches) -> None:
+    """A ``States.*`` error that ends a Map iteration or a Parallel branch (``States.Timeout``,
+    ``States.TaskFailed``, ``States.Runtime``…) reaches the Map/Parallel state under its own
+    name. moto re-wrapped it as a custom error name, which rejects the ``States.`` prefix, so it
+    surfaced as ``States.Runtime`` ("Custom Error Names MUST NOT begin with the prefix
+    'States.'") and a Catch for ``States.Timeout`` on the Map never fired."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        iteration_worker,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
+
+    patches.set(iteration_worker, "CustomErrorName", _states_error_name)
+    patches.set(branches_decl, "CustomErrorName", _states_error_name)
+
+
+@_fix("choice_no_match", "notes row 3")
+def _choice_no_match(patches: _Patches) -> None:
+    """A Choice state whose rules all evaluate false and that has no ``Default`` fails with
+    ``States.NoChoiceMatched`` on AWS. moto raised a Python ``RuntimeError``, reported as
+    ``States.Runtime``, so a Catch/handler keyed on ``States.NoChoiceMatched`` never saw it."""
+    from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
+
+    def eval_state(self: Any, env: Any) -> None:
+        for rule in self.choices_decl.rules:
+            rule.eval(env)
+            if env.stack.pop() is True:
+                env.stack.append(rule.next_stmt.name)
+                return
+        if self.default_state is None:
+            raise _runtime_error(
+                env,
+                f"No Choice Rules matched in state '{self.name}' and no Default is specified.",
+                error="States.NoChoiceMatched",
+            )
+        env.stack.append(self.default_state.state_name)
+
+    patches.set(StateChoice, "_eval_state", eval_state)
+
+
+@_fix("choice_missing_variable", "notes row 3")
+def _choice_missing_variable(patches: _Patches) -> None:
+    """A Choice rule whose ``Variable`` path is not in the input fails the state with
+    ``States.Runtime`` ("Invalid path ... The choice state's condition path references an invalid
+    value.") on AWS; only ``IsPresent`` may test a missing path. moto evaluated the comparison
+    to false silently and took the Default branch."""
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.comparison_operator_type import (  # noqa: E501
+        ComparisonOperatorType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.comparison_variable import (  # noqa: E501
+        ComparisonVariable,
+    )
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.variable import (
+        NoSuchVariable,
+    )
+
+    def eval_body(self: Any, env: Any) -> None:
+        self.variable.eval(env)
+        operator = getattr(self.comparison_function, "operator_type", None)
+        if (
+            isinstance(env.stack[-1], NoSuchVariable)
+            and operator != ComparisonOperatorType.IsPresent
+        ):
+            path = self.variable.string_sampler.literal_value
+            raise _runtime_error(
+                env,
+                f"Invalid path '{path}': The choice state's condition path references an "
+                "invalid value.",
+            )
+        self.comparison_function.eval(env)
+
+    patches.set(ComparisonVariable, "_eval_body", eval_body)
+
+
+def string_matches(value: str, pattern: str) -> bool:
+    """ASL ``StringMatches``: ``*`` matches any run of characters, ``\\`` escapes the next
+    character (``\\*`` is a literal asterisk); everything else, ``?`` and ``[`` included, is
+    literal."""
+    parts: list[str] = []
+    escaped = False
+    for char in pattern:
+        if escaped:
+            parts.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "*":
+            parts.append(".*")
+        else:
+            parts.append(re.escape(char))
+    if escaped:
+        parts.append(re.escape("\\"))
+    return re.fullmatch("".join(parts), value, flags=re.DOTALL) is not None
+
+
+@_fix("string_matches", "notes row 3")
+def _string_matches(patches: _Patches) -> None:
+    """``StringMatches`` treats only ``*`` as a wildcard and ``\\*`` as an escaped literal
+    asterisk (AWS Choice rules docs). moto used ``fnmatch``, where ``?`` and ``[...]`` are
+    wildcards too and ``\\*`` cannot escape."""
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.operator.implementations.string_operators import (  # noqa: E501
+        StringMatches,
+    )
+
+    def compare(variable: Any, comparison_value: Any) -> bool:
+        return isinstance(variable, str) and string_matches(variable, comparison_value)
+
+    patches.set(StringMatches, "_compare", staticmethod(compare))
+
+
+def format_template(template: str, values: list[str]) -> str:
+    """``States.Format``: each ``{}`` takes the next value; ``\\{``, ``\\}``, ``\\\\`` and
+    ``\\'`` are the literal characters; any other brace is literal text."""
+    out: list[str] = []
+    index = 0
+    i = 0
+    while i < len(template):
+        char = template[i]
+        if char == "\\" and i + 1 < len(template):
+            out.append(template[i + 1])
+            i += 2
+            continue
+        if char == "{" and template.startswith("{}", i):
+            if index >= len(values):
+                raise ValueError(
+                    f"States.Format template '{template}' has more placeholders than arguments"
+                )
+            out.append(values[index])
+            index += 1
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    if index != len(values):
+        raise ValueError(
+            f"States.Format template '{template}' has {index} placeholders but received "
+            f"{len(values)} arguments"
+        )
+    return "".join(out)
+
+
+@_fix("states_format_escapes", "notes row 7")
+def _states_format_escapes(patches: _Patches) -> None:
+    """``States.Format`` honours the intrinsic escapes ``\\{``, ``\\}`` and ``\\\\`` and keeps
+    any other brace as text. moto used Python ``str.format``: ``\\{ \\}`` failed with
+    ``KeyError``, ``\\\\`` stayed doubled, and a template read from a path that contained
+    ``{name}`` failed. moto also hands a literal template over with the JSON escaping of the
+    definition still in it (``\\\\`` for one backslash), which is undone first.
+    (``\\'`` still breaks moto's intrinsic lexer: not fixed.)"""
+    from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import (
+        ArgumentLiteral,
+    )
+    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.generic.string_format import (  # noqa: E501
+        StringFormat,
+    )
+
+    def eval_body(self: Any, env: Any) -> None:
+        self.argument_list.eval(env=env)
+        args = env.stack.pop()
+        template = args[0]
+        if isinstance(self.argument_list.arguments[0], ArgumentLiteral):
+            template = _JSON_BACKSLASH.sub(lambda m: m.group(1), template)
+        values = [StringFormat._to_str_repr(value) for value in args[1:]]
+        env.stack.append(format_template(template, values))
+
+    patches.set(StringFormat, "_eval_body", eval_body)
+
+
+def parse_timestamp(value: str) -> datetime.datetime | None:
+    """An ASL timestamp (RFC 3339: ``T``, ``Z`` or a numeric offset, optional fraction) as an
+    aware datetime, or None when it is not one."""
+    if not isinstance(value, str) or not _TIMESTAMP_RE.match(value):
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    head, _, rest = text.partition(".")
+    if rest:
+        # Keep microseconds: Python parses at most six fractional digits.
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        text = f"{head}.{digits.group()[:6].ljust(6, '0')}{rest[digits.end() :]}"
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+@_fix("timestamp_waits", "notes row 6")
+def _timestamp_waits(patches: _Patches) -> None:
+    """Wait ``Timestamp``/``TimestampPath`` waits until that instant. moto compared the UTC time
+    with the naive *local* ``datetime.now()`` (no wait at all east of UTC, hours too long west
+    of it), dropped fractional seconds (fired up to 1-2 s early) and rejected ``+02:00``
+    offsets with ``States.Runtime``. AWS accepts any RFC 3339 offset and fractional seconds."""
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
+        Timestamp,
+    )
+
+    def get_wait_seconds(self: Any, env: Any) -> float:
+        from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+            FailureEventException,
+        )
+
+        self.string.eval(env=env)
+        timestamp_str = env.stack.pop()
+        timestamp = parse_timestamp(timestamp_str)
+        if timestamp is None:
+            raise FailureEventException(self._create_failure_event(env, str(timestamp_str)))
+        now = datetime.datetime.now(datetime.UTC)
+        return max(0.0, (timestamp - now).total_seconds())
+
+    patches.set(Timestamp, "_from_timestamp_string", staticmethod(parse_timestamp))
+    patches.set(Timestamp, "_get_wait_seconds", get_wait_seconds)
+
+
+@_fix("choice_timestamp_formats", "notes rows 3, 6")
+def _choice_timestamp_formats(patches: _Patches) -> None:
+    """Choice ``Timestamp*`` comparisons and ``IsTimestamp`` accept every RFC 3339 timestamp,
+    with fractional seconds and numeric offsets, and compare instants. moto parsed only
+    ``%Y-%m-%dT%H:%M:%SZ``, so ``2026-11-05T10:00:00.123Z`` (the form Step Functions and
+    Relayflow's ``run.started_at`` use) or ``+02:00`` counted as not a timestamp and every
+    comparison with it was false."""
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.operator.implementations.is_operator import (  # noqa: E501
+        IsTimestamp,
+    )
+
+    patches.set(IsTimestamp, "string_to_timestamp", staticmethod(parse_timestamp))
+
+
+def iso_timestamp(value: datetime.datetime) -> str:
+    """``2026-11-05T10:00:00.123Z``: the form Step Functions uses for context timestamps."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    utc = value.astimezone(datetime.UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+@_fix("context_start_time_iso", "notes row 7b")
+def _context_start_time_iso(patches: _Patches) -> None:
+    """``$$.Execution.StartTime`` is an ISO-8601 string (``...T10:00:00.123Z``) on AWS. moto put
+    a ``datetime`` in the context object, so reading it into the state (``$$``, or the field)
+    made ``describe_execution`` raise ``TypeError: Object of type datetime is not JSON
+    serializable`` in the caller's process."""
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original = ExecutionWorker._get_evaluation_environment
+
+    def get_evaluation_environment(self: Any) -> Any:
+        env = original(self)
+        execution = env.states.context_object.context_object_data["Execution"]
+        if isinstance(execution.get("StartTime"), datetime.datetime):
+            execution["StartTime"] = iso_timestamp(execution["StartTime"])
+        return env
+
+    patches.set(ExecutionWorker, "_get_evaluation_environment", get_evaluation_environment)
+
+
+class _HeartbeatTimeoutMarker:
+    """Mixin marking the error name of a missed heartbeat (see ``heartbeat_timeout_catch``)."""
+
+
+@_fix("heartbeat_timeout_catch", "notes row 9")
+def _heartbeat_timeout_catch(patches: _Patches) -> None:
+    """A missed heartbeat is matched by ``States.HeartbeatTimeout`` in Retry and Catch (AWS
+    error-handling docs: the name "is only available inside the Catch and Retry fields") and
+    still by ``States.Timeout``, which AWS documents as covering missed heartbeats; the error
+    reported stays ``States.Timeout``. moto's ``States.HeartbeatTimeout`` catcher never
+    matched."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import (
+        ErrorEqualsDecl,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import HeartbeatTimeoutError
+
+    class HeartbeatTimeoutName(_HeartbeatTimeoutMarker, StatesErrorName):
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesTimeout)
+
+    original_from_error = StateTask._from_error
+    original_matches = ErrorEqualsDecl._eval_body
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, HeartbeatTimeoutError):
+            failure_event = self._get_timed_out_failure_event(env)
+            failure_event.error_name = HeartbeatTimeoutName()
+            return failure_event
+        return original_from_error(self, env, ex)
+
+    def error_equals(self: Any, env: Any) -> None:
+        error_name = env.stack[-1]
+        original_matches(self, env)
+        if (
+            env.stack[-1] is False
+            and isinstance(error_name, _HeartbeatTimeoutMarker)
+            and any(name.error_name == _HEARTBEAT_TIMEOUT for name in self.error_names)
+        ):
+            env.stack[-1] = True
+
+    patches.set(StateTask, "_from_error", from_error)
+    patches.set(ErrorEqualsDecl, "_eval_body", error_equals)
+
+
+@_fix("send_task_failure_cause", "notes row 9")
+def _send_task_failure_cause(patches: _Patches) -> None:
+    """``SendTaskFailure`` passes its ``cause`` on to the failed Task (and so to a Catch's
+    ``Cause``), as on AWS. moto's response handler dropped ``cause``, leaving it null."""
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"),
+            error=self._get_param("error"),
+            cause=self._get_param("cause"),
+        )
+        return EmptyResult()
+
+    patches.set(StepFunctionResponse, "send_task_failure", send_task_failure)
+
+
+@_fix("task_token_per_attempt", "notes row 9")
+def _task_token_per_attempt(patches: _Patches) -> None:
+    """Each attempt of a ``.waitForTaskToken`` Task gets a new task token (AWS issues one per
+    attempt, so a retry waits for a fresh callback). moto made the token once per state entry:
+    the retry reused it and failed at once with the failure already stored for it."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
+        ResourceCondition,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (  # noqa: E501
+        StateTaskServiceCallback,
+    )
+
+    original_eval_execution = StateTaskServiceCallback._eval_execution
+
+    def uses_token(self: Any) -> bool:
+        return (
+            self._is_integration_pattern()
+            and ResourceCondition.WaitForTaskToken in self._supported_integration_patterns
+        )
+
+    def eval_body(self: Any, env: Any) -> None:
+        if uses_token(self):
+            self._assert_integration_pattern_is_supported()
+        super(StateTaskServiceCallback, self)._eval_body(env=env)
+        env.states.context_object.context_object_data.pop("Task", None)
+
+    def eval_execution(self: Any, env: Any) -> None:
+        if uses_token(self):
+            env.callback_pool_manager.add(env.states.context_object.update_task_token())
+        original_eval_execution(self, env)
+
+    patches.set(StateTaskServiceCallback, "_eval_body", eval_body)
+    patches.set(StateTaskServiceCallback, "_eval_execution", eval_execution)
+
+
+@_fix("stop_blocked_task", "notes rows 10, 12")
+def _stop_blocked_task(patches: _Patches) -> None:
+    """``StopExecution`` aborts an execution at once even while a Task is blocked (a running
+    Lambda, a ``.waitForTaskToken`` callback): status ABORTED, an ``ExecutionAborted`` event with
+    the given ``error``/``cause``, and later callbacks are refused. moto waited for the Task's
+    own timeout (99999999 s by default), so the execution stayed RUNNING; it also dropped the
+    stop's ``error``/``cause`` (row 12).
+
+    The same blocked wait made the state machine's ``TimeoutSeconds`` set TIMED_OUT without the
+    ``ExecutionTimedOut`` event, which the worker only wrote once the Task returned (row 10).
+    The worker now wakes on the timeout and is given a moment to record the event before the
+    status changes."""
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+    from moto.stepfunctions.parser.asl.component.program.program import Program
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    from relayflow.local import timescale
+
+    def evaluate_with_timeout(self: Any, env: Any) -> None:
+        from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import (
+            EvalTimeoutError,
+        )
+
+        self.timeout.eval(env=env)
+        timeout_seconds = env.stack.pop()
+
+        frame = env.open_frame()
+        frame.states.reset(input_value=env.states.get_input())
+        frame.stack = copy.deepcopy(env.stack)
+        outputs: list[Any] = []
+        exceptions: list[Exception | None] = [None]
+        done = threading.Event()
+
+        def exec_and_notify() -> None:
+            try:
+                self._eval_execution(frame)
+                outputs.extend(frame.stack)
+            except Exception as ex:
+                exceptions.append(ex)
+            done.set()
+
+        thread = threading.Thread(target=exec_and_notify, daemon=True)
+        TMP_THREADS.append(thread)
+        thread.start()
+
+        finished_on_time = timescale.wait_event(env, done, timeout_seconds)
+        frame.set_ended()
+        env.close_frame(frame)
+        if not env.is_running():
+            # Stopped, timed out or failed elsewhere: abandon the attempt; the caller sees a
+            # non-running program and leaves the state without output.
+            return
+
+        exception = exceptions.pop()
+        if exception:
+            raise exception
+        if not finished_on_time:
+            raise EvalTimeoutError()
+
+        output = outputs.pop()
+        env.stack.append(output)
+        if not self._is_language_query_jsonpath():
+            env.states.set_result(output)
+        if self.assign_decl:
+            self.assign_decl.eval(env=env)
+        if self.result_selector:
+            self.result_selector.eval(env=env)
+        if self.result_path:
+            self.result_path.eval(env)
+        else:
+            env.states.reset(input_value=env.stack.pop())
+
+    def stop_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        now = datetime.datetime.now(datetime.UTC)
+        if execution.exec_worker is not None and execution.status == "RUNNING":
+            execution.stop(
+                stop_date=now, error=self._get_param("error"), cause=self._get_param("cause")
+            )
+        return ActionResult({"stopDate": execution.stop_date or now})
+
+    def program_eval(self: Any, env: Any) -> None:
+        timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
+        env.next_state_name = self.start_at.start_at_name
+        worker = threading.Thread(target=EvalComponent.eval, args=(self, env), daemon=True)
+        TMP_THREADS.append(worker)
+        worker.start()
+        worker.join(timeout=timeout)
+        if worker.is_alive():
+            env.set_timed_out()
+            worker.join(timeout=2.0)
+
+    patches.set(ExecutionState, "_evaluate_with_timeout", evaluate_with_timeout)
+    patches.set(Program, "eval", program_eval)
+    patches.set(StepFunctionResponse, "stop_execution", stop_execution)
+
+
+@_fix("history_paging", "notes row 13")
+def _history_paging(patches: _Patches) -> None:
+    """``GetExecutionHistory`` honours ``maxResults`` (default 100, at most 1000),
+    ``nextToken`` and ``reverseOrder``, as the AWS API does. moto ignored all three."""
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.api import InvalidToken
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def get_execution_history(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        history = self.stepfunction_backend.get_execution_history(arn)
+        events = list(history["events"])
+        if self._get_param("reverseOrder"):
+            events.reverse()
+        page_size = min(int(self._get_param("maxResults") or 100), 1000)
+        token = self._get_param("nextToken")
+        try:
+            start = int(token) if token else 0
+        except ValueError as exc:
+            raise InvalidToken(f"Invalid Token: '{token}'") from exc
+        response: dict[str, Any] = {"events": events[start : start + page_size]}
+        if start + page_size < len(events):
+            response["nextToken"] = str(start + page_size)
+        return ActionResult(response)
+
+    patches.set(StepFunctionResponse, "get_execution_history", get_execution_history)
+
+
+@_fix("unnamed_start_execution", "notes row 11")
+def _unnamed_start_execution(patches: _Patches) -> None:
+    """``StartExecution`` without a ``name`` gets a generated UUID name on AWS. moto named the
+    execution literally ``None``, so a second unnamed start raised ``ExecutionAlreadyExists``.
+    (:meth:`LocalRuntime.start_execution` always passes a name as well.)"""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+
+    def start_execution(
+        self: Any,
+        state_machine_arn: str,
+        name: str | None = None,
+        execution_input: str | None = None,
+        trace_header: str | None = None,
+    ) -> Any:
+        return original(
+            self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header
+        )
+
+    patches.set(StepFunctionsParserBackend, "start_execution", start_execution)
+
+
+@_fix("parse_cache", "notes row 18")
+def _parse_cache(patches: _Patches) -> None:
+    """moto re-parses the ASL (ANTLR, about 1 ms per state) on every create and every
+    execution, and re-parses each ``ResultPath`` JSONPath on every use. Parsed programs are
+    now cached by definition text; they are already shared between concurrent Map iterations,
+    so sharing them between executions is safe once the lazily created ``heap_key`` of a
+    component is made thread-safe."""
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.utils import long_uid
+
+    original_parse = AmazonStateLanguageParser.parse
+    heap_lock = threading.Lock()
+    attr = "_EvalComponent__heap_key"
+
+    @functools.lru_cache(maxsize=256)
+    def cached_parse(definition: str) -> Any:
+        return original_parse(definition)
+
+    def heap_key(self: Any) -> str:
+        key = self.__dict__.get(attr)
+        if key is None:
+            with heap_lock:
+                key = self.__dict__.get(attr)
+                if key is None:
+                    key = long_uid()
+                    self.__dict__[attr] = key
+        return key
+
+    @functools.lru_cache(maxsize=4096)
+    def cached_jsonpath_parse(path: str) -> Any:
+        from jsonpath_ng import parse
+
+        return parse(path)
+
+    patches.set(AmazonStateLanguageParser, "parse", staticmethod(cached_parse))
+    patches.set(EvalComponent, "heap_key", property(heap_key))
+    patches.set(result_path, "parse", cached_jsonpath_parse)
+
+
+def prune_threads() -> None:
+    """Forget finished interpreter threads (moto keeps every thread it starts in a list)."""
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    TMP_THREADS[:] = [thread for thread in TMP_THREADS if thread.is_alive()]
+
+
+def wait_for_termination(is_done: Callable[[], bool], timeout: float) -> bool:
+    """Block until ``is_done()`` holds or ``timeout`` seconds pass; returns ``is_done()``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    with terminated:
+        while not is_done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            terminated.wait(remaining)
+    return True
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` with datetimes as ISO strings and enums as plain strings (for history events)."""
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return iso_timestamp(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

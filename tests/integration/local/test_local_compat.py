@@ -1,0 +1,606 @@
+"""One test per compatibility fix (relayflow.local.compat): each states the AWS behaviour
+that moto 5.2.5 got wrong, and fails when its fix is skipped."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import threading
+import time
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+from local_asl import INVOKE_WAIT_FOR_TOKEN, machine, pass_state, task, wait_for
+from relayflow.local.history import parse_time
+
+pytestmark = pytest.mark.integration
+
+ISO_UTC_MILLIS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def callback_task(function: str, next_state: str | None = None, **extra):
+    """A ``lambda:invoke.waitForTaskToken`` Task passing the token and the retry count."""
+    payload = {"token.$": "$$.Task.Token", "attempt.$": "$$.State.RetryCount"}
+    return task(
+        function, payload=payload, next_state=next_state, resource=INVOKE_WAIT_FOR_TOKEN, **extra
+    )
+
+
+# -- jsonpath_definite_paths --------------------------------------------------------------
+
+
+def test_definite_jsonpath_yields_a_scalar_and_indefinite_a_list(rt):
+    # Given a Pass state selecting with array indexes, a descendant path and a wildcard
+    params = {
+        "first.$": "$.items[0].n",
+        "cell.$": "$.grid[1][0]",
+        "deep.$": "$..only",
+        "all.$": "$.items[*].n",
+        "none.$": "$.items[?(@.n == 'zzz')]",
+    }
+    asl = machine({"Select": pass_state(Parameters=params, OutputPath="$")})
+    data = {"items": [{"n": "a"}, {"n": "b"}], "grid": [[1, 2], [3, 4]], "x": {"only": "o"}}
+
+    # When it runs
+    record = rt.run("jsonpath-definite", asl, data)
+
+    # Then definite paths give the value itself and indefinite ones a list (AWS/Jayway)
+    assert record.output == {"first": "a", "cell": 3, "deep": ["o"], "all": ["a", "b"], "none": []}
+
+
+def test_parallel_result_selector_indexes_branch_outputs(rt):
+    # Given a Parallel whose ResultSelector merges $[0] and $[1], as compiled workflows do
+    asl = machine(
+        {
+            "Both": {
+                "Type": "Parallel",
+                "Branches": [
+                    machine({"A": pass_state(Result={"a": 1})}),
+                    machine({"B": pass_state(Result={"b": 2})}),
+                ],
+                "ResultSelector": {
+                    "merged.$": "States.JsonMerge($[0], $[1], false)",
+                    "a.$": "$[0].a",
+                },
+                "OutputPath": "$",
+                "End": True,
+            }
+        }
+    )
+
+    # When it runs
+    record = rt.run("parallel-result-selector", asl, {})
+
+    # Then $[0] is the first branch's output, not a one-element list
+    assert record.status == "SUCCEEDED", record.cause
+    assert record.output == {"merged": {"a": 1, "b": 2}, "a": 1}
+
+
+# -- map_parallel_states_errors -----------------------------------------------------------
+
+
+def test_map_catch_sees_states_timeout_from_an_iteration(rt):
+    # Given a Map whose iteration Task times out, with a Catch for States.Timeout on the Map
+    asl = machine(
+        {
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "ItemSelector": {"seconds": 2},
+                "ItemProcessor": {
+                    "StartAt": "Slow",
+                    "States": {"Slow": task("sleep", TimeoutSeconds=1)},
+                },
+                "Catch": [
+                    {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
+                ],
+                "Next": "Done",
+            },
+            "TimedOut": pass_state(),
+            "Done": pass_state(),
+        }
+    )
+
+    # When it runs
+    record = rt.run("map-states-timeout", asl, {"items": [1]})
+
+    # Then the Map's catcher fired with the iteration's error name
+    assert record.status == "SUCCEEDED", (record.error, record.cause)
+    assert record.output["error"]["Error"] == "States.Timeout"
+    assert record.state("Each").status == "caught"
+    assert record.states[-1].name == "TimedOut"
+
+
+def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
+    # Given a Parallel whose branch Task times out, with a Catch for States.Timeout
+    asl = machine(
+        {
+            "Both": {
+                "Type": "Parallel",
+                "Branches": [
+                    machine({"Slow": task("sleep", payload={"seconds": 2}, TimeoutSeconds=1)}),
+                    machine({"Quick": pass_state()}),
+                ],
+                "Catch": [
+                    {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
+                ],
+                "Next": "Done",
+            },
+            "TimedOut": pass_state(),
+            "Done": pass_state(),
+        }
+    )
+
+    # When it runs
+    record = rt.run("parallel-states-timeout", asl, {})
+
+    # Then the Parallel's catcher fired with States.Timeout
+    assert record.status == "SUCCEEDED", (record.error, record.cause)
+    assert record.output["error"]["Error"] == "States.Timeout"
+    assert record.states[-1].name == "TimedOut"
+
+
+# -- choice_no_match / choice_missing_variable / string_matches ---------------------------
+
+
+def test_choice_without_match_or_default_fails_with_no_choice_matched(rt):
+    # Given a Choice with one rule and no Default
+    asl = machine(
+        {
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.n", "NumericEquals": 1, "Next": "One"}],
+            },
+            "One": pass_state(),
+        }
+    )
+
+    # When no rule matches
+    record = rt.run("choice-no-match", asl, {"n": 2})
+
+    # Then the execution fails with States.NoChoiceMatched
+    assert record.status == "FAILED"
+    assert record.error == "States.NoChoiceMatched"
+    assert record.state("Route").status == "failed"
+
+
+def test_choice_on_a_missing_path_fails_with_states_runtime(rt):
+    # Given a Choice comparing a path that is not in the input, with a Default
+    asl = machine(
+        {
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.missing", "StringEquals": "x", "Next": "X"}],
+                "Default": "Other",
+            },
+            "X": pass_state(),
+            "Other": pass_state(),
+        }
+    )
+
+    # When it runs
+    record = rt.run("choice-missing-path", asl, {"present": 1})
+
+    # Then the state fails with States.Runtime instead of taking the Default
+    assert record.status == "FAILED"
+    assert record.error == "States.Runtime"
+    assert "$.missing" in record.cause
+    assert [s.name for s in record.states] == ["Route"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [({}, "Stop"), ({"x": "go"}, "Go")])
+def test_is_present_still_guards_a_missing_path(rt, value, expected):
+    # Given the documented guard: IsPresent first, then the comparison, in an And
+    rule = {
+        "And": [
+            {"Variable": "$.x", "IsPresent": True},
+            {"Variable": "$.x", "StringEquals": "go"},
+        ],
+        "Next": "Go",
+    }
+    asl = machine(
+        {
+            "Route": {"Type": "Choice", "Choices": [rule], "Default": "Stop"},
+            "Go": pass_state(),
+            "Stop": pass_state(),
+        }
+    )
+
+    # When it runs, Then the missing path is not an error
+    record = rt.run("choice-is-present", asl, value)
+    assert record.status == "SUCCEEDED"
+    assert record.states[-1].name == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "pattern", "matches"),
+    [
+        ("log-1.txt", "log-*.txt", True),
+        ("log-1.txt", "log-?.txt", False),
+        ("log-?.txt", "log-?.txt", True),
+        ("a1", "a[1]", False),
+        ("a[1]", "a[1]", True),
+        ("a*b", "a\\*b", True),
+        ("axxb", "a\\*b", False),
+        ("", "*", True),
+    ],
+)
+def test_string_matches_has_only_the_star_wildcard(rt, value, pattern, matches):
+    # Given a Choice with StringMatches
+    asl = machine(
+        {
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.v", "StringMatches": pattern, "Next": "Yes"}],
+                "Default": "No",
+            },
+            "Yes": pass_state(),
+            "No": pass_state(),
+        }
+    )
+
+    # When it runs, Then only * is a wildcard and \* is a literal star
+    record = rt.run("string-matches", asl, {"v": value})
+    assert record.states[-1].name == ("Yes" if matches else "No")
+
+
+# -- states_format_escapes ----------------------------------------------------------------
+
+
+def test_states_format_honours_escapes_and_literal_braces(rt):
+    # Given States.Format with escaped braces and backslash, and a template read from a path
+    params = {
+        "escaped.$": "States.Format('\\{{}\\} and \\\\ and {}', $.x, $.y)",
+        "fromPath.$": "States.Format($.template, $.x)",
+    }
+    asl = machine({"Fmt": pass_state(Parameters=params)})
+
+    # When it runs
+    record = rt.run("states-format", asl, {"x": 7, "y": "z", "template": "Dear {name}, you owe {}"})
+
+    # Then escapes are the literal characters and other braces are text
+    assert record.status == "SUCCEEDED", record.cause
+    assert record.output == {"escaped": "{7} and \\ and z", "fromPath": "Dear {name}, you owe 7"}
+
+
+# -- timestamp_waits ----------------------------------------------------------------------
+
+
+def test_timestamp_waits_honour_offsets_and_fractions(rt, monkeypatch):
+    # Given real time, a local time zone east of UTC, a past literal Timestamp with an
+    # offset, then a TimestampPath 1.75-2.75 s ahead, written in +02:00 with a fraction
+    rt.time_scale = 1.0
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        now = datetime.datetime.now(datetime.UTC)
+        target = now.replace(microsecond=0) + datetime.timedelta(seconds=2, microseconds=750000)
+        until = target.astimezone(datetime.timezone(datetime.timedelta(hours=2))).isoformat()
+        asl = machine(
+            {
+                "Past": {"Type": "Wait", "Timestamp": "2020-01-01T00:00:00+02:00", "Next": "W"},
+                "W": {"Type": "Wait", "TimestampPath": "$.until", "End": True},
+            }
+        )
+
+        # When it runs
+        record = rt.run("timestamp-wait", asl, {"until": until})
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+    # Then the past Timestamp passes at once and the Wait ends at the instant, not before
+    assert record.status == "SUCCEEDED", record.cause
+    assert record.state("Past").duration_ms < 500
+    assert record.state("W").ended_at >= target.replace(microsecond=750000)
+    assert record.state("W").ended_at < target + datetime.timedelta(seconds=1)
+
+
+# -- choice_timestamp_formats -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ({"TimestampGreaterThan": "2026-11-05T10:00:00Z"}, "Yes"),
+        ({"TimestampEquals": "2026-11-05T12:00:00.500+02:00"}, "Yes"),
+        ({"TimestampLessThanPath": "$.later"}, "Yes"),
+        ({"IsTimestamp": True}, "Yes"),
+        ({"TimestampGreaterThan": "2026-11-05T10:00:01Z"}, "No"),
+    ],
+)
+def test_choice_compares_fractional_and_offset_timestamps(rt, rule, expected):
+    # Given a Choice comparing a timestamp with milliseconds, as Step Functions writes them
+    asl = machine(
+        {
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.at", "Next": "Yes", **rule}],
+                "Default": "No",
+            },
+            "Yes": pass_state(),
+            "No": pass_state(),
+        }
+    )
+
+    # When it runs, Then the comparison is between instants
+    at = {"at": "2026-11-05T10:00:00.500Z", "later": "2026-11-05T11:00:00+00:30"}
+    record = rt.run("choice-timestamps", asl, at)
+    assert record.states[-1].name == expected
+
+
+# -- context_start_time_iso ---------------------------------------------------------------
+
+
+def test_execution_start_time_is_an_iso_string(rt):
+    # Given a Pass reading $$.Execution.StartTime and the whole context object
+    asl = machine(
+        {"Ctx": pass_state(Parameters={"started.$": "$$.Execution.StartTime", "ctx.$": "$$"})}
+    )
+
+    # When it runs
+    record = rt.run("context-start-time", asl, {})
+
+    # Then it is an ISO-8601 UTC string with milliseconds, as on AWS ...
+    started = record.output["started"]
+    assert isinstance(started, str) and ISO_UTC_MILLIS.match(started)
+    assert parse_time(started) == record.started_at
+    assert record.output["ctx"]["Execution"]["StartTime"] == started
+    # ... so DescribeExecution can serialise the output
+    described = rt.sfn_client.describe_execution(executionArn=record.execution_arn)
+    assert json.loads(described["output"])["started"] == started
+
+
+# -- heartbeat_timeout_catch / send_task_failure_cause / task_token_per_attempt -----------
+
+
+def test_missed_heartbeat_is_caught_by_states_heartbeat_timeout(rt):
+    # Given a callback Task with HeartbeatSeconds 1 whose worker never calls back
+    tokens = []
+    rt.register_handler("keep-token", lambda event, context: tokens.append(event["token"]))
+    asl = machine(
+        {
+            "Await": callback_task(
+                "keep-token",
+                next_state="OnTime",
+                HeartbeatSeconds=1,
+                TimeoutSeconds=30,
+                Catch=[
+                    {
+                        "ErrorEquals": ["States.HeartbeatTimeout"],
+                        "ResultPath": "$.error",
+                        "Next": "Late",
+                    }
+                ],
+            ),
+            "OnTime": pass_state(),
+            "Late": pass_state(),
+        }
+    )
+
+    # When the heartbeat is missed
+    record = rt.run("heartbeat-timeout", asl, {})
+
+    # Then the States.HeartbeatTimeout catcher takes over
+    assert record.status == "SUCCEEDED", (record.error, record.cause)
+    assert [s.name for s in record.states] == ["Await", "Late"]
+    assert record.state("Await").status == "caught"
+    assert len(tokens) == 1
+
+
+def test_send_task_failure_cause_reaches_the_catcher(rt):
+    # Given a callback Task whose worker reports failure with an error and a cause
+    def decline(event, context):
+        rt.sfn_client.send_task_failure(
+            taskToken=event["token"], error="Payment.Declined", cause="card expired"
+        )
+
+    rt.register_handler("decline", decline)
+    asl = machine(
+        {
+            "Pay": callback_task(
+                "decline",
+                next_state="Paid",
+                Catch=[
+                    {"ErrorEquals": ["Payment.Declined"], "ResultPath": "$.error", "Next": "No"}
+                ],
+            ),
+            "Paid": pass_state(),
+            "No": pass_state(),
+        }
+    )
+
+    # When it runs
+    record = rt.run("send-task-failure", asl, {})
+
+    # Then the catcher receives both the error and the cause
+    assert record.output["error"] == {"Error": "Payment.Declined", "Cause": "card expired"}
+
+
+def test_each_attempt_of_a_callback_task_gets_a_new_token(rt):
+    # Given a callback Task retried once; its worker declines attempt 0 and pays attempt 1
+    tokens = []
+
+    def pay_on_retry(event, context):
+        tokens.append(event["token"])
+        if event["attempt"] == 0:
+            rt.sfn_client.send_task_failure(taskToken=event["token"], error="Payment.Declined")
+        else:
+            rt.sfn_client.send_task_success(taskToken=event["token"], output='{"paid": true}')
+
+    rt.register_handler("pay-on-retry", pay_on_retry)
+    retry = [{"ErrorEquals": ["Payment.Declined"], "IntervalSeconds": 1, "MaxAttempts": 1}]
+    asl = machine({"Pay": callback_task("pay-on-retry", Retry=retry)})
+
+    # When it runs
+    record = rt.run("token-per-attempt", asl, {})
+
+    # Then the retry waited for its own, new token and succeeded with its callback
+    assert record.status == "SUCCEEDED", (record.error, record.cause)
+    assert record.output == {"paid": True}
+    assert len(tokens) == 2 and tokens[0] != tokens[1]
+    assert record.state("Pay").attempts == 2
+
+
+# -- stop_blocked_task --------------------------------------------------------------------
+
+
+def test_stop_aborts_an_execution_blocked_on_a_callback(rt):
+    # Given an execution waiting for a task token that will never come
+    tokens = []
+    rt.register_handler("park", lambda event, context: tokens.append(event["token"]))
+    arn = rt.start_execution(
+        rt.create_state_machine("stop-callback", machine({"Await": callback_task("park")})), {}
+    )
+    token = wait_for(lambda: tokens and tokens[0])
+
+    # When it is stopped with an error and a cause
+    started = time.monotonic()
+    rt.stop_execution(arn, error="Operator.Cancelled", cause="asked to")
+    record = rt.wait(arn, timeout=3)
+
+    # Then it is ABORTED at once, with them, and the token is no longer accepted
+    assert time.monotonic() - started < 1
+    assert record.status == "ABORTED"
+    assert (record.error, record.cause) == ("Operator.Cancelled", "asked to")
+    aborted = record.events[-1]
+    assert aborted["type"] == "ExecutionAborted"
+    assert aborted["executionAbortedEventDetails"]["error"] == "Operator.Cancelled"
+    assert record.state("Await").status == "aborted"
+    with pytest.raises(ClientError):
+        rt.sfn_client.send_task_success(taskToken=token, output="{}")
+
+
+def test_stop_aborts_an_execution_while_a_lambda_runs(rt):
+    # Given an execution whose Lambda takes 3 s
+    arn = rt.start_execution(
+        rt.create_state_machine("stop-lambda", machine({"Slow": task("sleep")})), {"seconds": 3}
+    )
+    wait_for(lambda: rt.invocations_of("sleep") or "TaskStarted" in rt.describe(arn).event_types())
+
+    # When it is stopped
+    started = time.monotonic()
+    rt.stop_execution(arn)
+
+    # Then it does not wait for the Lambda to return
+    assert rt.wait(arn, timeout=2).status == "ABORTED"
+    assert time.monotonic() - started < 1
+
+
+# -- execution_timed_out_event ------------------------------------------------------------
+
+
+def test_state_machine_timeout_ends_history_with_execution_timed_out(rt):
+    # Given a state machine with TimeoutSeconds 1 whose Lambda takes 3 s
+    asl = machine({"Slow": task("sleep", payload={"seconds": 3})}, TimeoutSeconds=1)
+
+    # When it runs
+    started = time.monotonic()
+    record = rt.run("sm-timeout", asl, {})
+
+    # Then it times out after 1 s (not scaled) and the history says so
+    assert record.status == "TIMED_OUT"
+    assert 0.9 <= time.monotonic() - started < 2.5
+    assert record.event_types()[-1] == "ExecutionTimedOut"
+    assert record.state("Slow").status == "timed_out"
+
+
+# -- history_paging -----------------------------------------------------------------------
+
+
+def test_execution_history_pages(rt):
+    # Given a finished execution with more events than one page
+    asl = machine({"A": pass_state("B"), "B": pass_state("C"), "C": pass_state()})
+    record = rt.run("history-paging", asl, {})
+    total = len(record.events)
+    assert total > 3
+
+    # When the history is read 3 events at a time
+    pages, token = [], None
+    while True:
+        kwargs = {"nextToken": token} if token else {}
+        page = rt.sfn_client.get_execution_history(
+            executionArn=record.execution_arn, maxResults=3, **kwargs
+        )
+        pages.append(page["events"])
+        token = page.get("nextToken")
+        if not token:
+            break
+
+    # Then pages hold at most 3 events and together the whole history, in order
+    assert all(len(p) <= 3 for p in pages)
+    assert [e["id"] for p in pages for e in p] == list(range(1, total + 1))
+    # and reverseOrder starts from the end
+    reverse = rt.sfn_client.get_execution_history(
+        executionArn=record.execution_arn, reverseOrder=True, maxResults=1
+    )
+    assert reverse["events"][0]["type"] == "ExecutionSucceeded"
+
+
+# -- unnamed_start_execution --------------------------------------------------------------
+
+
+def test_start_execution_without_a_name_generates_one(rt):
+    # Given a state machine started twice through the API without a name
+    arn = rt.create_state_machine("unnamed", machine({"P": pass_state()}))
+    first = rt.sfn_client.start_execution(stateMachineArn=arn, input="{}")["executionArn"]
+    second = rt.sfn_client.start_execution(stateMachineArn=arn, input="{}")["executionArn"]
+
+    # Then both started, under distinct generated names
+    assert first != second
+    assert not first.endswith(":None")
+    assert rt.wait(first).status == rt.wait(second).status == "SUCCEEDED"
+
+
+# -- parse_cache --------------------------------------------------------------------------
+
+
+def test_definitions_are_parsed_once(rt, monkeypatch):
+    # Given a counter on moto's ANTLR entry point and a definition never seen before
+    from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
+
+    calls = []
+    original = ASLParser.state_machine
+
+    def counting(self):
+        calls.append(1)
+        return original(self)
+
+    monkeypatch.setattr(ASLParser, "state_machine", counting)
+    asl = machine({"P": pass_state()}, Comment=str(uuid.uuid4()))
+
+    # When it is created and executed three times
+    for _ in range(3):
+        assert rt.run("parse-once", asl, {}).status == "SUCCEEDED"
+
+    # Then it was parsed once
+    assert len(calls) == 1
+
+
+def test_a_cached_program_serves_concurrent_executions(rt):
+    # Given one definition with a retried Task, started 20 times at once
+    payload = {"key.$": "$.key", "failures": 1}
+    retry = [{"ErrorEquals": ["Relayflow.Transient"], "IntervalSeconds": 1, "MaxAttempts": 2}]
+    arn = rt.create_state_machine(
+        "concurrent", machine({"Call": task("flaky", payload=payload, Retry=retry)})
+    )
+    keys = [f"concurrent-{uuid.uuid4().hex}" for _ in range(20)]
+    arns = []
+    threads = [
+        threading.Thread(target=lambda k=k: arns.append(rt.start_execution(arn, {"key": k})))
+        for k in keys
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # When they all finish
+    records = [rt.wait(a, timeout=30) for a in arns]
+
+    # Then each kept its own retry state
+    assert all(r.status == "SUCCEEDED" for r in records)
+    assert sorted(r.output["key"] for r in records) == sorted(keys)
+    assert all(r.state("Call").attempts == 2 for r in records)

@@ -1,0 +1,107 @@
+"""Scaled time: Wait and Retry sleeps run at ``time_scale``; stopping interrupts them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from local_asl import machine, pass_state, task, wait_for
+from relayflow.local.history import parse_time
+
+pytestmark = pytest.mark.integration
+
+
+def _event_times(record, event_type):
+    return [parse_time(e["timestamp"]) for e in record.events if e["type"] == event_type]
+
+
+def test_a_300_second_wait_takes_about_3_seconds(rt):
+    # Given a Wait of 300 s at the default time scale 0.01
+    asl = machine({"W": {"Type": "Wait", "Seconds": 300, "Next": "Done"}, "Done": pass_state()})
+
+    # When it runs
+    started = time.monotonic()
+    record = rt.run("wait-300", asl, {})
+    elapsed = time.monotonic() - started
+
+    # Then it finished in about 3 s and the Wait state took that long
+    assert record.status == "SUCCEEDED"
+    assert 2.9 <= elapsed < 6
+    assert 2900 <= record.state("W").duration_ms < 6000
+
+
+def test_seconds_path_wait_is_scaled(rt):
+    # Given a SecondsPath Wait of 50 s at scale 0.01
+    asl = machine({"W": {"Type": "Wait", "SecondsPath": "$.delay", "End": True}})
+
+    # When it runs
+    record = rt.run("wait-path", asl, {"delay": 50})
+
+    # Then it took about half a second
+    assert 450 <= record.state("W").duration_ms < 2000
+
+
+def test_retry_backoff_sleeps_are_scaled(rt):
+    # Given a Task failing every time, retried 3 times from 2 s with BackoffRate 2
+    asl = machine(
+        {
+            "Call": task(
+                "fail-transient",
+                payload={"key": "backoff"},
+                Retry=[
+                    {
+                        "ErrorEquals": ["Relayflow.Transient"],
+                        "IntervalSeconds": 2,
+                        "BackoffRate": 2,
+                        "MaxAttempts": 3,
+                    }
+                ],
+            )
+        }
+    )
+
+    # When it runs
+    record = rt.run("backoff", asl, {})
+
+    # Then the gaps between attempts are 20, 40 and 80 ms rather than 2, 4 and 8 s
+    assert record.status == "FAILED"
+    assert record.state("Call").attempts == 4
+    failed = _event_times(record, "TaskFailed")
+    scheduled = _event_times(record, "TaskScheduled")
+    gaps = [(s - f).total_seconds() for f, s in zip(failed, scheduled[1:], strict=False)]
+    assert len(gaps) == 3
+    for gap, expected in zip(gaps, (0.02, 0.04, 0.08), strict=True):
+        assert expected - 0.005 <= gap < expected + 0.5
+
+
+def test_stop_interrupts_a_scaled_wait(rt):
+    # Given an execution in a Wait of 10000 s (100 s scaled)
+    arn = rt.start_execution(
+        rt.create_state_machine(
+            "stop-wait", machine({"W": {"Type": "Wait", "Seconds": 10000, "End": True}})
+        ),
+        {},
+    )
+    wait_for(lambda: rt.describe(arn).states)
+
+    # When it is stopped
+    started = time.monotonic()
+    rt.stop_execution(arn)
+    record = rt.wait(arn, timeout=5)
+
+    # Then it is ABORTED at once
+    assert record.status == "ABORTED"
+    assert time.monotonic() - started < 1
+    assert record.event_types()[-1] == "ExecutionAborted"
+
+
+def test_time_scale_one_is_real_time(rt):
+    # Given time scale 1.0
+    rt.time_scale = 1.0
+    asl = machine({"W": {"Type": "Wait", "Seconds": 1, "End": True}})
+
+    # When a Wait of 1 s runs
+    record = rt.run("real-time", asl, {})
+
+    # Then it really takes a second
+    assert 990 <= record.state("W").duration_ms < 2000
