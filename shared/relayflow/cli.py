@@ -86,9 +86,7 @@ def _read_input(value: str | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SystemExit(
-            f"relayflow: --input is not valid JSON: {exc.msg} (line {exc.lineno})"
-        ) from exc
+        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
 
 
 def _summary(value: Any, width: int = 48) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from relayflow.definition import load_workflow, load_workflow_text
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime

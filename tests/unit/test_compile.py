@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from relayflow.compiler import CompileOptions, compile_workflow, to_mermaid
 from relayflow.definition import load_workflow
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from relayflow.errors import ExpressionError
 from relayflow.expressions import (
     ExpressionSyntaxError,

@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+
 from relayflow.errors import ExpressionError
 from relayflow.expressions import (
     ExpressionSyntaxError,

@@ -9,6 +9,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+
 from relayflow.errors import ExpressionError, InvalidArgsError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from relayflow.definition import DefinitionError, load_workflow, load_workflow_text, validate_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows" / "examples"

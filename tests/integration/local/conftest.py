@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.local import LocalRuntime
 

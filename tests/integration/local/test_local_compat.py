@@ -13,6 +13,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 from local_asl import INVOKE_WAIT_FOR_TOKEN, machine, pass_state, task, wait_for
+
 from relayflow.local.history import parse_time
 
 pytestmark = pytest.mark.integration

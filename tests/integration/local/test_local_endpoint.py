@@ -9,6 +9,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from local_asl import machine, task
+
 from relayflow.local.lambda_endpoint import parse_function_ref
 
 pytestmark = pytest.mark.integration

@@ -11,6 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 from local_asl import machine, task
+
 from relayflow.local import LocalRuntime, compat
 
 pytestmark = pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from local_asl import machine, pass_state
+
 from relayflow.document import StepRef, StepTask, execution_input, task_parameters
 from relayflow.errors import TransientError
 from relayflow.naming import function_arn, function_name

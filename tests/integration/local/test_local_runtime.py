@@ -6,6 +6,7 @@ import json
 
 import pytest
 from local_asl import machine, pass_state, task
+
 from relayflow.local import ExecutionWaitTimeout
 
 pytestmark = pytest.mark.integration

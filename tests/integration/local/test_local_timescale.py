@@ -6,6 +6,7 @@ import time
 
 import pytest
 from local_asl import machine, pass_state, task, wait_for
+
 from relayflow.local.history import parse_time
 
 pytestmark = pytest.mark.integration
