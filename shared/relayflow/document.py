@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 #: Top-level names a template or expression may start from.
 ROOTS = ("trigger", "steps", "run", "item", "index", "error")
@@ -87,6 +87,8 @@ class StepTask(BaseModel):
     step: StepRef
     doc: dict[str, Any] = Field(description="The state document at the time the step runs.")
     context: TaskContext = Field(default_factory=TaskContext)
+    #: Size of the document as Step Functions sent it (before offloaded outputs are read).
+    _doc_bytes: int | None = PrivateAttr(default=None)
 
 
 class StepResult(BaseModel):

@@ -60,6 +60,37 @@ class MaxStepsExceeded(RelayflowError):
     error_name = "Relayflow.MaxStepsExceeded"
 
 
+class HttpError(RelayflowError):
+    """A non-2xx answer that retrying will not change (4xx other than 408/429, and 5xx other
+    than 502-504). ``details`` carries ``status`` and a truncated ``body``."""
+
+    error_name = "Relayflow.HttpError"
+
+
+class ToolNotFound(RelayflowError):
+    """A tool step names a tool that is not in the catalogue."""
+
+    error_name = "Relayflow.ToolNotFound"
+
+
+class SsrfBlocked(RelayflowError):
+    """An outbound URL failed the SSRF guard; the message says which rule refused it."""
+
+    error_name = "Relayflow.SsrfBlocked"
+
+
+class CodeError(RelayflowError):
+    """User code raised, or did not compile; ``details`` carries the line number."""
+
+    error_name = "Relayflow.CodeError"
+
+
+class CodeLimitExceeded(RelayflowError):
+    """User code ran past its CPU time, memory or wall-clock limit."""
+
+    error_name = "Relayflow.CodeLimitExceeded"
+
+
 class TooManyItems(RelayflowError):
     """A for_each received more items than its ``max_items``."""
 
@@ -70,4 +101,9 @@ class TooManyItems(RelayflowError):
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,
     ExpressionError.error_name,
+    HttpError.error_name,
+    ToolNotFound.error_name,
+    SsrfBlocked.error_name,
+    CodeError.error_name,
+    CodeLimitExceeded.error_name,
 )

@@ -6,6 +6,7 @@ state document, and how many Lambda invocations the local endpoint served.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -420,3 +421,40 @@ steps:
     with LocalRuntime({"relayflow-transform": sleepy}, time_scale=0.001) as rt:
         result = run(rt, definition)
     assert result.status == "timed_out"
+
+
+# --------------------------------------------------------------------------- large outputs
+
+
+def test_a_one_megabyte_output_is_offloaded_and_read_by_the_next_step(runtime):
+    # Given a 100 KB trigger (inside the 256 KB input limit) and a step whose output repeats it
+    # ten times: about 1 MB, four times what a state document may hold on AWS
+    copies = {f"c{i}": "{{ trigger.chunk + '' }}" for i in range(10)}
+    definition = {
+        "id": "big",
+        "start": "make",
+        "steps": {
+            "make": {"type": "transform", "mapping": copies, "on_success": "measure"},
+            "measure": {
+                "type": "transform",
+                "mapping": {
+                    "keys": "{{ size(steps.make.output) }}",
+                    "length": "{{ size(steps.make.output.c9) }}",
+                },
+            },
+        },
+    }
+    chunk = "abcd" * 25_000
+    # When it runs
+    result = run_workflow(
+        load_workflow_text(json.dumps(definition), "big.json", fmt="json"),
+        {"chunk": chunk},
+        runtime=runtime,
+    )
+    # Then the document carries a small reference, and the next step read the whole value
+    assert result.status == "succeeded", (result.error, result.cause)
+    record = result.output["steps"]["make"]["output"]
+    assert set(record) == {"$relayflow_ref"}
+    assert record["$relayflow_ref"]["size"] > 1_000_000
+    assert outputs(result)["measure"] == {"keys": 10, "length": 100_000}
+    assert len(json.dumps(result.output)) < 256 * 1024

@@ -92,7 +92,15 @@ def test_a_step_with_a_retry_policy_runs_in_its_lambda_even_when_expressible():
     }
     # errors that cannot succeed on retry are excluded before the catch-all retrier
     assert state["Retry"][-2] == {
-        "ErrorEquals": ["Relayflow.InvalidArgs", "Relayflow.ExpressionError"],
+        "ErrorEquals": [
+            "Relayflow.InvalidArgs",
+            "Relayflow.ExpressionError",
+            "Relayflow.HttpError",
+            "Relayflow.ToolNotFound",
+            "Relayflow.SsrfBlocked",
+            "Relayflow.CodeError",
+            "Relayflow.CodeLimitExceeded",
+        ],
         "MaxAttempts": 0,
     }
 

@@ -93,6 +93,65 @@ class _Routed(_StepBase):
     )
 
 
+# --------------------------------------------------------------------------- secrets, HTTP tools
+
+
+class SecretRef(_Model):
+    """A secret held in AWS Secrets Manager or SSM Parameter Store (SecureString), read at
+    run time through Powertools parameters; the value never appears in a definition, the ASL
+    or a log line. ``field`` picks one key of a JSON secret."""
+
+    name: str = Field(min_length=1, max_length=512, description="Secret name or parameter path.")
+    source: Literal["secretsmanager", "ssm"] = "secretsmanager"
+    field: str | None = Field(None, description="Key inside a JSON secret.")
+
+
+class BearerAuth(_Model):
+    type: Literal["bearer"]
+    token: SecretRef
+
+
+class BasicAuth(_Model):
+    type: Literal["basic"]
+    username: str
+    password: SecretRef
+
+
+class ApiKeyAuth(_Model):
+    type: Literal["api_key"]
+    header: str = Field("X-Api-Key", description="Header that carries the key.")
+    key: SecretRef
+
+
+class HmacAuth(_Model):
+    type: Literal["hmac"]
+    header: str = Field("X-Signature", description="Header that carries sha256=<hex>.")
+    secret: SecretRef
+
+
+HttpAuth = Annotated[BearerAuth | BasicAuth | ApiKeyAuth | HmacAuth, Field(discriminator="type")]
+
+
+class HttpOperation(_Model):
+    """A named call of an HTTP tool. Its templates see the state document and ``args``."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    path: Template = Field("/", description="Appended to base_url, e.g. /invoices/{{ args.id }}.")
+    query: dict[str, TemplateValue] = Field(default_factory=dict)
+    headers: dict[str, Template] = Field(default_factory=dict)
+    body: TemplateValue = None
+
+
+class HttpTool(_Model):
+    """An HTTP API declared once and called by tool steps as ``http.<name>[.<operation>]``."""
+
+    base_url: str = Field(pattern=r"^https?://", description="Scheme, host and optional base path.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent on every call.")
+    auth: HttpAuth | None = None
+    timeout_seconds: float = Field(30.0, gt=0, le=900)
+    operations: dict[str, HttpOperation] = Field(default_factory=dict)
+
+
 # --------------------------------------------------------------------------- native steps
 
 
@@ -180,11 +239,16 @@ class ForEachStep(_Routed):
 
 
 class ToolStep(_Routed):
+    """Calls a tool from the catalogue: a built-in AWS action (``aws.dynamodb.put_item``), an
+    HTTP tool declared under ``http_tools`` (``http.billing`` with method/path/query/body in
+    ``args``, or one of its operations, ``http.billing.create_invoice``)."""
+
     type: Literal["tool"]
     tool: str = Field(
-        description="Catalogue name, e.g. aws.dynamodb.put_item or http.billing.create."
+        pattern=r"^(aws|http)\.[a-z0-9_-]+(\.[a-z0-9_]+)?$",
+        description="Catalogue name, e.g. aws.dynamodb.put_item or http.billing.create_invoice.",
     )
-    args: TemplateValue = Field(default_factory=dict)
+    args: TemplateValue = Field(default_factory=dict, description="Templated arguments.")
 
 
 class AgentStep(_Routed):
@@ -220,18 +284,30 @@ class SubWorkflowStep(_Routed):
 
 
 class CodeStep(_Routed):
+    """Runs user Python in a separate, limited process; it sees ``steps``, ``trigger`` and
+    ``input`` and its return value (JSON) is the output."""
+
     type: Literal["code"]
     language: Literal["python"] = "python"
-    code: str = Field(min_length=1)
+    code: str = Field(min_length=1, max_length=100_000)
+    input: TemplateValue = Field(None, description="Templated value the code sees as input.")
+    cpu_seconds: int | None = Field(None, ge=1, le=60, description="CPU-time limit.")
+    memory_mb: int | None = Field(None, ge=32, le=2048, description="Address-space limit.")
+    wall_seconds: float | None = Field(None, gt=0, le=300, description="Wall-clock limit.")
 
 
 class WebhookOutStep(_Routed):
+    """Sends an HTTP request; signs the exact body when a secret is named."""
+
     type: Literal["webhook_out"]
     url: Template
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, Template] = Field(default_factory=dict)
     body: TemplateValue = None
-    secret: str | None = Field(None, description="Secret name used to sign the body.")
+    secret: SecretRef | None = Field(
+        None, description="Signing secret; adds X-Relayflow-Signature: sha256=<hex HMAC of body>."
+    )
+    request_timeout_seconds: float = Field(30.0, gt=0, le=900)
 
 
 class ApprovalStep(_StepBase):
@@ -251,11 +327,17 @@ class ApprovalStep(_StepBase):
 
 
 class CustomStep(_StepBase):
+    """POSTs the step context to a user URL. A JSON answer ``{"branch": "<name>"}`` routes to
+    that declared branch; any other answer (or an unknown branch) takes ``on_success``."""
+
     type: Literal["custom"]
     url: Template
     payload_config: dict[str, Any] = Field(default_factory=dict)
+    headers: dict[str, Template] = Field(default_factory=dict)
+    secret: SecretRef | None = Field(None, description="Signs the request like webhook_out.")
     branches: dict[str, StepKey] = Field(default_factory=dict)
     on_success: StepKey | None = None
+    request_timeout_seconds: float = Field(30.0, gt=0, le=900)
 
 
 class WaitpointStep(_Routed):
@@ -383,3 +465,6 @@ class Workflow(_Model):
         1000, ge=1, le=100_000, description="Bound on steps executed inside cycles."
     )
     errors: ErrorSettings = Field(default_factory=ErrorSettings)
+    http_tools: dict[str, HttpTool] = Field(
+        default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."
+    )

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 import relayflow
+from relayflow.adapters.aws import reset_clients
 from relayflow.local import compat, timescale
 from relayflow.local.history import ExecutionRecord, build_state_runs
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, Invocation, LambdaEndpoint
@@ -146,6 +147,18 @@ class LocalRuntime:
 
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
+        reset_clients()
+        self.provision()
+
+    def provision(self) -> None:
+        """Create, in moto, the resources every step function expects to exist (the payload
+        bucket for offloaded outputs). Idempotent."""
+        from relayflow.settings import get_settings
+
+        bucket = get_settings().payload_bucket
+        s3 = self.s3_client
+        if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+            s3.create_bucket(Bucket=bucket)
 
     def __exit__(
         self,
@@ -162,6 +175,7 @@ class LocalRuntime:
             self._mock = None
         compat.set_lambda_endpoint(None)
         compat.prune_threads()
+        reset_clients()
         with self._clients_lock:
             for client in self._clients.values():
                 client.close()

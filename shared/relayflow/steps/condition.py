@@ -18,4 +18,4 @@ def run(event: Any) -> dict[str, Any]:
     expression = task.step.config.get("expression")
     if not isinstance(expression, str):
         raise InvalidArgsError(f"condition step '{task.step.key}' has no expression")
-    return result({"result": evaluate_condition(expression, task.doc)})
+    return result({"result": evaluate_condition(expression, task.doc)}, task=task)

@@ -8,17 +8,30 @@ from pydantic import ValidationError
 
 from relayflow.document import StepResult, StepTask
 from relayflow.errors import InvalidArgsError
+from relayflow.payloads import contains_ref, json_size, offload_if_large, resolve_refs
 
 
 def parse_task(event: Any) -> StepTask:
-    """The Task payload as a model; a malformed one is ``Relayflow.InvalidArgs``."""
+    """The Task payload as a model, with offloaded outputs in its document read back from S3.
+    A malformed payload is ``Relayflow.InvalidArgs``."""
     try:
-        return StepTask.model_validate(event)
+        task = StepTask.model_validate(event)
     except ValidationError as exc:
         raise InvalidArgsError(f"malformed step payload: {exc.errors(include_url=False)}") from exc
+    task._doc_bytes = json_size(task.doc)
+    if contains_ref(task.doc):
+        task.doc = resolve_refs(task.doc)
+    return task
 
 
-def result(output: Any, branch: str | None = None) -> dict[str, Any]:
-    """A step Lambda's return value (:class:`StepResult`); ``output`` is kept even when null."""
+def result(
+    output: Any, branch: str | None = None, *, task: StepTask | None = None
+) -> dict[str, Any]:
+    """A step Lambda's return value (:class:`StepResult`); ``output`` is kept even when null.
+
+    Given the ``task``, an output too large for the state document is offloaded to S3 and
+    replaced by a reference (:mod:`relayflow.payloads`)."""
+    if task is not None:
+        output = offload_if_large(output, task=task)
     shaped = StepResult(output=output, branch=branch)
     return {"output": shaped.output, **({"branch": shaped.branch} if shaped.branch else {})}

@@ -1,0 +1,1 @@
+"""Adapters to AWS services: the only place boto3 clients are created."""

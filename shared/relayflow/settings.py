@@ -1,0 +1,65 @@
+"""Settings of the deployed functions and the local runtime, read once from the environment.
+
+Logic never reads ``os.environ``; it calls :func:`get_settings`. ``template.yaml`` sets these
+variables on each function; the local runtime and tests override them with
+:func:`override_settings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RELAYFLOW_", extra="ignore")
+
+    stage: str = "local"
+    region: str = Field("us-east-1", validation_alias="AWS_REGION")
+    table_name: str = Field("relayflow", description="The DynamoDB table.")
+    payload_bucket: str = Field("relayflow-payloads", description="Where large outputs go.")
+    event_bus_name: str = Field("relayflow", description="The Relayflow EventBridge bus.")
+    offload_threshold_bytes: int = Field(
+        200_000,
+        description="A step output (or the document it would join) above this goes to S3.",
+    )
+    http_timeout_seconds: float = Field(30.0, description="Default outbound HTTP timeout.")
+    ssrf_allow: list[str] = Field(
+        default_factory=list,
+        description="Hosts or CIDR ranges the SSRF guard lets through (local development and "
+        "tests only; never set in production).",
+    )
+    code_cpu_seconds: int = 5
+    code_memory_mb: int = 256
+    code_wall_seconds: float = 10.0
+    code_output_bytes: int = 100_000
+
+
+_overrides: list[Settings] = []
+
+
+@lru_cache(maxsize=1)
+def _from_environment() -> Settings:
+    return Settings()
+
+
+def get_settings() -> Settings:
+    """The process's settings: read from the environment once per cold start, unless a
+    :func:`override_settings` block is active."""
+    return _overrides[-1] if _overrides else _from_environment()
+
+
+@contextmanager
+def override_settings(**values: Any) -> Iterator[Settings]:
+    """Temporarily replace settings fields (tests, the local runtime)."""
+    patched = get_settings().model_copy(update=values)
+    _overrides.append(patched)
+    try:
+        yield patched
+    finally:
+        _overrides.remove(patched)
