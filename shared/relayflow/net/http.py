@@ -1,0 +1,451 @@
+"""The guarded HTTP client: every outbound call of a step goes through :func:`request`.
+
+Each request, and each redirect hop, passes :func:`relayflow.net.ssrf.check_url`; the TCP
+connection is then dialled to an address that check returned, never to a fresh DNS answer, so
+a name that resolves to a public address at check time and to ``169.254.169.254`` a moment
+later (DNS rebinding) cannot reach the metadata service. The pinning lives in a httpcore
+network backend, below TLS: the ``Host`` header, SNI and certificate verification all stay on
+the host name.
+
+One ``httpx.Client`` is created on first use and kept for the life of the process, so a warm
+Lambda reuses its connections. It keeps no cookies, reads no proxy or certificate settings
+from the environment, and follows no redirects itself. Nothing here logs request headers or
+bodies; error messages name the method and the URL's origin only (:func:`redact_url`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json as jsonlib
+import math
+import threading
+from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from http.cookiejar import CookieJar, CookiePolicy
+from typing import Any
+
+import httpcore
+import httpx
+
+from relayflow.errors import HttpError, InvalidArgsError, SsrfBlocked, TransientError
+from relayflow.net.ssrf import DEFAULT_PORTS, Resolver, Target, check_url, normalise_host
+from relayflow.net.ssrf import redact_url as _redact
+from relayflow.settings import get_settings
+
+#: Statuses worth retrying: the same request may succeed later.
+TRANSIENT_STATUSES: frozenset[int] = frozenset({408, 429, 502, 503, 504})
+REDIRECT_STATUSES: frozenset[int] = frozenset({301, 302, 303, 307, 308})
+#: How much of an error response's body goes into the error's ``details``.
+ERROR_BODY_LIMIT = 1024
+#: Largest binary body :func:`parse_body` encodes; the rest is cut off.
+BINARY_BODY_LIMIT = 1024 * 1024
+SIGNATURE_HEADER = "X-Relayflow-Signature"
+USER_AGENT = "Relayflow"
+
+# Headers that must not follow a redirect to another origin.
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
+_BODY_HEADERS = ("content-type", "content-length", "transfer-encoding", "content-encoding")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+
+# (host, port) -> the checked addresses, for the request being sent in this context. A context
+# variable keeps concurrent requests in different threads from seeing each other's pins.
+_pins: ContextVar[Mapping[tuple[str, int], tuple[str, ...]] | None] = ContextVar(
+    "relayflow_http_pins", default=None
+)
+_client: httpx.Client | None = None
+_client_lock = threading.Lock()
+
+
+def request(
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | None = None,
+    content: bytes | None = None,
+    json: Any = _UNSET,
+    timeout: float | None = None,
+    max_redirects: int = 5,
+    allow: Iterable[str] | None = None,
+    resolver: Resolver | None = None,
+) -> httpx.Response:
+    """Send one HTTP request through the SSRF guard and return the final response (read).
+
+    Redirects (301/302/303/307/308) are followed up to ``max_redirects`` times, each hop
+    checked again. 303 (and 301/302 for methods that browsers rewrite) continue as ``GET``
+    without a body; 307/308 keep method and body; ``Authorization``, ``Proxy-Authorization``
+    and ``Cookie`` are dropped when the origin changes. ``max_redirects=0`` follows none and
+    returns the 3xx response (:func:`raise_for_status` turns it into ``HttpError``).
+    ``timeout`` (seconds, default ``http_timeout_seconds``) applies to connect, read, write
+    and pool wait each. ``allow`` and ``resolver`` are passed to :func:`check_url`.
+
+    The status is not judged: call :func:`raise_for_status`. Raises ``SsrfBlocked`` for a
+    refused URL or redirect target, ``TransientError`` for network errors, timeouts and too
+    many redirects, ``InvalidArgsError`` for both ``content`` and ``json`` or for headers HTTP
+    cannot carry (the message never quotes a header value).
+    """
+    if content is not None and json is not _UNSET:
+        raise InvalidArgsError("pass either content or json, not both")
+    seconds = get_settings().http_timeout_seconds if timeout is None else float(timeout)
+    allow_list = None if allow is None else list(allow)
+    client = _get_client()
+    method = method.upper()
+    body: dict[str, Any] = {"content": content} if json is _UNSET else {"json": json}
+    current_url: httpx.URL | str = url
+    current_params = params
+    try:
+        current_headers = httpx.Headers(headers or {})
+    except UnicodeEncodeError:
+        # The error holds the whole header value, which may be a credential: not kept.
+        raise InvalidArgsError(
+            f"{method} {_redact(url)}: request headers must be ASCII", url=_redact(url)
+        ) from None
+    history: list[httpx.Response] = []
+
+    while True:
+        target = check_url(str(current_url), allow=allow_list, resolver=resolver)
+        outgoing = _build(
+            client, method, current_url, current_headers, current_params, body, seconds
+        )
+        _require_same_target(outgoing.url, target)
+        response = _send(client, outgoing, target, seconds)
+
+        location = response.headers.get("Location")
+        if response.status_code not in REDIRECT_STATUSES or not location or max_redirects <= 0:
+            response.history = history
+            return response
+        if len(history) >= max_redirects:
+            raise TransientError(
+                f"{method} {_redact(url)} was redirected more than {max_redirects} times",
+                url=_redact(url),
+                max_redirects=max_redirects,
+            )
+        history.append(response)
+        try:
+            next_url = outgoing.url.join(location)
+        except httpx.InvalidURL as exc:
+            raise SsrfBlocked(
+                f"blocked: redirect to an invalid URL (from {_redact(outgoing.url)})",
+                url=_redact(outgoing.url),
+                rule="invalid-url",
+            ) from exc
+        new_method = _redirect_method(method, response.status_code)
+        if new_method != method:
+            method = new_method
+            body = {"content": None}
+            for name in _BODY_HEADERS:
+                current_headers.pop(name, None)
+        current_headers.pop("host", None)
+        if _origin(next_url) != _origin(outgoing.url):
+            for name in _CREDENTIAL_HEADERS:
+                current_headers.pop(name, None)
+        current_url, current_params = next_url, None
+
+
+def raise_for_status(response: httpx.Response) -> None:
+    """Return for a 2xx response; otherwise raise the named error Step Functions matches on.
+
+    408, 429, 502, 503 and 504 raise ``TransientError`` (``status``, ``body``, and
+    ``retry_after`` in seconds when the server sent ``Retry-After``); any other status raises
+    ``HttpError`` (``status``, ``body``). ``body`` is the first :data:`ERROR_BODY_LIMIT` bytes
+    of the response as text.
+    """
+    status = response.status_code
+    if 200 <= status < 300:
+        return
+    where = _describe(response)
+    message = f"{where} answered {status} {response.reason_phrase}".rstrip()
+    details: dict[str, Any] = {"status": status, "body": truncate_body(response)}
+    if status in TRANSIENT_STATUSES:
+        retry_after = _retry_after_seconds(response.headers.get("Retry-After"))
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        raise TransientError(message, **details)
+    raise HttpError(message, **details)
+
+
+def truncate_body(response: httpx.Response, limit: int = ERROR_BODY_LIMIT) -> str:
+    """The start of ``response``'s body as text (at most ``limit`` bytes), ``…`` if cut."""
+    raw = response.content
+    text = raw[:limit].decode(response.encoding or "utf-8", errors="replace")
+    return text + "…" if len(raw) > limit else text
+
+
+def parse_body(response: httpx.Response) -> Any:
+    """The response body as a value a step can output.
+
+    Empty → ``None``; JSON (``application/json``, ``*+json``) → the parsed value, or the text
+    when it does not parse; ``text/*`` → the text; no ``Content-Type`` → the text if it is
+    UTF-8; anything else → ``{"content_type", "base64"}`` of at most :data:`BINARY_BODY_LIMIT`
+    bytes, with ``"truncated": True`` when the body was longer.
+    """
+    raw = response.content
+    if not raw:
+        return None
+    content_type = response.headers.get("Content-Type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        try:
+            return jsonlib.loads(response.text)
+        except ValueError:
+            return response.text
+    if media_type.startswith("text/"):
+        return response.text
+    if not media_type:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    encoded: dict[str, Any] = {
+        "content_type": content_type or "application/octet-stream",
+        "base64": base64.b64encode(raw[:BINARY_BODY_LIMIT]).decode("ascii"),
+    }
+    if len(raw) > BINARY_BODY_LIMIT:
+        encoded["truncated"] = True
+    return encoded
+
+
+def sign_body(body: bytes, secret: str) -> str:
+    """``sha256=<hex HMAC-SHA256 of body>``: the value of :data:`SIGNATURE_HEADER`."""
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def verify_signature(body: bytes, secret: str, header_value: str | None) -> bool:
+    """Whether ``header_value`` is :func:`sign_body` of ``body`` (constant-time compare)."""
+    if not header_value:
+        return False
+    expected = sign_body(body, secret).encode("ascii")
+    return hmac.compare_digest(expected, header_value.strip().lower().encode("utf-8"))
+
+
+def close_client() -> None:
+    """Close the shared client and its connections; the next request opens a new one."""
+    global _client
+    with _client_lock:
+        if _client is not None:
+            _client.close()
+            _client = None
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Dials only the addresses :func:`check_url` returned for the request in flight.
+
+    httpcore asks for ``(host name, port)``; this answers with a socket to one of the pinned
+    addresses, without a DNS lookup. A host with no pin is refused: nothing reaches the
+    network through this client unless it passed the guard.
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        pins = _pins.get() or {}
+        addresses = pins.get((normalise_host(host), port))
+        if not addresses:
+            raise httpcore.ConnectError(f"{host}:{port} was not checked by the SSRF guard")
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return self._inner.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("unix sockets are not reachable through the SSRF guard")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's transport (request/response and error mapping) over a pool that uses
+    :class:`_PinnedBackend`. ``HTTPTransport.__init__`` only builds ``_pool``, and has no
+    ``network_backend`` argument, so it is not called: building its pool would load the
+    certificate store a second time on every cold start."""
+
+    def __init__(self) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=50,
+            max_keepalive_connections=20,
+            keepalive_expiry=30.0,
+            network_backend=_PinnedBackend(),
+        )
+
+
+class _NoCookies(CookiePolicy):
+    """The client is shared by every run in the process: no cookie may carry over."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: Any) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: Any) -> bool:
+        return False
+
+
+def _get_client() -> httpx.Client:
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                _client = httpx.Client(
+                    transport=_PinnedTransport(),
+                    trust_env=False,
+                    follow_redirects=False,
+                    cookies=CookieJar(policy=_NoCookies()),
+                    headers={"User-Agent": USER_AGENT},
+                )
+    return _client
+
+
+def _build(
+    client: httpx.Client,
+    method: str,
+    url: httpx.URL | str,
+    headers: httpx.Headers,
+    params: Mapping[str, Any] | None,
+    body: Mapping[str, Any],
+    seconds: float,
+) -> httpx.Request:
+    try:
+        return client.build_request(
+            method, url, headers=headers, params=params, timeout=httpx.Timeout(seconds), **body
+        )
+    except httpx.InvalidURL as exc:
+        shown = _redact(url)
+        raise SsrfBlocked(
+            f"blocked: the HTTP client cannot parse the URL ({exc}) (url {shown})",
+            url=shown,
+            rule="invalid-url",
+        ) from exc
+
+
+def _require_same_target(url: httpx.URL, target: Target) -> None:
+    """The guard and httpx parse URLs separately; refuse any URL they read differently."""
+    host = normalise_host(url.raw_host.decode("ascii"))
+    port = url.port or DEFAULT_PORTS.get(url.scheme)
+    if (url.scheme, host, port) != (target.scheme, target.host, target.port):
+        shown = _redact(target.url)
+        raise SsrfBlocked(
+            f"blocked: the URL is ambiguous, it names {target.host}:{target.port} to the guard "
+            f"and {host}:{port} to the HTTP client (url {shown})",
+            url=shown,
+            rule="ambiguous-url",
+        )
+
+
+def _send(
+    client: httpx.Client, outgoing: httpx.Request, target: Target, seconds: float
+) -> httpx.Response:
+    where = f"{outgoing.method} {_redact(outgoing.url)}"
+    # An IPv4-mapped answer is dialled as the IPv4 address it is; Lambda may lack IPv6.
+    dial = tuple(str(getattr(a, "ipv4_mapped", None) or a) for a in target.addresses)
+    token = _pins.set({(target.host, target.port): dial})
+    try:
+        return client.send(outgoing)
+    except httpx.TimeoutException as exc:
+        raise TransientError(
+            f"{where} timed out after {seconds:g} s ({_timeout_phase(exc)})",
+            url=_redact(outgoing.url),
+        ) from exc
+    except httpx.LocalProtocolError:
+        # h11's message quotes the offending header, which may be a credential: not kept.
+        raise InvalidArgsError(
+            f"{where}: a request header name or value holds characters HTTP does not allow",
+            url=_redact(outgoing.url),
+        ) from None
+    except httpx.TransportError as exc:
+        reason = str(exc)[:200] or type(exc).__name__
+        raise TransientError(f"{where} failed: {reason}", url=_redact(outgoing.url)) from exc
+    finally:
+        _pins.reset(token)
+
+
+def _timeout_phase(exc: httpx.TimeoutException) -> str:
+    return {
+        httpx.ConnectTimeout: "connect",
+        httpx.ReadTimeout: "read",
+        httpx.WriteTimeout: "write",
+        httpx.PoolTimeout: "waiting for a connection",
+    }.get(type(exc), "timeout")
+
+
+def _redirect_method(method: str, status: int) -> str:
+    # The rewrites browsers and httpx apply; 307 and 308 never change the method.
+    if status == 303 and method != "HEAD":
+        return "GET"
+    if status == 302 and method != "HEAD":
+        return "GET"
+    if status == 301 and method == "POST":
+        return "GET"
+    return method
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, normalise_host(url.host), url.port or DEFAULT_PORTS.get(url.scheme)
+
+
+def _describe(response: httpx.Response) -> str:
+    try:
+        sent = response.request
+    except RuntimeError:
+        return "HTTP request"
+    return f"{sent.method} {_redact(sent.url)}"
+
+
+def _retry_after_seconds(value: str | None) -> int | None:
+    """``Retry-After`` as whole seconds from now: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0, math.ceil((when - datetime.now(UTC)).total_seconds()))
