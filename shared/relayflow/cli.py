@@ -134,6 +134,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     workflow = _load(args.file)
     trigger = _read_input(args.input)
+    resources = None
+    if args.resources:
+        from pydantic import ValidationError
+
+        from relayflow.local.resources import load_resources
+
+        try:
+            resources = load_resources(args.resources)
+        except (OSError, ValidationError) as exc:
+            raise UsageError(f"--resources {args.resources}: {exc}") from exc
     if not args.json:
         print(
             f"running '{workflow.id}' on the local runtime (time scale {args.time_scale})",
@@ -146,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             time_scale=args.time_scale,
             timeout=args.timeout,
             on_event=None if args.json else _progress,
+            resources=resources,
         )
     except TimeoutError:
         print(
@@ -208,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--timeout", type=float, default=300, help="give up waiting after this many seconds"
+    )
+    p.add_argument(
+        "--resources",
+        help="YAML file of tables, queues, buses, identities and secrets to create in moto first",
     )
     p.set_defaults(func=cmd_run)
     return parser

@@ -17,6 +17,7 @@ from relayflow.document import execution_input, new_run_id
 
 if TYPE_CHECKING:
     from relayflow.local import ExecutionRecord, LocalRuntime
+    from relayflow.local.resources import LocalResources
 
 #: Terminal status of a run, in Relayflow's vocabulary.
 RUN_STATUS = {
@@ -161,17 +162,24 @@ def run_workflow(
     run_id: str | None = None,
     timeout: float = 300,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    resources: LocalResources | None = None,
 ) -> RunResult:
     """Compile and run ``workflow`` locally. Pass a ``runtime`` to reuse one (tests do);
-    otherwise a runtime is started for this run and stopped after it."""
+    otherwise a runtime is started for this run and stopped after it. ``resources`` are
+    created in moto first (tables, queues, buses … that the workflow's tools use)."""
     from relayflow.local import LocalRuntime
+    from relayflow.local.resources import provision
 
     compiled = compile_workflow(workflow)
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id)
     if runtime is None:
         with LocalRuntime(time_scale=time_scale) as owned:
+            if resources is not None:
+                provision(resources)
             return _run(owned, workflow, compiled, document, run_id, timeout, on_event)
+    if resources is not None:
+        provision(resources)
     return _run(runtime, workflow, compiled, document, run_id, timeout, on_event)
 
 

@@ -42,7 +42,7 @@ def test_every_function_has_events_and_a_handler():
 
 def test_condition_handler_evaluates_cel_against_the_document():
     result = load_handler("condition").handler(load_event("condition", "native_fallback"), CONTEXT)
-    assert result == {"output": {"result": True}}
+    assert result == {"output": {"result": True}, "branch": None}
 
 
 def test_condition_handler_raises_a_named_error_for_a_missing_field():
@@ -54,7 +54,8 @@ def test_condition_handler_raises_a_named_error_for_a_missing_field():
 def test_transform_handler_renders_typed_and_interpolated_values():
     result = load_handler("transform").handler(load_event("transform", "price_line"), CONTEXT)
     assert result == {
-        "output": {"sku": "KB-01", "position": 0, "subtotal": 240.0, "label": "KB-01 x2"}
+        "output": {"sku": "KB-01", "position": 0, "subtotal": 240.0, "label": "KB-01 x2"},
+        "branch": None,
     }
 
 

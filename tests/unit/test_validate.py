@@ -137,7 +137,7 @@ def test_minimal_definition_is_valid():
         (lambda d: d["steps"]["b"].update(type="teleport"), ("steps.b", "step-type")),
         # step types without an executor in this build
         (
-            lambda d: d["steps"].__setitem__("b", {"type": "tool", "tool": "aws.sqs.send"}),
+            lambda d: d["steps"].__setitem__("b", {"type": "agent", "prompt": "hi"}),
             ("steps.b.type", "not-available"),
         ),
         # triggers

@@ -31,6 +31,7 @@ from relayflow.compiler.states import (
 from relayflow.definition.graph import Scope, StepGraph
 from relayflow.definition.models import (
     ConditionStep,
+    CustomStep,
     DelayStep,
     ForEachStep,
     NoopStep,
@@ -371,9 +372,23 @@ class _ScopeContext:
 
     # ------------------------------------------------------------------ steps
 
+    def step_config(self, step: Any) -> dict[str, Any]:
+        """What the step's Lambda needs from the definition (routing and policy stay in ASL).
+        A tool step calling ``http.<name>`` carries that HTTP tool's declaration; a custom
+        step carries its branch names (their targets are routing)."""
+        config = step.model_dump(mode="json", exclude=_NOT_CONFIG, exclude_none=True)
+        if step.type == "tool" and step.tool.startswith("http."):
+            name = step.tool.split(".")[1]
+            config["http_tool"] = self.c.wf.http_tools[name].model_dump(
+                mode="json", exclude_none=True
+            )
+        if step.type == "custom":
+            config["branches"] = sorted(step.branches)
+        return config
+
     def lambda_task(self, key: str, step: Any, kind: str, next_target: str | None) -> Task:
         self.c.runners[key] = kind
-        config = step.model_dump(mode="json", exclude=_NOT_CONFIG, exclude_none=True)
+        config = self.step_config(step)
         task = Task(
             resource=LAMBDA_INVOKE,
             parameters=task_parameters(
@@ -412,6 +427,40 @@ class _ScopeContext:
             self.machine.add(key, self.flow(state, key, step.on_success))
             return
         self.machine.add(key, self.lambda_task(key, step, "transform", step.on_success))
+
+    def emit_tool(self, key: str, step: Any) -> None:
+        self.machine.add(key, self.lambda_task(key, step, step.type, step.on_success))
+
+    emit_webhook_out = emit_tool
+    emit_code = emit_tool
+
+    def emit_custom(self, key: str, step: CustomStep) -> None:
+        """The custom Lambda answers with a branch name (or null); a Choice routes on it and
+        falls back to on_success (or the end) for no branch or an undeclared one."""
+        task = self.lambda_task(key, step, "custom", None)
+        if not step.branches:
+            self.machine.add(key, self.flow(task, key, step.on_success))
+            return
+        route = f"{key}.route"
+        task.end, task.next, task.output_path = False, route, None
+        task.result_selector = {
+            "output.$": "$.Payload.output",
+            "branch.$": "$.Payload.branch",
+            "status": SUCCEEDED,
+        }
+        self.machine.add(key, task)
+        default = self.route(key, step.on_success) or self.end_state(key)
+        choices = [
+            {
+                "And": [
+                    {"Variable": f"$.steps.{key}.branch", "IsString": True},
+                    {"Variable": f"$.steps.{key}.branch", "StringEquals": name},
+                ],
+                "Next": self.route(key, target),
+            }
+            for name, target in sorted(step.branches.items())
+        ]
+        self.machine.add(route, Choice(choices=choices, default=default))
 
     def emit_condition(self, key: str, step: ConditionStep) -> None:
         on_true = self.route(key, step.on_true) or self.end_state(key)

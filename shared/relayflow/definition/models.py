@@ -386,7 +386,18 @@ STEP_TYPES: tuple[str, ...] = (
 
 #: Step types this build can run. The others parse, and validation refuses them by name.
 AVAILABLE_STEP_TYPES = frozenset(
-    {"condition", "transform", "delay", "parallel", "for_each", "noop"}
+    {
+        "condition",
+        "transform",
+        "delay",
+        "parallel",
+        "for_each",
+        "noop",
+        "tool",
+        "webhook_out",
+        "custom",
+        "code",
+    }
 )
 
 

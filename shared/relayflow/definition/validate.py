@@ -51,7 +51,8 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "sub_workflow": ("input",),
     "webhook_out": ("url", "headers", "body"),
     "approval": ("title", "prompt"),
-    "custom": ("url",),
+    "custom": ("url", "headers"),
+    "code": ("input",),
     "waitpoint": ("idempotency_key",),
 }
 TRIGGER_TYPES = ("manual", "cron", "at", "event", "webhook")
@@ -161,6 +162,7 @@ class _Checker:
         if isinstance(start, str) and start in self.steps:
             self.check_scopes(graph)
         self.check_templates()
+        self.check_tools()
         self.check_triggers()
         return self.problems
 
@@ -270,17 +272,19 @@ class _Checker:
                         f"the cycle {cycle} has no way out; add a condition that leaves it",
                     )
 
-    def check_expression_refs(self, path: str, expressions: Iterable[str]) -> None:
+    def check_expression_refs(
+        self, path: str, expressions: Iterable[str], roots: tuple[str, ...] = ROOTS
+    ) -> None:
         for src in expressions:
             for ref in expression_paths(src):
                 if not ref:
                     continue
-                if ref[0] not in ROOTS:
+                if ref[0] not in roots:
                     self.add(
                         path,
                         "unknown-variable",
                         f"'{ref[0]}' in '{src.strip()}' is not a variable; "
-                        f"use one of: {', '.join(ROOTS)}",
+                        f"use one of: {', '.join(roots)}",
                     )
                 elif ref[0] == "steps" and len(ref) > 1 and ref[1] not in self.steps:
                     self.add(
@@ -351,6 +355,36 @@ class _Checker:
                 f"'{value}' is not an ISO-8601 timestamp with a time zone, "
                 "e.g. 2030-01-01T09:00:00Z or 2030-01-01T09:00:00+02:00",
             )
+
+    def check_tools(self) -> None:
+        """Tool names against the catalogue and declared HTTP tools; templates inside HTTP
+        tool operations (which may also read ``args``)."""
+        from relayflow.tools.catalogue import check_tool
+
+        http_tools = self.data.get("http_tools")
+        http_tools = http_tools if isinstance(http_tools, Mapping) else {}
+        for name, tool in http_tools.items():
+            operations = tool.get("operations") if isinstance(tool, Mapping) else None
+            for op_name, op in (operations or {}).items():
+                if not isinstance(op, Mapping):
+                    continue
+                for field in ("path", "query", "headers", "body"):
+                    if op.get(field) is None:
+                        continue
+                    path = f"http_tools.{name}.operations.{op_name}.{field}"
+                    try:
+                        check_template(op[field])
+                    except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
+                        self.add(path, "template", str(exc))
+                        continue
+                    self.check_expression_refs(
+                        path, template_expressions(op[field]), (*ROOTS, "args")
+                    )
+        for key, raw in self.steps.items():
+            if raw.get("type") != "tool" or not isinstance(raw.get("tool"), str):
+                continue
+            for suffix, rule, message in check_tool(raw["tool"], raw.get("args", {}), http_tools):
+                self.add(f"steps.{key}.{suffix}".rstrip("."), rule, message)
 
     def check_triggers(self) -> None:
         triggers = self.data.get("triggers")

@@ -62,6 +62,10 @@ _TYPE_NAMES = frozenset(
 
 _CACHE_SIZE = 2048
 
+#: Roots an expression may read: the document's, plus ``args`` inside an HTTP tool operation
+#: (validation allows ``args`` there only).
+_BINDABLE = frozenset((*ROOTS, "args"))
+
 
 class ExpressionSyntaxError(ValueError):
     """A CEL expression does not parse.
@@ -178,7 +182,7 @@ def _program(src: str) -> tuple[Any, _Plan]:
     names = {tok.value for tok in tree.scan_values(lambda v: isinstance(v, Token))}
     paths = expression_paths(src)
     plan: _Plan = {}
-    for root in sorted(names & frozenset(ROOTS)):
+    for root in sorted(names & _BINDABLE):
         references = [path for path in paths if path[0] == root]
         if references and all(len(path) > 1 for path in references):
             plan[root] = frozenset(path[1] for path in references)

@@ -27,11 +27,13 @@ def parse_task(event: Any) -> StepTask:
 def result(
     output: Any, branch: str | None = None, *, task: StepTask | None = None
 ) -> dict[str, Any]:
-    """A step Lambda's return value (:class:`StepResult`); ``output`` is kept even when null.
+    """A step Lambda's return value (:class:`StepResult`).
 
     Given the ``task``, an output too large for the state document is offloaded to S3 and
     replaced by a reference (:mod:`relayflow.payloads`)."""
     if task is not None:
         output = offload_if_large(output, task=task)
     shaped = StepResult(output=output, branch=branch)
-    return {"output": shaped.output, **({"branch": shaped.branch} if shaped.branch else {})}
+    # ``branch`` is always present (null when none): a routing Choice reads it, and a Choice
+    # on a missing path fails the run.
+    return {"output": shaped.output, "branch": shaped.branch}

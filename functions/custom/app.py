@@ -1,0 +1,11 @@
+"""The custom step function: POSTs the step context to a user URL and routes on its answer."""
+
+from typing import Any
+
+from relayflow.observability import step_handler
+from relayflow.steps import custom
+
+
+@step_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return custom.run(event)

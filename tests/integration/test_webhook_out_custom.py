@@ -1,0 +1,321 @@
+"""The webhook_out and custom steps against a real HTTP server on 127.0.0.1: requests as the
+receiver sees them (signature verified), outputs, routing and named errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from relayflow.errors import HttpError, SsrfBlocked, TransientError
+from relayflow.local import LocalRuntime
+from relayflow.net.http import verify_signature
+from relayflow.settings import override_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+HOOK_SECRET = "whsec-123"
+DECIDER_KEY = "decider-signing-key"
+
+
+# --------------------------------------------------------------------------- a test server
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+
+Reply = tuple[int, dict[str, str], bytes]
+
+
+class Server:
+    """Records every request; answers with ``reply(request)`` (200 + JSON echo by default)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self.reply: Callable[[Received], Reply] = self.echo
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def handle_any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                parts = urlsplit(self.path)
+                received = Received(
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                )
+                server.requests.append(received)
+                status, headers, body = server.reply(received)
+                try:
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (the timeout tests)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @staticmethod
+    def echo(received: Received) -> Reply:
+        body = json.dumps({"method": received.method, "path": received.path}).encode()
+        return 200, {"Content-Type": "application/json", "ETag": '"v1"'}, body
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    with override_settings(ssrf_allow=["127.0.0.1"]):
+        srv = Server()
+        yield srv
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime() as rt:
+        secrets = rt.client("secretsmanager")
+        secrets.create_secret(Name="relayflow/hook-secret", SecretString=HOOK_SECRET)
+        secrets.create_secret(
+            Name="relayflow/decider", SecretString=json.dumps({"signing_key": DECIDER_KEY})
+        )
+        yield rt
+
+
+CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1")
+
+
+def load_handler(function: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"fn_{function}", ROOT / "functions" / function / "app.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_event(function: str, case: str) -> dict[str, Any]:
+    return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
+
+
+def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
+    """The sample with its URL's origin replaced by the local server's."""
+    url = urlsplit(event["step"]["config"]["url"])
+    event["step"]["config"]["url"] = f"{server.url}{url.path}"
+    return event
+
+
+def task(step_type: str, config: dict[str, Any], doc: dict[str, Any] | None = None) -> dict:
+    return {
+        "step": {"key": "s", "type": step_type, "config": config},
+        "doc": doc or {"run": {"id": "run-1", "workflow_id": "wf"}, "trigger": {}, "steps": {}},
+        "context": {"attempt": 0},
+    }
+
+
+# --------------------------------------------------------------------------- webhook_out
+
+
+def test_webhook_out_sends_the_rendered_request_signed_over_the_exact_body(runtime, server):
+    # Given the order_created sample pointed at the local server
+    event = at_server(load_event("webhook_out", "order_created"), server)
+    server.reply = lambda r: (202, {"Content-Type": "application/json"}, b'{"queued": true}')
+    # When the handler runs it
+    result = load_handler("webhook_out").handler(event, CONTEXT)
+    # Then the receiver got the rendered URL, headers and compact JSON body
+    (sent,) = server.requests
+    assert (sent.method, sent.path) == ("POST", "/orders/ord-7")
+    assert sent.headers["x-order"] == "ord-7"
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.body == b'{"event":"order.created","order":{"id":"ord-7","total":99.5}}'
+    assert sent.headers["x-relayflow-run-id"] == "run-0012"
+    assert sent.headers["x-relayflow-delivery"] == "run-0012:ping"
+    # And the signature verifies against the raw bytes, and only against them
+    signature = sent.headers["x-relayflow-signature"]
+    assert verify_signature(sent.body, HOOK_SECRET, signature)
+    assert not verify_signature(sent.body, "another-secret", signature)
+    # And the output is the status, kept headers and parsed answer
+    assert result == {
+        "output": {
+            "status": 202,
+            "headers": {"content-type": "application/json"},
+            "body": {"queued": True},
+        },
+        "branch": None,
+    }
+
+
+def test_webhook_out_sends_a_string_body_as_text(runtime, server):
+    event = at_server(load_event("webhook_out", "plain_text_put"), server)
+    server.reply = lambda r: (200, {"Content-Type": "text/plain"}, b"ok")
+    result = load_handler("webhook_out").handler(event, CONTEXT)
+    (sent,) = server.requests
+    assert (sent.method, sent.path) == ("PUT", "/runs/run-0013")
+    assert sent.body == b"run run-0013 finished with 1 steps"
+    assert sent.headers["content-type"] == "text/plain; charset=utf-8"
+    assert "x-relayflow-signature" not in sent.headers
+    assert result["output"]["body"] == "ok"
+
+
+def test_webhook_out_without_a_body_sends_none(runtime, server):
+    from relayflow.steps import webhook_out
+
+    webhook_out.run(task("webhook_out", {"url": f"{server.url}/ping", "method": "GET"}))
+    (sent,) = server.requests
+    assert (sent.method, sent.body) == ("GET", b"")
+    assert "content-type" not in sent.headers
+
+
+def test_webhook_out_4xx_is_an_http_error_with_the_truncated_body(runtime, server):
+    from relayflow.steps import webhook_out
+
+    server.reply = lambda r: (422, {"Content-Type": "text/plain"}, b"x" * 5000)
+    with pytest.raises(HttpError) as info:
+        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h", "body": {"a": 1}}))
+    assert info.value.details["status"] == 422
+    assert len(info.value.details["body"]) < 1100
+
+
+def test_webhook_out_503_is_transient(runtime, server):
+    from relayflow.steps import webhook_out
+
+    server.reply = lambda r: (503, {}, b"down")
+    with pytest.raises(TransientError) as info:
+        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h"}))
+    assert info.value.details["status"] == 503
+
+
+def test_webhook_out_times_out_as_transient(runtime, server):
+    from relayflow.steps import webhook_out
+
+    def slow(received: Received) -> Reply:
+        time.sleep(1.0)
+        return 200, {}, b""
+
+    server.reply = slow
+    config = {"url": f"{server.url}/h", "request_timeout_seconds": 0.2}
+    with pytest.raises(TransientError) as info:
+        webhook_out.run(task("webhook_out", config))
+    assert "timed out" in info.value.message
+
+
+def test_webhook_out_to_the_metadata_address_is_blocked(runtime):
+    from relayflow.steps import webhook_out
+
+    config = {"url": "http://169.254.169.254/latest/meta-data/"}
+    with override_settings(ssrf_allow=["127.0.0.1"]), pytest.raises(SsrfBlocked) as info:
+        webhook_out.run(task("webhook_out", config))
+    assert type(info.value).__name__ == "Relayflow.SsrfBlocked"
+
+
+# --------------------------------------------------------------------------- custom
+
+
+def test_custom_posts_the_step_context_and_routes_to_a_declared_branch(runtime, server):
+    # Given a receiver that picks manual_review
+    event = at_server(load_event("custom", "risk_decision"), server)
+    server.reply = lambda r: (
+        200,
+        {"Content-Type": "application/json"},
+        b'{"branch": "manual_review", "reason": "amount over limit"}',
+    )
+    # When the custom step runs
+    result = load_handler("custom").handler(event, CONTEXT)
+    # Then it received the step context as signed JSON
+    (sent,) = server.requests
+    assert (sent.method, sent.path) == ("POST", "/route")
+    assert verify_signature(sent.body, DECIDER_KEY, sent.headers["x-relayflow-signature"])
+    assert json.loads(sent.body) == {
+        "step_key": "decide",
+        "run_id": "run-0014",
+        "workflow_id": "risk",
+        "input": {"model": "risk-v2", "amount": 1200},
+        "payload_config": {"model": "risk-v2", "amount": "{{ trigger.amount }}"},
+        "steps": {"score": {"output": {"score": 0.82}, "status": "succeeded"}},
+        "trigger": {"customer": "c-9", "amount": 1200},
+    }
+    # And the result routes to the branch, the rest of the answer being the output
+    assert result == {"output": {"reason": "amount over limit"}, "branch": "manual_review"}
+
+
+def test_custom_with_an_undeclared_branch_takes_the_default_route_with_a_marker(runtime, server):
+    event = at_server(load_event("custom", "risk_decision"), server)
+    server.reply = lambda r: (
+        200,
+        {"Content-Type": "application/json"},
+        b'{"branch": "escalate", "score": 3}',
+    )
+    result = load_handler("custom").handler(event, CONTEXT)
+    assert result == {"output": {"score": 3, "unknown_branch": "escalate"}, "branch": None}
+
+
+def test_custom_without_a_branch_returns_the_answer_as_output(runtime, server):
+    event = at_server(load_event("custom", "unsigned_no_branches"), server)
+    server.reply = lambda r: (
+        200,
+        {"Content-Type": "application/json"},
+        b'{"country": "GB", "segment": "smb"}',
+    )
+    result = load_handler("custom").handler(event, CONTEXT)
+    (sent,) = server.requests
+    assert sent.path == "/signup"
+    assert sent.headers["x-tenant"] == "acme"
+    assert "x-relayflow-signature" not in sent.headers
+    assert result == {"output": {"country": "GB", "segment": "smb"}, "branch": None}
+
+
+def test_custom_branches_may_be_a_map_of_names_to_steps(runtime, server):
+    from relayflow.steps import custom
+
+    server.reply = lambda r: (200, {"Content-Type": "application/json"}, b'{"branch": "yes"}')
+    config = {"url": f"{server.url}/d", "branches": {"yes": "approve", "no": "reject"}}
+    assert custom.run(task("custom", config)) == {"output": {}, "branch": "yes"}
+
+
+def test_custom_errors_are_named_like_webhook_out(runtime, server):
+    from relayflow.steps import custom
+
+    server.reply = lambda r: (500, {}, b"boom")
+    with pytest.raises(HttpError) as info:
+        custom.run(task("custom", {"url": f"{server.url}/d"}))
+    assert info.value.details["status"] == 500
+    with override_settings(ssrf_allow=[]), pytest.raises(SsrfBlocked):
+        custom.run(task("custom", {"url": f"{server.url}/d"}))
