@@ -3,8 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The SAM CLI pins boto3 below the range relayflow needs, so it lives in its own tool venv
+# (inside .venv, so `make clean` removes it and git ignores it).
+SAM_CLI_VERSION := 1.170.0
+SAM_VENV := $(VENV)/tools/sam
+SAM := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: venv demo test lint format bench clean
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start
 
 venv: $(STAMP)
 
@@ -17,6 +23,8 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/relayflow validate workflows/examples/*.yaml
 	$(BIN)/relayflow run workflows/examples/order_triage.yaml --input @events/examples/order_triage.json
+	$(BIN)/relayflow run workflows/examples/order_fulfilment.yaml --input @events/examples/order_fulfilment.json \
+		--resources workflows/examples/local/order_fulfilment.resources.yaml
 
 lint: venv
 	$(BIN)/ruff check .
@@ -26,12 +34,32 @@ format: venv
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint
+# tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first.
+test: lint sam-cli
 	$(BIN)/python -m pytest -n auto -q
 
 bench: venv
 	$(BIN)/python bench/compile_bench.py
 	$(BIN)/python bench/runtime_bench.py
+
+sam-cli: $(SAM_STAMP)
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_CLI_VERSION)'
+	touch $(SAM_STAMP)
+
+sam-validate: sam-cli
+	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
+	$(SAM_VENV)/bin/cfn-lint template.yaml
+
+# Needs python3.12 on PATH (the functions' runtime); output in .aws-sam/build.
+sam-build: sam-cli
+	SAM_CLI_TELEMETRY=0 $(SAM) build
+
+cold-start: venv
+	$(BIN)/python bench/cold_start.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -91,6 +91,13 @@ class CodeLimitExceeded(RelayflowError):
     error_name = "Relayflow.CodeLimitExceeded"
 
 
+class PayloadTooLarge(RelayflowError):
+    """A step output too large for the state document could not be offloaded to S3 (the
+    function may hold no S3 permission, as the code function does)."""
+
+    error_name = "Relayflow.PayloadTooLarge"
+
+
 class TooManyItems(RelayflowError):
     """A for_each received more items than its ``max_items``."""
 
@@ -106,4 +113,5 @@ NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     SsrfBlocked.error_name,
     CodeError.error_name,
     CodeLimitExceeded.error_name,
+    PayloadTooLarge.error_name,
 )

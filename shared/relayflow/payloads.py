@@ -16,7 +16,7 @@ from typing import Any
 
 from relayflow.adapters.aws import client
 from relayflow.document import StepTask
-from relayflow.errors import InvalidArgsError
+from relayflow.errors import InvalidArgsError, PayloadTooLarge
 from relayflow.settings import get_settings
 
 REF_KEY = "$relayflow_ref"
@@ -45,9 +45,16 @@ def offload_if_large(output: Any, *, task: StepTask) -> Any:
     body = json.dumps(output, separators=(",", ":"), default=str).encode()
     tenant, run_id = run.get("tenant", "local"), run.get("id", "run")
     key = f"payloads/{tenant}/{run_id}/{step_key}/{uuid.uuid4().hex}.json"
-    client("s3").put_object(
-        Bucket=settings.payload_bucket, Key=key, Body=body, ContentType="application/json"
-    )
+    try:
+        client("s3").put_object(
+            Bucket=settings.payload_bucket, Key=key, Body=body, ContentType="application/json"
+        )
+    except Exception as exc:  # botocore errors: AccessDenied for the code function, and others
+        raise PayloadTooLarge(
+            f"step '{step_key}' produced {size} bytes; with the {doc_size}-byte document that is "
+            f"over the {limit}-byte budget, and offloading to S3 failed: {type(exc).__name__}",
+            size=size,
+        ) from exc
     return {
         REF_KEY: {
             "bucket": settings.payload_bucket,

@@ -100,6 +100,7 @@ def test_a_step_with_a_retry_policy_runs_in_its_lambda_even_when_expressible():
             "Relayflow.SsrfBlocked",
             "Relayflow.CodeError",
             "Relayflow.CodeLimitExceeded",
+            "Relayflow.PayloadTooLarge",
         ],
         "MaxAttempts": 0,
     }

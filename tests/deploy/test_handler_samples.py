@@ -1,0 +1,138 @@
+"""Every deployed function, invoked with every one of its events/<function>/*.json samples.
+
+This is what `sam local invoke <Function> -e events/<function>/<sample>.json` does, without
+Docker: load functions/<function>/app.py by path, call ``handler(event, context)`` with
+Lambda's environment, AWS answered by moto and no route to the internet. A handler must
+return a JSON step result or raise a named ``Relayflow.*`` error (what ASL Retry/Catch match);
+anything else would reach Step Functions as an unplanned ``States.TaskFailed``. And each
+invocation writes exactly one metrics line, under the names the dashboard draws.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import socket
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from sam_template import ROOT, function_resources, load_template
+
+from relayflow.adapters.aws import reset_clients
+from relayflow.errors import RelayflowError
+
+FUNCTIONS = sorted(function_resources(load_template()))
+SAMPLES = [
+    (kind, sample)
+    for kind in FUNCTIONS
+    for sample in sorted((ROOT / "events" / kind).glob("*.json"))
+]
+
+
+def load_handler(kind: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"deploy_fn_{kind}", ROOT / "functions" / kind / "app.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kind", FUNCTIONS)
+def test_each_function_has_a_handler_and_at_least_one_sample(kind):
+    assert callable(load_handler(kind).handler)
+    assert list((ROOT / "events" / kind).glob("*.json")), f"events/{kind}/ has no sample"
+
+
+@pytest.fixture
+def lambda_sandbox(monkeypatch: pytest.MonkeyPatch):
+    """Lambda's environment variables, fake credentials, moto for AWS, no internet."""
+    from moto import mock_aws
+
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name in list(__import__("os").environ):
+        if name.startswith("AWS_ENDPOINT_URL_"):
+            monkeypatch.delenv(name)
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_METRICS_NAMESPACE": "Relayflow",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    real_getaddrinfo = socket.getaddrinfo
+
+    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+        text = host.decode() if isinstance(host, bytes) else str(host)
+        try:
+            loopback = ipaddress.ip_address(text).is_loopback
+        except ValueError:
+            loopback = text == "localhost"
+        if not loopback:
+            raise socket.gaierror(socket.EAI_NONAME, f"no network in this test: {text}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
+    reset_clients()
+    try:
+        from relayflow.tools.secrets import clear_secret_cache
+    except ImportError:  # pragma: no cover - only while the tools package is absent
+
+        def clear_secret_cache() -> None:
+            return None
+
+    clear_secret_cache()
+    with mock_aws():
+        yield monkeypatch
+    reset_clients()
+    clear_secret_cache()
+
+
+@pytest.mark.parametrize(("kind", "sample"), SAMPLES, ids=[f"{k}/{s.stem}" for k, s in SAMPLES])
+def test_the_handler_answers_each_sample_like_lambda_would(
+    kind, sample: Path, lambda_sandbox, capsys
+):
+    # Given the function's handler, loaded as the Lambda runtime loads it, and one sample
+    lambda_sandbox.setenv("AWS_LAMBDA_FUNCTION_NAME", f"relayflow-dev-{kind}")
+    handler = load_handler(kind).handler
+    event = json.loads(sample.read_text())
+    context = SimpleNamespace(
+        function_name=f"relayflow-dev-{kind}",
+        aws_request_id="sam-local-invoke",
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:relayflow-dev-{kind}",
+        get_remaining_time_in_millis=lambda: 30_000,
+    )
+    # When it is invoked
+    error: BaseException | None = None
+    try:
+        result = handler(event, context)
+    except Exception as exc:  # the assertions below say which exceptions are allowed
+        error = exc
+    # Then it returned a JSON step result, or raised a named Relayflow error
+    if error is None:
+        assert isinstance(result, dict) and "output" in result, result
+        json.dumps(result)
+    else:
+        assert isinstance(error, RelayflowError), f"unnamed {type(error).__name__}: {error}"
+        assert type(error).__name__.startswith("Relayflow."), type(error).__name__
+    # And it wrote one metrics line for its step type, with the run it served
+    out = capsys.readouterr().out.splitlines()
+    lines = [json.loads(line) for line in out if '"_aws"' in line]
+    assert len(lines) == 1, lines
+    (metrics,) = lines
+    assert metrics["StepType"] == (event.get("step") or {}).get("type", "unknown")
+    assert metrics["Stage"]
+    assert metrics.get("run_id") == ((event.get("doc") or {}).get("run") or {}).get("id")
+    assert metrics["StepDuration"] >= 0
+    outcome = "StepSucceeded" if error is None else "StepFailed"
+    if error is not None and type(error).__name__ == "Relayflow.Throttled":
+        outcome = "StepThrottled"
+    assert metrics[outcome] == 1

@@ -1,0 +1,314 @@
+"""template.yaml and samconfig.toml: what each resource must hold, checked offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+import pytest
+from sam_template import ROOT, Resolver, function_resources, load_template, role_statements
+
+from relayflow import naming, observability
+from relayflow.settings import Settings
+
+TEMPLATE = load_template()
+RESOURCES = TEMPLATE["Resources"]
+FUNCTIONS = function_resources(TEMPLATE)
+DEV = Resolver(TEMPLATE, Stage="dev")
+PROD = Resolver(TEMPLATE, Stage="prod")
+
+
+def props(logical_id: str) -> dict:
+    return RESOURCES[logical_id]["Properties"]
+
+
+def test_every_function_folder_is_deployed_and_every_deployed_function_has_a_folder():
+    # Given the function folders and the step types that run in a Lambda
+    folders = {p.name for p in (ROOT / "functions").iterdir() if p.is_dir()}
+    # Then the template deploys exactly those, one function each
+    assert set(FUNCTIONS) == folders
+    assert set(naming.STEP_FUNCTIONS) <= set(FUNCTIONS)
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
+def test_each_function_is_named_for_its_stage_and_kind_with_a_thin_handler(kind):
+    p = props(FUNCTIONS[kind])
+    assert DEV.resolve(p["FunctionName"]) == f"relayflow-dev-{kind}"
+    assert p["Handler"] == "app.handler"
+    assert (ROOT / p["CodeUri"] / "app.py").is_file()
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
+def test_each_function_writes_to_its_own_log_group_with_the_retention_parameter(kind):
+    p = props(FUNCTIONS[kind])
+    group_id = p["LoggingConfig"]["LogGroup"]["Ref"]
+    group = RESOURCES[group_id]
+    assert group["Type"] == "AWS::Logs::LogGroup"
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert DEV.ref(group_id) == f"/aws/lambda/relayflow-dev-{kind}"
+
+
+def test_log_groups_are_not_shared():
+    groups = [props(fn)["LoggingConfig"]["LogGroup"]["Ref"] for fn in FUNCTIONS.values()]
+    assert len(groups) == len(set(groups))
+
+
+def test_every_log_group_of_the_stack_expires():
+    for logical_id, resource in RESOURCES.items():
+        if resource["Type"] == "AWS::Logs::LogGroup":
+            assert resource["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, (
+                logical_id
+            )
+
+
+def test_functions_trace_actively_except_code_whose_role_cannot_write_traces():
+    assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"
+    for kind, logical_id in FUNCTIONS.items():
+        expected = "PassThrough" if kind == "code" else None
+        assert props(logical_id).get("Tracing") == expected, kind
+
+
+def test_runtime_architecture_and_layer_build():
+    function_globals = TEMPLATE["Globals"]["Function"]
+    assert function_globals["Runtime"] == "python3.12"
+    assert function_globals["Architectures"] == ["arm64"]
+    assert function_globals["Layers"] == [{"Ref": "RelayflowLayer"}]
+    layer = RESOURCES["RelayflowLayer"]
+    assert layer["Properties"]["ContentUri"] == "shared/"
+    assert layer["Metadata"] == {"BuildMethod": "python3.12", "BuildArchitecture": "arm64"}
+    assert (ROOT / "shared" / "requirements.txt").is_file()
+
+
+def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == observability.SERVICE
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == observability.DEFAULT_NAMESPACE
+    assert variables["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
+    relayflow = {k for k in variables if k.startswith("RELAYFLOW_")}
+    assert relayflow == {
+        "RELAYFLOW_STAGE",
+        "RELAYFLOW_TABLE_NAME",
+        "RELAYFLOW_PAYLOAD_BUCKET",
+        "RELAYFLOW_EVENT_BUS_NAME",
+    }
+    for name in relayflow:
+        assert name.removeprefix("RELAYFLOW_").lower() in Settings.model_fields, name
+
+
+def test_the_code_function_role_can_only_write_its_own_log_group():
+    code = props(FUNCTIONS["code"])
+    assert code["Role"] == {"Fn::GetAtt": ["CodeFunctionRole", "Arn"]}
+    assert "Policies" not in code
+    role = props("CodeFunctionRole")
+    assert not role.get("ManagedPolicyArns")
+    assert not role.get("PermissionsBoundary")
+    granted = role_statements(TEMPLATE, DEV, "CodeFunctionRole")
+    assert granted == [
+        {
+            "Sid": "WriteOwnLogGroup",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": (
+                "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/relayflow-dev-code:*"
+            ),
+        }
+    ]
+
+
+def _inline_statements(kind: str) -> list[dict]:
+    found = []
+    for policy in props(FUNCTIONS[kind]).get("Policies") or []:
+        resolved = DEV.resolve(policy)
+        if isinstance(resolved, dict) and "Statement" in resolved:
+            found.extend(resolved["Statement"])
+    return found
+
+
+@pytest.mark.parametrize("kind", ["condition", "transform"])
+def test_expression_functions_may_only_read_and_write_offloaded_payloads(kind):
+    policies = props(FUNCTIONS[kind])["Policies"]
+    assert len(policies) == 1, "no policy beyond the payload bucket"
+    assert _inline_statements(kind) == [
+        {
+            "Sid": "PayloadOffload",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:PutObject"],
+            "Resource": f"arn:aws:s3:::{DEV.ref('PayloadBucket')}/payloads/*",
+        }
+    ]
+
+
+@pytest.mark.parametrize("kind", ["tool", "webhook_out", "custom"])
+def test_outbound_functions_read_secrets_under_the_prefix_only(kind):
+    policies = props(FUNCTIONS[kind])["Policies"]
+    secrets = [
+        p["AWSSecretsManagerGetSecretValuePolicy"]
+        for p in policies
+        if "AWSSecretsManagerGetSecretValuePolicy" in p
+    ]
+    ssm = [p["SSMParameterReadPolicy"] for p in policies if "SSMParameterReadPolicy" in p]
+    assert DEV.resolve(secrets[0]["SecretArn"]) == (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/*"
+    )
+    assert DEV.resolve(ssm[0]["ParameterName"]) == "relayflow/*"
+    assert any(s.get("Sid") == "PayloadOffload" for s in _inline_statements(kind))
+
+
+def test_kms_decrypt_is_granted_only_for_a_customer_key_and_only_through_the_services():
+    with_key = Resolver(TEMPLATE, Stage="dev", SecretsKmsKeyArn="arn:aws:kms:us-east-1:1:key/k")
+    for kind in ("tool", "webhook_out", "custom"):
+        policies = props(FUNCTIONS[kind])["Policies"]
+        assert not [p for p in DEV.resolve(policies) if "kms" in json.dumps(p)], kind
+        granted = [p for p in with_key.resolve(policies) if "kms" in json.dumps(p)]
+        (statement,) = granted[0]["Statement"]
+        assert statement["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
+        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == [
+            "secretsmanager.us-east-1.amazonaws.com",
+            "ssm.us-east-1.amazonaws.com",
+        ]
+
+
+def test_tool_actions_are_scoped_to_the_resource_prefix():
+    text = json.dumps(DEV.resolve(props(FUNCTIONS["tool"])["Policies"]))
+    for action in (
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:Query",
+        "s3:GetObject",
+        "s3:PutObject",
+        "ses:SendEmail",
+    ):
+        assert action in text, action
+    for policy_template in (
+        "SQSSendMessagePolicy",
+        "SNSPublishMessagePolicy",
+        "EventBridgePutEventsPolicy",
+        "LambdaInvokePolicy",
+        "StepFunctionsExecutionPolicy",
+    ):
+        assert policy_template in text, policy_template
+    assert ":table/app-*" in text and "arn:aws:s3:::app-*/*" in text
+    assert '"Resource": "*"' not in text
+    # The prefix can never be one that reaches Relayflow's own resources
+    pattern = re.compile(TEMPLATE["Parameters"]["ToolResourcePrefix"]["AllowedPattern"])
+    assert pattern.match("app-") and not pattern.match("relayflow-") and not pattern.match("")
+
+
+def test_the_table_matches_the_data_model_and_is_protected_in_prod():
+    table = props("RelayflowTable")
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ]
+    (gsi,) = table["GlobalSecondaryIndexes"]
+    assert gsi["IndexName"] == "GSI1"
+    assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["gsi1pk", "gsi1sk"]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
+    assert DEV.resolve(table["DeletionProtectionEnabled"]) is False
+    assert PROD.resolve(table["DeletionProtectionEnabled"]) is True
+    assert RESOURCES["RelayflowTable"]["DeletionPolicy"] == "Retain"
+
+
+def test_the_payload_bucket_is_private_encrypted_tls_only_and_expiring():
+    bucket = props("PayloadBucket")
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    rules = {r["Id"]: r for r in bucket["LifecycleConfiguration"]["Rules"]}
+    assert rules["expire-payloads"]["Prefix"] == "payloads/"
+    assert rules["expire-payloads"]["ExpirationInDays"] == {"Ref": "PayloadExpirationDays"}
+    (deny,) = DEV.resolve(props("PayloadBucketPolicy")["PolicyDocument"])["Statement"]
+    assert deny["Effect"] == "Deny"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": False}}
+
+
+def test_bus_schedule_group_and_scheduler_role():
+    assert DEV.ref("EventBus") == "relayflow-dev"
+    assert DEV.ref("ScheduleGroup") == "relayflow-dev"
+    trust = DEV.resolve(props("SchedulerRole")["AssumeRolePolicyDocument"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    granted = role_statements(TEMPLATE, DEV, "SchedulerRole")
+    assert [s["Action"] for s in granted] == ["states:StartExecution"]
+
+
+def test_no_api_gateway_until_the_api_functions_exist():
+    kinds = {r["Type"] for r in RESOURCES.values()}
+    assert not {k for k in kinds if "ApiGateway" in k or k.endswith("::Api")}
+
+
+def test_the_dashboard_is_json_and_draws_the_metrics_under_the_names_the_code_emits():
+    body = json.loads(DEV.resolve(props("Dashboard")["DashboardBody"]))
+    text = json.dumps(body)
+    for metric in (
+        "StepDuration",
+        "StepSucceeded",
+        "StepFailed",
+        "StepThrottled",
+        "BreakerTrips",
+        "DlqDepth",
+        "ExecutionsFailed",
+    ):
+        assert metric in text, metric
+    assert f'Namespace=\\"{observability.DEFAULT_NAMESPACE}\\"' in text
+    assert 'Stage=\\"dev\\"' in text
+    assert all("properties" in w for w in body["widgets"])
+
+
+def test_the_dlq_alarm_watches_the_dimensions_record_metric_emits():
+    alarm = DEV.resolve(props("DlqDepthAlarm"))
+    assert alarm["Namespace"] == observability.DEFAULT_NAMESPACE
+    dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+    assert dimensions == {"service": observability.SERVICE, "Stage": "dev"}
+
+
+@pytest.mark.parametrize("alarm", ["FunctionErrorsAlarm", "FunctionThrottlesAlarm"])
+def test_function_alarms_cover_every_function(alarm):
+    queries = DEV.resolve(props(alarm)["Metrics"])
+    watched = {
+        q["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for q in queries if "MetricStat" in q
+    }
+    assert watched == {f"relayflow-dev-{kind}" for kind in FUNCTIONS}
+    assert len(queries) <= 10  # CloudWatch's limit for a metric math alarm
+
+
+def test_saved_queries_read_every_function_log_group():
+    groups = {DEV.ref(props(fn)["LoggingConfig"]["LogGroup"]["Ref"]) for fn in FUNCTIONS.values()}
+    for query in ("RunLogLinesQuery", "SlowestStepsQuery", "StepFailuresQuery"):
+        assert groups <= set(DEV.resolve(props(query)["LogGroupNames"])), query
+    assert "run_id" in props("RunLogLinesQuery")["QueryString"]
+    assert "sort StepDuration desc" in props("SlowestStepsQuery")["QueryString"]
+
+
+def test_outputs_export_what_the_control_plane_needs_and_list_every_function():
+    outputs = TEMPLATE["Outputs"]
+    for name in ("StateMachineRoleArn", "StateMachineLogGroupArn", "SchedulerRoleArn"):
+        assert "Export" in outputs[name], name
+    for name in ("TableName", "EventBusName", "PayloadBucketName", "LayerArn", "DashboardUrl"):
+        assert name in outputs, name
+    for logical_id in FUNCTIONS.values():
+        assert outputs[f"{logical_id}Arn"]["Value"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def _overrides(text: str) -> dict[str, str]:
+    return dict(re.findall(r'(\w+)="([^"]*)"', text))
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_samconfig_environments_pass_valid_parameters(env):
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    deploy = config[env]["deploy"]["parameters"]
+    assert deploy["stack_name"] == f"relayflow-{env}"
+    overrides = _overrides(deploy["parameter_overrides"])
+    assert overrides["Stage"] == env
+    parameters = TEMPLATE["Parameters"]
+    for name, value in overrides.items():
+        assert name in parameters, f"samconfig {env} sets unknown parameter {name}"
+        spec = parameters[name]
+        if "AllowedValues" in spec:
+            assert value in [str(v) for v in spec["AllowedValues"]], (name, value)
+        if "AllowedPattern" in spec:
+            assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
