@@ -29,7 +29,9 @@ ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # defer_build: a model's validator is built on first use, so a step function that
+    # validates one step type does not pay for all of them at cold start.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 # --------------------------------------------------------------------------- policies
