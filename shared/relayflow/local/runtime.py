@@ -418,13 +418,20 @@ class LocalRuntime:
         )
 
     def list_executions(self, state_machine_arn: str | None = None) -> list[str]:
-        """ARNs of every execution started in this runtime (optionally of one machine)."""
+        """ARNs of every execution started in this runtime (optionally of one machine, or of
+        one version or alias ARN: the executions started through it)."""
         self._require_open()
         return [
             execution.execution_arn
             for state_machine in self._backend().state_machines
-            if state_machine_arn in (None, state_machine.arn)
             for execution in state_machine.executions
+            if state_machine_arn
+            in (
+                None,
+                state_machine.arn,
+                getattr(execution, "state_machine_version_arn", None),
+                getattr(execution, "state_machine_alias_arn", None),
+            )
         ]
 
     def invocations_of(self, function_name: str) -> list[Invocation]:
