@@ -1,13 +1,17 @@
 """The ``relayflow`` command line.
 
-``schema``, ``validate``, ``compile``, ``graph`` and ``run``. Exit codes: 0 success, 1 a run
-that did not succeed, 2 an invalid definition or bad arguments.
+``schema``, ``validate``, ``compile``, ``graph`` and ``run`` work on files; ``serve`` runs the
+control API locally; ``deploy``, ``runs`` and ``keys`` talk to a control API (``--api URL
+--api-key KEY``, or ``RELAYFLOW_API_URL`` / ``RELAYFLOW_API_KEY``). Exit codes: 0 success, 1 a
+run that did not succeed or a request the API refused, 2 an invalid definition or bad
+arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -184,6 +188,449 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.succeeded else EXIT_RUN_FAILED
 
 
+# ----------------------------------------------------------------------------- the control API
+
+API_URL_ENV, API_KEY_ENV = "RELAYFLOW_API_URL", "RELAYFLOW_API_KEY"
+_MEDIA_TYPES = {".json": "application/json"}
+
+
+class ApiFailure(Exception):
+    """The API answered with an error: reported with its code and message, exit code 1
+    (2 for a definition it found invalid)."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        self.status = status
+        self.body = body if isinstance(body, dict) else {"message": str(body)}
+        super().__init__(f"{status} {self.body.get('code', 'error')}: {self.body.get('message')}")
+
+
+class ApiUnreachable(Exception):
+    """No answer from the API (connection refused, timeout): exit code 1."""
+
+
+class ApiClient:
+    """A small httpx client for the control API (and a local server's admin routes)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        admin_token: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        import httpx
+
+        headers = {"User-Agent": "relayflow-cli"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        if admin_token:
+            headers["X-Admin-Token"] = admin_token
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        self.url = url
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.close()
+
+    def call(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        """Send one request; the status and the decoded JSON body. Raises :class:`ApiFailure`
+        for an error status and :class:`ApiUnreachable` when no answer comes."""
+        import httpx
+
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ApiUnreachable(f"cannot reach the API at {self.url}: {exc}") from exc
+        try:
+            body = response.json() if response.content else None
+        except ValueError:
+            body = {"message": response.text[:200]}
+        if response.status_code >= 400:
+            raise ApiFailure(response.status_code, body)
+        return response.status_code, body
+
+
+def _api_client(args: argparse.Namespace) -> ApiClient:
+    url = args.api or os.environ.get(API_URL_ENV)
+    key = args.api_key or os.environ.get(API_KEY_ENV)
+    if not url:
+        raise UsageError(f"pass --api URL (or set {API_URL_ENV})")
+    if not key:
+        raise UsageError(f"pass --api-key KEY (or set {API_KEY_ENV})")
+    return ApiClient(url, api_key=key)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _print_api_failure(exc: ApiFailure, out: TextIO, file: str | None = None) -> None:
+    body = exc.body
+    print(f"relayflow: {exc.status} {body.get('code', 'error')}: {body.get('message')}", file=out)
+    details = body.get("details")
+    if isinstance(details, list):
+        for item in details:
+            print(f"  {_detail_line(item, file)}", file=out)
+    elif details:
+        print(f"  {json.dumps(details, default=str)}", file=out)
+
+
+def _detail_line(item: Any, file: str | None) -> str:
+    from relayflow.definition import Problem
+
+    if isinstance(item, dict) and {"path", "rule", "message"} <= set(item):
+        return str(Problem(file or item.get("file"), item["path"], item["rule"], item["message"]))
+    if isinstance(item, dict) and {"path", "message"} <= set(item):
+        return f"{item['path']}: {item['message']}"
+    return json.dumps(item, default=str)
+
+
+def _definition_id(path: str, text: str) -> str:
+    from relayflow.definition.loader import parse_text
+
+    fmt = "json" if Path(path).suffix.lower() == ".json" else "yaml"
+    document = parse_text(text, path, fmt=fmt)
+    if document.data is None and document.problems:
+        raise DefinitionError(document.problems)
+    workflow_id = document.data.get("id") if isinstance(document.data, dict) else None
+    if not isinstance(workflow_id, str) or not workflow_id:
+        raise UsageError(f"{path}: the definition has no id (the workflow's id in the API)")
+    return workflow_id
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    status = EXIT_OK
+    with _api_client(args) as api:
+        for path in args.files:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"{path}: {exc.strerror}") from exc
+            try:
+                workflow_id = _definition_id(path, text)
+            except DefinitionError as exc:
+                print(f"✗ {path}: {len(exc.problems)} problem(s)", file=sys.stderr)
+                _print_problems(exc, sys.stderr)
+                status = EXIT_INVALID
+                continue
+            media_type = _MEDIA_TYPES.get(Path(path).suffix.lower(), "application/yaml")
+            try:
+                code, result = api.call(
+                    "PUT",
+                    f"/workflows/{quote(workflow_id, safe='')}",
+                    content=text.encode("utf-8"),
+                    headers={"Content-Type": media_type},
+                )
+            except ApiFailure as exc:
+                if exc.status == 422:
+                    problems = exc.body.get("details") or []
+                    print(f"✗ {path}: {len(problems)} problem(s)", file=sys.stderr)
+                    _print_api_failure(exc, sys.stderr, file=path)
+                    status = EXIT_INVALID
+                else:
+                    print(f"✗ {path}", file=sys.stderr)
+                    _print_api_failure(exc, sys.stderr, file=path)
+                    status = max(status, EXIT_RUN_FAILED)
+                continue
+            verb = "created" if code == 201 else "updated"
+            print(
+                f"✓ {path}: workflow '{result['workflow_id']}' {verb}, version "
+                f"{result['version']} (live {result['live_version']})"
+            )
+            for warning in result.get("warnings") or []:
+                print(f"  warning: {warning}")
+    return status
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    ms = f" in {run['duration_ms']:.0f} ms" if run.get("duration_ms") is not None else ""
+    error = f" ({run['error']})" if run.get("error") else ""
+    return (
+        f"run {run['run_id']}: {str(run['status']).upper()}{ms}{error} "
+        f"(workflow {run['workflow_id']}, version {run.get('version')})"
+    )
+
+
+def cmd_runs_start(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    body: dict[str, Any] = {"input": _read_input(args.input)}
+    if args.version is not None:
+        body["version"] = args.version
+    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
+    with _api_client(args) as api:
+        code, run = api.call(
+            "POST",
+            f"/workflows/{quote(args.workflow_id, safe='')}/runs",
+            json=body,
+            headers=headers,
+        )
+    if args.json:
+        _print_json(run)
+    else:
+        note = "" if code == 201 else " — already started with this Idempotency-Key"
+        print(_run_line(run) + note)
+    return EXIT_OK
+
+
+def cmd_runs_get(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, run = api.call("GET", f"/runs/{quote(args.run_id, safe='')}")
+    if args.json:
+        _print_json(run)
+        return EXIT_OK
+    print(_run_line(run))
+    if run.get("failing_step"):
+        print(f"failed at step {run['failing_step']}: {run.get('cause') or run.get('error')}")
+    elif run.get("cause"):
+        print(f"cause: {run['cause']}")
+    headers = ("step", "type", "status", "attempts", "ms", "output / error")
+    rows = []
+    for step in run.get("steps") or []:
+        detail = (
+            f"{step['error']}: {step.get('cause')}"
+            if step.get("error")
+            else _summary(step.get("output"))
+        )
+        ms = f"{step['duration_ms']:.0f}" if step.get("duration_ms") is not None else ""
+        rows.append(
+            (step["key"], step["type"], step["status"], str(step["attempts"]), ms, detail[:60])
+        )
+    _table(headers, rows, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    params: dict[str, Any] = {"limit": args.limit}
+    if args.status:
+        params["status"] = args.status
+    if args.next_token:
+        params["next_token"] = args.next_token
+    with _api_client(args) as api:
+        _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
+    if args.json:
+        _print_json(page)
+        return EXIT_OK
+    headers = ("run", "status", "version", "started", "ms", "error")
+    rows = [
+        (
+            run["run_id"],
+            run["status"],
+            str(run.get("version") or ""),
+            run["started_at"],
+            f"{run['duration_ms']:.0f}" if run.get("duration_ms") is not None else "",
+            run.get("error") or "",
+        )
+        for run in page["items"]
+    ]
+    _table(headers, rows, sys.stdout)
+    if page.get("next_token"):
+        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_runs_cancel(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, run = api.call("POST", f"/runs/{quote(args.run_id, safe='')}/cancel")
+    if args.json:
+        _print_json(run)
+    else:
+        print(_run_line(run))
+    return EXIT_OK
+
+
+def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]], out: TextIO) -> None:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
+def _keys_backend(args: argparse.Namespace) -> tuple[str, Any]:
+    """``("table", ControlPlane)`` for ``--table``, else ``("api", ApiClient)`` for a local
+    server's admin routes."""
+    if args.table:
+        from relayflow.control.service import ControlPlane
+        from relayflow.dal import Dal
+
+        return "table", ControlPlane(dal=Dal(table_name=args.table))
+    url = args.api or os.environ.get(API_URL_ENV)
+    if not url or not args.admin_token:
+        raise UsageError(
+            "pass --table NAME (a deployed table), or --api URL --admin-token TOKEN (a local "
+            "server started with `relayflow serve`)"
+        )
+    return "api", ApiClient(url, admin_token=args.admin_token)
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    kind, backend = _keys_backend(args)
+    if kind == "table":
+        key = backend.create_api_key(args.tenant, args.name).model_dump(mode="json")
+    else:
+        with backend:
+            _, key = backend.call(
+                "POST", "/admin/keys", json={"tenant": args.tenant, "name": args.name}
+            )
+    if args.json:
+        _print_json(key)
+    else:
+        print(f"key {key['key_id']} for tenant {key['tenant']} ({key['name']})")
+        print(f"secret (shown once): {key['secret']}")
+    return EXIT_OK
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    kind, backend = _keys_backend(args)
+    if kind == "table":
+        key = backend.revoke_api_key(args.key_id).model_dump(mode="json")
+    else:
+        with backend:
+            _, key = backend.call("DELETE", f"/admin/keys/{quote(args.key_id, safe='')}")
+    if args.json:
+        _print_json(key)
+    else:
+        print(f"key {key['key_id']} of tenant {key['tenant']} revoked at {key['revoked_at']}")
+    return EXIT_OK
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a process manager, ``kill``) stops the server as Ctrl-C does."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import threading
+
+    from relayflow.local.serve import LocalServer
+
+    try:
+        server = LocalServer(
+            args.host,
+            args.port,
+            time_scale=args.time_scale,
+            rate_per_second=args.rate_limit,
+            rate_burst=max(1, int(args.rate_limit * 4)),
+            access_log=sys.stderr,
+        )
+        server.__enter__()
+    except OSError as exc:
+        print(
+            f"relayflow: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
+        )
+        return EXIT_RUN_FAILED
+    try:
+        print(f"Relayflow control API on {server.url} (Swagger UI: {server.url}/swagger)")
+        print(f"API key of tenant 'local': {server.bootstrap_key}")
+        print(f"admin token (relayflow keys --admin-token): {server.admin_token}")
+        print(f"  export {API_URL_ENV}={server.url} {API_KEY_ENV}={server.bootstrap_key}")
+        print("Ctrl-C stops the server; everything lives in memory until then.", flush=True)
+        _stop_on_sigterm()
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("stopping", file=sys.stderr)
+    finally:
+        server.__exit__(None, None, None)
+    return EXIT_OK
+
+
+def _api_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--api", help=f"control API URL (default: ${API_URL_ENV})")
+    parser.add_argument("--api-key", help=f"API key (default: ${API_KEY_ENV})")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+
+
+def _keys_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", help="the deployed Relayflow DynamoDB table (direct access)")
+    parser.add_argument("--api", help=f"a local server's URL (default: ${API_URL_ENV})")
+    parser.add_argument("--admin-token", help="the admin token `relayflow serve` printed")
+    parser.add_argument("--json", action="store_true", help="print the key as JSON")
+
+
+def _add_api_commands(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the control API locally (local runtime, in memory)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=0.001,
+        help="multiply Wait and retry delays by this (default 0.001; 1 = real time)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=50.0,
+        help="requests per second per API key before 429 (default 50, bursts of 4x)",
+    )
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("deploy", help="register (PUT) workflow definitions with the control API")
+    p.add_argument("files", nargs="+")
+    _api_options(p)
+    p.set_defaults(func=cmd_deploy)
+
+    runs = sub.add_parser("runs", help="start, inspect and cancel runs").add_subparsers(
+        dest="runs_command", required=True
+    )
+    p = runs.add_parser("start", help="start a run of a workflow")
+    p.add_argument("workflow_id")
+    p.add_argument("--input", help="trigger payload: JSON text, or @file.json")
+    p.add_argument("--idempotency-key", help="a repeat with the same key returns the same run")
+    p.add_argument("--version", type=int, help="run this version instead of the live one")
+    _api_options(p)
+    p.set_defaults(func=cmd_runs_start)
+    p = runs.add_parser("get", help="a run and its step timeline")
+    p.add_argument("run_id")
+    _api_options(p)
+    p.set_defaults(func=cmd_runs_get)
+    p = runs.add_parser("list", help="a workflow's runs, newest first")
+    p.add_argument("--workflow", required=True)
+    p.add_argument("--status", choices=("running", "succeeded", "failed", "timed_out", "aborted"))
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--next-token")
+    _api_options(p)
+    p.set_defaults(func=cmd_runs_list)
+    p = runs.add_parser("cancel", help="abort a running run")
+    p.add_argument("run_id")
+    _api_options(p)
+    p.set_defaults(func=cmd_runs_cancel)
+
+    keys = sub.add_parser("keys", help="create and revoke API keys").add_subparsers(
+        dest="keys_command", required=True
+    )
+    p = keys.add_parser("create", help="create an API key (its secret is shown once)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--name", required=True)
+    _keys_options(p)
+    p.set_defaults(func=cmd_keys_create)
+    p = keys.add_parser("revoke", help="revoke an API key by its key id")
+    p.add_argument("key_id")
+    _keys_options(p)
+    p.set_defaults(func=cmd_keys_revoke)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relayflow", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -225,6 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML file of tables, queues, buses, identities and secrets to create in moto first",
     )
     p.set_defaults(func=cmd_run)
+    _add_api_commands(sub)
     return parser
 
 
@@ -239,6 +687,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"relayflow: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    except ApiFailure as exc:
+        _print_api_failure(exc, sys.stderr)
+        return EXIT_INVALID if exc.status == 422 else EXIT_RUN_FAILED
+    except ApiUnreachable as exc:
+        print(f"relayflow: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
 
@@ -26,26 +27,6 @@ RUN_STATUS = {
     "TIMED_OUT": "timed_out",
     "ABORTED": "aborted",
 }
-
-
-@dataclass
-class StepRun:
-    """One step's part in a run (several ASL states may serve one step)."""
-
-    key: str
-    type: str
-    status: str
-    attempts: int
-    started_at: str | None
-    ended_at: str | None
-    duration_ms: float | None
-    runner: str
-    output: Any = None
-    error: str | None = None
-    cause: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -78,79 +59,13 @@ class RunResult:
         }
 
 
-def _step_output(key: str, output: Any, in_item: bool) -> Any:
-    """A step's output from its main state's output: the record it wrote at
-    ``$.steps.<key>``, or (as the last state of a for_each item) the record itself."""
-    if not isinstance(output, dict):
-        return None
-    record = (output.get("steps") or {}).get(key) if "steps" in output else None
-    if record is None and in_item and "status" in output:
-        record = output
-    return record.get("output") if isinstance(record, dict) else None
-
-
 def step_timeline(
     workflow: Workflow, compiled: CompiledWorkflow, record: ExecutionRecord
 ) -> list[StepRun]:
-    """Fold the per-state timeline into one entry per step execution, in run order.
-
-    A step's main state is named by its key; auxiliary states (``<key>.size``,
-    ``<key>.route``, ``<key>.retry_wait`` …) add to that step's entry. Each for_each item is
-    its own entry (``price[2]``). Entering a finished step's main state again starts a new
-    entry (a cycle), except after the step's own linear-retry wait.
-    """
-    steps: list[StepRun] = []
-    current: dict[tuple[str, int | None], StepRun] = {}
-    main_done: set[int] = set()
-    retrying: set[int] = set()
-    for state in record.states:
-        key = state.name.split(".", 1)[0]
-        if key not in workflow.steps:
-            continue
-        is_main = state.name == key
-        slot = (key, state.iteration)
-        entry = current.get(slot)
-        if entry is None or (is_main and id(entry) in main_done and id(entry) not in retrying):
-            label = key if state.iteration is None else f"{key}[{state.iteration}]"
-            entry = StepRun(
-                key=label,
-                type=workflow.steps[key].type,
-                status="running",
-                attempts=0,
-                started_at=_iso(state.started_at),
-                ended_at=None,
-                duration_ms=None,
-                runner=compiled.step_runners.get(key, "native"),
-            )
-            steps.append(entry)
-            current[slot] = entry
-        entry.ended_at = _iso(state.ended_at) or entry.ended_at
-        if entry.started_at and entry.ended_at:
-            entry.duration_ms = round(_elapsed_ms(entry.started_at, entry.ended_at), 3)
-        if is_main:
-            retrying.discard(id(entry))
-            main_done.add(id(entry))
-            entry.attempts += max(state.attempts, 1)
-            entry.status = state.status
-            entry.error, entry.cause = state.error, state.cause
-            entry.output = _step_output(key, state.output, state.iteration is not None)
-        elif state.name.endswith(".retry_wait"):
-            retrying.add(id(entry))
-            entry.status = "retrying"
-        elif state.status == "failed" or state.type == "Fail":
-            entry.status = "failed"
-            entry.error, entry.cause = state.error, state.cause
-    return steps
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-def _elapsed_ms(start: str, end: str) -> float:
-    from datetime import datetime
-
-    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds() * 1000
+    """Fold the per-state timeline into one entry per step execution, in run order (see
+    :func:`relayflow.control.timeline.fold_steps`, which the control plane shares)."""
+    step_types = {key: step.type for key, step in workflow.steps.items()}
+    return fold_steps(step_types, compiled.step_runners, record.states)
 
 
 def run_workflow(

@@ -34,6 +34,18 @@ class Settings(BaseSettings):
         description="Hosts or CIDR ranges the SSRF guard lets through (local development and "
         "tests only; never set in production).",
     )
+    state_machine_role_arn: str = Field(
+        "arn:aws:iam::123456789012:role/relayflow-state-machine",
+        description="Execution role of the state machines the control plane creates.",
+    )
+    state_machine_log_group_arn: str | None = Field(
+        None, description="Log group the control plane's state machines log errors to."
+    )
+    function_arns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Step function ARNs by kind (condition, transform …) the compiler calls; "
+        "an empty map uses relayflow.naming's defaults, which the local runtime serves.",
+    )
     code_cpu_seconds: int = 5
     code_memory_mb: int = 256
     code_wall_seconds: float = 10.0

@@ -21,15 +21,23 @@ from typing import Any
 import pytest
 from sam_template import ROOT, function_resources, load_template
 
-from relayflow.adapters.aws import reset_clients
+from relayflow import naming
+from relayflow.adapters.aws import client, reset_clients
 from relayflow.errors import RelayflowError
 
 FUNCTIONS = sorted(function_resources(load_template()))
-SAMPLES = [
-    (kind, sample)
-    for kind in FUNCTIONS
-    for sample in sorted((ROOT / "events" / kind).glob("*.json"))
-]
+#: Functions a compiled state machine calls with a step Task payload.
+STEP_FUNCTIONS = sorted(set(FUNCTIONS) & set(naming.STEP_FUNCTIONS))
+#: The control plane's functions: API Gateway, authorizer and EventBridge events.
+PLATFORM_FUNCTIONS = sorted(set(FUNCTIONS) - set(naming.STEP_FUNCTIONS))
+
+
+def samples(kinds: list[str]) -> list[tuple[str, Path]]:
+    return [(k, s) for k in kinds for s in sorted((ROOT / "events" / k).glob("*.json"))]
+
+
+SAMPLES = samples(STEP_FUNCTIONS)
+PLATFORM_SAMPLES = samples(PLATFORM_FUNCTIONS)
 
 
 def load_handler(kind: str) -> ModuleType:
@@ -136,3 +144,48 @@ def test_the_handler_answers_each_sample_like_lambda_would(
     if error is not None and type(error).__name__ == "Relayflow.Throttled":
         outcome = "StepThrottled"
     assert metrics[outcome] == 1
+
+
+def _context(kind: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        function_name=f"relayflow-dev-{kind}",
+        function_version="$LATEST",
+        memory_limit_in_mb=512,
+        log_group_name=f"/aws/lambda/relayflow-dev-{kind}",
+        log_stream_name="sam-local",
+        aws_request_id="sam-local-invoke",
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:relayflow-dev-{kind}",
+        get_remaining_time_in_millis=lambda: 30_000,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "sample"), PLATFORM_SAMPLES, ids=[f"{k}/{s.stem}" for k, s in PLATFORM_SAMPLES]
+)
+def test_platform_handlers_answer_each_sample_in_their_contract(kind, sample: Path, lambda_sandbox):
+    # Given the stack's table and bus (in moto) and the function's handler
+    from relayflow.dal import create_table
+    from relayflow.settings import get_settings
+
+    lambda_sandbox.setenv("AWS_LAMBDA_FUNCTION_NAME", f"relayflow-dev-{kind}")
+    create_table(client("dynamodb"))
+    client("events").create_event_bus(Name=get_settings().event_bus_name)
+    handler = load_handler(kind).handler
+    event = json.loads(sample.read_text())
+    # When it is invoked with the sample
+    try:
+        result = handler(event, _context(kind))
+    except Exception as exc:
+        # Then only the authorizer may raise, and only API Gateway's "Unauthorized" (a 401)
+        assert kind == "authorizer" and str(exc) == "Unauthorized", f"{kind}: {exc!r}"
+        return
+    json.dumps(result)
+    if kind == "api":
+        # an API Gateway proxy response in the error model, never a server error
+        assert isinstance(result["statusCode"], int) and result["statusCode"] < 500, result
+        body = json.loads(result["body"]) if result.get("body") else None
+        if result["statusCode"] >= 400:
+            assert set(body) >= {"code", "message", "details"}, body
+    elif kind == "authorizer":
+        assert result["policyDocument"]["Statement"][0]["Effect"] in {"Allow", "Deny"}
+        assert "principalId" in result

@@ -7,7 +7,14 @@ import re
 import tomllib
 
 import pytest
-from sam_template import ROOT, Resolver, function_resources, load_template, role_statements
+from sam_template import (
+    ROOT,
+    Resolver,
+    allows,
+    function_resources,
+    load_template,
+    role_statements,
+)
 
 from relayflow import naming, observability
 from relayflow.settings import Settings
@@ -235,9 +242,93 @@ def test_bus_schedule_group_and_scheduler_role():
     assert [s["Action"] for s in granted] == ["states:StartExecution"]
 
 
-def test_no_api_gateway_until_the_api_functions_exist():
-    kinds = {r["Type"] for r in RESOURCES.values()}
-    assert not {k for k in kinds if "ApiGateway" in k or k.endswith("::Api")}
+def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
+    api = props("RelayflowApi")
+    assert api["TracingEnabled"] is True
+    assert api["Auth"]["DefaultAuthorizer"] == "ApiKeyAuthorizer"
+    authorizer = api["Auth"]["Authorizers"]["ApiKeyAuthorizer"]
+    assert authorizer["FunctionPayloadType"] == "REQUEST"
+    assert authorizer["FunctionArn"] == {"Fn::GetAtt": ["AuthorizerFunction", "Arn"]}
+    (throttle,) = api["MethodSettings"]
+    assert throttle["ThrottlingRateLimit"] == {"Ref": "ApiRateLimit"}
+    assert throttle["ThrottlingBurstLimit"] == {"Ref": "ApiBurstLimit"}
+    access = api["AccessLogSetting"]
+    assert access["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    fields = json.loads(access["Format"].replace("\n", ""))
+    assert {"requestId", "status", "tenant", "path"} <= set(fields)
+
+
+def test_only_the_api_description_is_public():
+    events = props("ApiFunction")["Events"]
+    public = {e["Properties"]["Path"] for e in events.values() if "Auth" in e["Properties"]}
+    assert public == {"/openapi.json", "/swagger"}
+    assert all(
+        e["Properties"]["Auth"] == {"Authorizer": "NONE"}
+        for e in events.values()
+        if "Auth" in e["Properties"]
+    )
+    proxy = [e for e in events.values() if e["Properties"]["Path"] == "/{proxy+}"]
+    assert proxy and "Auth" not in proxy[0]["Properties"]
+
+
+@pytest.mark.parametrize(
+    ("response", "status", "code"),
+    [
+        ("UNAUTHORIZED", 401, "unauthorized"),
+        ("ACCESS_DENIED", 403, "forbidden"),
+        ("REQUEST_TOO_LARGE", 413, "payload_too_large"),
+        ("THROTTLED", 429, "too_many_requests"),
+    ],
+)
+def test_api_gateway_refusals_answer_in_the_error_model(response, status, code):
+    gateway = props("RelayflowApi")["GatewayResponses"][response]
+    assert gateway["StatusCode"] == status
+    body = json.loads(gateway["ResponseTemplates"]["application/json"])
+    assert body["code"] == code and set(body) == {"code", "message", "details"}
+
+
+def test_the_api_manages_only_its_stage_state_machines_and_passes_only_their_role():
+    statements = _inline_statements("api")
+    sm = "arn:aws:states:us-east-1:123456789012:stateMachine:relayflow-dev-acme-orders"
+    assert allows(statements, "states:CreateStateMachine", sm)
+    assert allows(statements, "states:StartExecution", f"{sm}:live")
+    assert not allows(statements, "states:CreateStateMachine", sm.replace("-dev-", "-prod-"))
+    assert allows(
+        statements,
+        "states:StopExecution",
+        "arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme-orders:run1",
+    )
+    (pass_role,) = [s for s in statements if s["Action"] == "iam:PassRole"]
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "states.amazonaws.com"}
+    }
+    assert pass_role["Resource"] == DEV.resolve({"Fn::GetAtt": ["StateMachineRole", "Arn"]})
+    env = props("ApiFunction")["Environment"]["Variables"]
+    assert set(env) <= {f"RELAYFLOW_{name.upper()}" for name in Settings.model_fields}
+    arns = json.loads(DEV.resolve(env["RELAYFLOW_FUNCTION_ARNS"]))
+    assert set(arns) == set(naming.STEP_FUNCTIONS)
+
+
+def test_the_authorizer_only_reads_the_table():
+    policies = props(FUNCTIONS["authorizer"])["Policies"]
+    assert policies == [{"DynamoDBReadPolicy": {"TableName": {"Ref": "RelayflowTable"}}}]
+
+
+def test_the_recorder_hears_only_this_stage_and_keeps_what_it_cannot_take():
+    event = props("RecorderFunction")["Events"]["StatusChange"]["Properties"]
+    pattern = DEV.resolve(event["Pattern"])
+    assert pattern["source"] == ["aws.states"]
+    assert pattern["detail"]["stateMachineArn"] == [
+        {"prefix": "arn:aws:states:us-east-1:123456789012:stateMachine:relayflow-dev-"}
+    ]
+    assert event["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["RecorderDeadLetterQueue", "Arn"]}}
+    statements = _inline_statements("recorder")
+    assert allows(
+        statements,
+        "states:GetExecutionHistory",
+        "arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme-orders:run1",
+    )
+    assert not allows(statements, "states:StopExecution", "*")
 
 
 def test_the_dashboard_is_json_and_draws_the_metrics_under_the_names_the_code_emits():
@@ -276,9 +367,14 @@ def test_function_alarms_cover_every_function(alarm):
 
 
 def test_saved_queries_read_every_function_log_group():
-    groups = {DEV.ref(props(fn)["LoggingConfig"]["LogGroup"]["Ref"]) for fn in FUNCTIONS.values()}
-    for query in ("RunLogLinesQuery", "SlowestStepsQuery", "StepFailuresQuery"):
-        assert groups <= set(DEV.resolve(props(query)["LogGroupNames"])), query
+    def groups(kinds):
+        return {DEV.ref(props(FUNCTIONS[k])["LoggingConfig"]["LogGroup"]["Ref"]) for k in kinds}
+
+    # a run's log lines come from every function; step metrics only from step functions
+    assert groups(FUNCTIONS) <= set(DEV.resolve(props("RunLogLinesQuery")["LogGroupNames"]))
+    for query in ("SlowestStepsQuery", "StepFailuresQuery"):
+        names = set(DEV.resolve(props(query)["LogGroupNames"]))
+        assert groups(naming.STEP_FUNCTIONS) <= names, query
     assert "run_id" in props("RunLogLinesQuery")["QueryString"]
     assert "sort StepDuration desc" in props("SlowestStepsQuery")["QueryString"]
 

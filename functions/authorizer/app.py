@@ -1,0 +1,9 @@
+"""The authorizer function: API Gateway's REQUEST authorizer (API key → tenant)."""
+
+from typing import Any
+
+from relayflow.api.auth import authorize
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return authorize(event)

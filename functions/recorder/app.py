@@ -1,0 +1,11 @@
+"""The recorder function: Step Functions status changes → run items and lifecycle events."""
+
+from typing import Any
+
+from relayflow.control.recorder import record_status_change
+from relayflow.observability import logger
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return record_status_change(event)

@@ -1,0 +1,567 @@
+"""The control API: API Gateway REST (v1) proxy events → :class:`ControlPlane` calls.
+
+API Gateway runs the REQUEST authorizer (:mod:`relayflow.api.auth`) first; it puts the caller's
+tenant into ``requestContext.authorizer.tenant``, and every route here acts for that tenant
+only (another tenant's ids answer 404, exactly like ids that do not exist).
+
+Every error is JSON ``{"code", "message", "details"}`` with a stable ``code``:
+
+======  =========================  ====================================================
+status  code                       when
+======  =========================  ====================================================
+400     ``bad_request``            malformed JSON or YAML, a bad path/query/header value
+401     ``unauthorized``           no tenant from the authorizer
+404     ``not_found``              unknown route, or an id the tenant does not own
+409     ``conflict``               disabled workflow, cancelling a finished run
+413     ``payload_too_large``      a body over 256 KB
+415     ``unsupported_media_type`` a body that is neither JSON nor (for PUT) YAML
+422     ``unprocessable``          a request body that breaks its model (field paths)
+422     ``invalid_definition``     a workflow definition with problems (every one)
+429     ``too_many_requests``      throttled (API Gateway; the local server's rate limit)
+500     ``internal_error``         anything unexpected: logged with the request id,
+                                   never a stack trace in the response
+503     ``service_unavailable``    an AWS service the control plane uses failed
+======  =========================  ====================================================
+
+:func:`handle` is the Lambda entry point (``functions/api/app.py`` calls it).
+"""
+
+import base64
+import binascii
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+    ResponseValidationError,
+)
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from relayflow.api import openapi
+from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
+from relayflow.control.models import (
+    Page,
+    PutWorkflowResult,
+    RunDetail,
+    RunSummary,
+    StartRunResult,
+    WorkflowDetail,
+    WorkflowSummary,
+)
+from relayflow.observability import logger
+
+#: API Gateway accepts 10 MB; Relayflow stores run input and definitions up to this.
+MAX_BODY_BYTES = 256 * 1024
+#: ``relayflow.definition.models.WORKFLOW_ID_PATTERN``, repeated so that importing the API
+#: does not build the definition models (a test keeps the two equal).
+WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+#: Run ids are uuid4 hex, or the first 32 hex digits of a sha256 (Idempotency-Key).
+RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
+#: Largest workflow version (stored as ``V#<version:010d>``).
+MAX_VERSION = 9_999_999_999
+#: Routes API Gateway serves without the authorizer (template.yaml: ``Auth: NONE``); every
+#: other path reaches this function through the ``/{proxy+}`` resource.
+PUBLIC_RESOURCES = frozenset({"/openapi.json", "/swagger"})
+
+_YAML_MEDIA_TYPES = frozenset(
+    {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+)
+
+
+class UnsupportedMediaType(ApiError):
+    """415: a body in a format the route does not read."""
+
+    status = 415
+    code = "unsupported_media_type"
+
+
+# ----------------------------------------------------------------------------- request models
+
+
+class ErrorBody(BaseModel):
+    """Every error response."""
+
+    code: str = Field(description="Stable error code, e.g. not_found or invalid_definition.")
+    message: str = Field(description="What went wrong, for a person.")
+    details: Any = Field(
+        None,
+        description="Problems with their paths (400, 422), the request id (500), or null.",
+    )
+
+
+class RollbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1, le=MAX_VERSION, description="The version to make live again.")
+
+
+class StartRunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: Any = Field(
+        default_factory=dict, description="The trigger payload (``trigger`` in expressions)."
+    )
+    version: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_VERSION,
+        description="Run this version instead of the live one (the run stays on it).",
+    )
+
+
+WorkflowId = Annotated[
+    str,
+    Path(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="The workflow's id."),
+]
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN, description="The run's id.")]
+Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
+NextToken = Annotated[
+    str | None,
+    Query(max_length=4096, description="The next_token of the previous page."),
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=256,
+        pattern=r"^[\x20-\x7e]+$",
+        description="A repeat with the same key returns the run the first request started.",
+    ),
+]
+
+# ----------------------------------------------------------------------------- the resolver
+
+
+def _json_loads(text: str) -> Any:
+    """``json.loads`` whose every failure is a JSONDecodeError (Powertools answers those 400):
+    numbers longer than 4300 digits raise ValueError, deep nesting RecursionError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise json.JSONDecodeError(f"unreadable JSON ({type(exc).__name__})", text, 0) from exc
+
+
+app = openapi.DocumentedResolver(
+    enable_validation=True,
+    # A response that breaks its own model is our bug: 500, not a 4xx blamed on the caller.
+    response_validation_error_http_code=500,
+    json_body_deserializer=_json_loads,
+)
+openapi.configure(app)
+
+
+def _control() -> Any:
+    from relayflow.control.service import get_control_plane
+
+    return get_control_plane()
+
+
+def _tenant() -> str:
+    context = app.current_event.get("requestContext") or {}
+    tenant = (context.get("authorizer") or {}).get("tenant")
+    if not isinstance(tenant, str) or not tenant:
+        raise Unauthorized("missing or invalid API key")
+    return tenant
+
+
+def _reply(status: int, model: BaseModel) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=model.model_dump(mode="json"),
+    )
+
+
+def _error(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=ErrorBody(code=code, message=message, details=details).model_dump(mode="json"),
+        headers=dict(headers or {}),
+    )
+
+
+def _docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -> dict[int, Any]:
+    """The OpenAPI ``responses`` of a route: its successes and the errors it can answer."""
+    responses: dict[int, Any] = {
+        status: {"description": text, "content": {"application/json": {"model": model}}}
+        for status, text in ok.items()
+    }
+    for status in sorted({*errors, 400, 401, 429, 500, 503}):
+        responses[status] = {
+            "description": openapi.ERROR_DESCRIPTIONS[status],
+            "content": {"application/json": {"model": ErrorBody}},
+        }
+    return responses
+
+
+# ----------------------------------------------------------------------------- error handlers
+
+
+@app.exception_handler(ApiError)
+def _api_error(exc: ApiError) -> Response:
+    headers = {}
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return _error(exc.status, exc.code, exc.message, exc.details, headers)
+
+
+def _field_path(loc: Any) -> str:
+    parts = [str(part) for part in (loc or ())]
+    return ".".join(parts)
+
+
+@app.exception_handler(RequestValidationError)
+def _request_invalid(exc: RequestValidationError) -> Response:
+    errors = list(exc.errors())
+    if any(error.get("type") == "json_invalid" for error in errors):
+        reason = next(
+            (e.get("ctx", {}).get("error") for e in errors if e.get("type") == "json_invalid"), None
+        )
+        return _error(400, "bad_request", f"the body is not valid JSON: {reason or 'unreadable'}")
+    details = [
+        {"path": _field_path(e.get("loc")), "message": e.get("msg", ""), "type": e.get("type", "")}
+        for e in errors
+    ]
+    in_body = any(tuple(e.get("loc") or ())[:1] == ("body",) for e in errors)
+    if in_body:
+        return _error(422, "unprocessable", f"the request has {len(details)} problem(s)", details)
+    return _error(400, "bad_request", f"the request has {len(details)} bad parameter(s)", details)
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
+    return _error(415, "unsupported_media_type", "send the body as application/json")
+
+
+@app.not_found
+def _not_found(exc: NotFoundError) -> Response:
+    return _error(404, "not_found", "no such route")
+
+
+@app.exception_handler(ServiceError)
+def _service_error(exc: ServiceError) -> Response:
+    return _error(
+        exc.status_code, "bad_request" if exc.status_code < 500 else "internal_error", exc.msg
+    )
+
+
+@app.exception_handler([ResponseValidationError, Exception])
+def _unexpected(exc: Exception) -> Response:
+    request_id = _request_id(app.current_event.raw_event)
+    logger.exception(
+        "unhandled error",
+        extra={
+            "request_id": request_id,
+            "method": app.current_event.http_method,
+            "path": app.current_event.path,
+        },
+    )
+    return _error(
+        500,
+        "internal_error",
+        f"internal error; quote request id {request_id} when reporting it",
+        {"request_id": request_id},
+    )
+
+
+# ----------------------------------------------------------------------------- bodies
+
+
+def _media_type() -> str:
+    raw = app.current_event.headers.get("content-type") or "application/json"
+    return raw.split(";", 1)[0].strip().lower()
+
+
+def _refuse_yaml_aliases(text: str) -> None:
+    """Aliases let a few hundred bytes of YAML expand to billions of nodes; definitions never
+    need them. Syntax errors are left for the parser, which reports them with their line."""
+    import yaml
+
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise BadRequest("YAML aliases (*name) are not accepted in a definition")
+    except (yaml.YAMLError, RecursionError):
+        return
+
+
+def _definition_body() -> dict[str, Any]:
+    """The PUT body as a mapping: JSON, or YAML with a YAML Content-Type. Duplicate keys are
+    reported as problems (json and YAML parsers would keep the last one silently)."""
+    from relayflow.definition.loader import parse_text
+    from relayflow.definition.problems import Problem
+
+    media_type = _media_type()
+    if media_type in _YAML_MEDIA_TYPES:
+        fmt = "yaml"
+    elif media_type == "application/json" or media_type.endswith("+json"):
+        fmt = "json"
+    else:
+        raise UnsupportedMediaType(
+            f"Content-Type {media_type} is not read here: send application/json or application/yaml"
+        )
+    text = app.current_event.decoded_body or ""
+    if not text.strip():
+        raise BadRequest("the body is empty: send the workflow definition")
+    if fmt == "yaml":
+        _refuse_yaml_aliases(text)
+    try:
+        document = parse_text(text, "", fmt=fmt)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"the body is not readable {fmt.upper()}") from exc
+    problems = [dataclasses.replace(p, file=None) for p in document.problems]
+    syntax = [p for p in problems if p.rule == "syntax"]
+    if syntax:
+        raise BadRequest(
+            f"the body is not valid {fmt.upper()}: {syntax[0].message}",
+            details=[p.to_dict() for p in syntax],
+        )
+    if not isinstance(document.data, dict):
+        raise InvalidDefinition.from_problems(
+            [Problem(None, "", "type", "a definition is a mapping (YAML) or object (JSON)")]
+        )
+    if problems:
+        from relayflow.definition.validate import validate_data
+
+        _, more = validate_data(document.data)
+        raise InvalidDefinition.from_problems(problems + more)
+    return document.data
+
+
+# ----------------------------------------------------------------------------- routes
+
+
+@app.put(
+    "/workflows/<workflow_id>",
+    summary="Create or update a workflow",
+    description="Validates the definition (JSON, or YAML with Content-Type application/yaml), "
+    "compiles it, publishes a new version and makes it live. An unchanged definition publishes "
+    "nothing. A disabled workflow is enabled again.",
+    responses=_docs(
+        {200: "Updated (or unchanged)", 201: "Created"}, PutWorkflowResult, 404, 413, 415, 422
+    ),
+    tags=["workflows"],
+)
+def put_workflow(workflow_id: WorkflowId) -> Response[PutWorkflowResult]:
+    definition = _definition_body()
+    result = _control().put_workflow(_tenant(), workflow_id, definition)
+    return _reply(201 if result.created else 200, result)
+
+
+@app.get(
+    "/workflows",
+    summary="List workflows",
+    responses=_docs({200: "A page of workflows"}, Page[WorkflowSummary]),
+    tags=["workflows"],
+)
+def list_workflows(
+    limit: Limit = 50, next_token: NextToken = None
+) -> Response[Page[WorkflowSummary]]:
+    page = _control().list_workflows(_tenant(), limit=limit, next_token=next_token)
+    return _reply(200, page)
+
+
+@app.get(
+    "/workflows/<workflow_id>",
+    summary="Get a workflow, its live definition and its versions",
+    responses=_docs({200: "The workflow"}, WorkflowDetail, 404),
+    tags=["workflows"],
+)
+def get_workflow(workflow_id: WorkflowId) -> Response[WorkflowDetail]:
+    return _reply(200, _control().get_workflow(_tenant(), workflow_id))
+
+
+@app.delete(
+    "/workflows/<workflow_id>",
+    summary="Disable a workflow",
+    description="New runs are refused (409); runs in flight finish. PUT enables it again.",
+    responses=_docs({200: "The disabled workflow"}, WorkflowSummary, 404),
+    tags=["workflows"],
+)
+def delete_workflow(workflow_id: WorkflowId) -> Response[WorkflowSummary]:
+    return _reply(200, _control().delete_workflow(_tenant(), workflow_id))
+
+
+@app.post(
+    "/workflows/<workflow_id>/rollback",
+    summary="Make an earlier version live again",
+    responses=_docs({200: "The live version changed"}, PutWorkflowResult, 404, 409, 413, 422),
+    tags=["workflows"],
+)
+def rollback_workflow(
+    workflow_id: WorkflowId, request: Annotated[RollbackRequest, Body()]
+) -> Response[PutWorkflowResult]:
+    result = _control().rollback_workflow(_tenant(), workflow_id, request.version)
+    return _reply(200, result)
+
+
+@app.post(
+    "/workflows/<workflow_id>/runs",
+    summary="Start a run",
+    description="Runs the live version, or `version`. With an Idempotency-Key header, a repeat "
+    "returns the run the first request started (200) instead of starting another.",
+    responses=_docs(
+        {201: "Started", 200: "An idempotent repeat: the existing run"},
+        StartRunResult,
+        404,
+        409,
+        413,
+        415,
+        422,
+    ),
+    tags=["runs"],
+)
+def start_run(
+    workflow_id: WorkflowId,
+    request: Annotated[StartRunRequest | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[StartRunResult]:
+    request = request or StartRunRequest()
+    result = _control().start_run(
+        _tenant(),
+        workflow_id,
+        request.input,
+        version=request.version,
+        idempotency_key=idempotency_key,
+    )
+    return _reply(201 if result.created else 200, result)
+
+
+@app.get(
+    "/workflows/<workflow_id>/runs",
+    summary="List a workflow's runs, newest first",
+    responses=_docs({200: "A page of runs"}, Page[RunSummary], 404),
+    tags=["runs"],
+)
+def list_runs(
+    workflow_id: WorkflowId,
+    status: Annotated[
+        Literal["running", "succeeded", "failed", "timed_out", "aborted"] | None,
+        Query(description="Only runs in this status."),
+    ] = None,
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> Response[Page[RunSummary]]:
+    page = _control().list_runs(
+        _tenant(), workflow_id, status=status, limit=limit, next_token=next_token
+    )
+    return _reply(200, page)
+
+
+@app.get(
+    "/runs/<run_id>",
+    summary="Get a run and its step timeline",
+    responses=_docs({200: "The run"}, RunDetail, 404),
+    tags=["runs"],
+)
+def get_run(run_id: RunId) -> Response[RunDetail]:
+    return _reply(200, _control().get_run(_tenant(), run_id))
+
+
+@app.post(
+    "/runs/<run_id>/cancel",
+    summary="Cancel a running run",
+    responses=_docs({200: "The run, aborted"}, RunSummary, 404, 409),
+    tags=["runs"],
+)
+def cancel_run(run_id: RunId) -> Response[RunSummary]:
+    return _reply(200, _control().cancel_run(_tenant(), run_id))
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[str]:
+    from aws_lambda_powertools.event_handler.openapi.models import Server
+
+    # Behind the execute-api URL every path starts with the stage (/prod/workflows).
+    context = app.current_event.get("requestContext") or {}
+    stage, path = str(context.get("stage") or ""), str(context.get("path") or "")
+    base = f"/{stage}" if stage and stage != "$default" and path.startswith(f"/{stage}/") else "/"
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=app.get_openapi_json_schema(servers=[Server(url=base)]),
+    )
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def _request_id(event: Mapping[str, Any]) -> str:
+    context = event.get("requestContext") or {}
+    return str(context.get("requestId") or "-")
+
+
+def _early_error(status: int, code: str, message: str) -> dict[str, Any]:
+    """A proxy response for a request refused before routing (the same error model)."""
+    body = ErrorBody(code=code, message=message).model_dump_json()
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "multiValueHeaders": {},
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+def _refuse_body(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """413 for a body over :data:`MAX_BODY_BYTES`, 400 for a body that is not UTF-8 text."""
+    body = event.get("body")
+    if not body:
+        return None
+    if not isinstance(body, str):
+        return _early_error(400, "bad_request", "the body is not text")
+    if event.get("isBase64Encoded"):
+        if len(body) * 3 // 4 > MAX_BODY_BYTES + 3:
+            return _too_large()
+        try:
+            raw = base64.b64decode(body.encode("ascii"), validate=True)
+            raw.decode("utf-8")
+        except (binascii.Error, ValueError):
+            return _early_error(400, "bad_request", "the body is not UTF-8 text")
+        size = len(raw)
+    else:
+        size = len(body.encode("utf-8", errors="surrogatepass"))
+    return _too_large() if size > MAX_BODY_BYTES else None
+
+
+def _too_large() -> dict[str, Any]:
+    return _early_error(
+        413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES // 1024} KB"
+    )
+
+
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Answer one API Gateway REST proxy event (the API function's whole work)."""
+    request_id = _request_id(event)
+    logger.thread_safe_append_keys(request_id=request_id)
+    try:
+        refused = _refuse_body(event)
+        if refused is not None:
+            return refused
+        return app.resolve(event, context)
+    except Exception:
+        logger.exception("unhandled error outside a route", extra={"request_id": request_id})
+        return _early_error(
+            500,
+            "internal_error",
+            f"internal error; quote request id {request_id} when reporting it",
+        )
+    finally:
+        logger.thread_safe_remove_keys(["request_id"])

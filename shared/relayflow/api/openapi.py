@@ -1,0 +1,121 @@
+"""The OpenAPI document of the control API, served at ``/openapi.json`` and ``/swagger``.
+
+Powertools generates it from the routes and their models. :class:`DocumentedResolver` then
+finishes it where generation cannot: the PUT body of a workflow is read by hand (JSON, or YAML
+text), so its request body is declared here, with the JSON Schema of the definition format
+generated from :class:`relayflow.definition.models.Workflow`; and the validation errors that
+Powertools documents with its own models answer with the API's error model instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+
+TITLE = "Relayflow control API"
+API_VERSION = "1"
+DESCRIPTION = (
+    "Register workflows (each PUT publishes a version), start and inspect runs. Every route "
+    "except this document needs an API key: `Authorization: Bearer <key>` or `X-Api-Key: <key>`."
+    " Errors are JSON `{code, message, details}`."
+)
+ERROR_DESCRIPTIONS = {
+    400: "bad_request: malformed JSON or YAML, or a bad path, query or header value",
+    401: "unauthorized: no API key, or an invalid or revoked one",
+    403: "forbidden",
+    404: "not_found: no such route, or an id this tenant does not own",
+    409: "conflict: the workflow is disabled, or the run has already finished",
+    413: "payload_too_large: the body is over 256 KB",
+    415: "unsupported_media_type: the body is neither JSON nor (for PUT) YAML",
+    422: "unprocessable (a body that breaks its model) or invalid_definition (every problem)",
+    429: "too_many_requests: throttled; retry after the Retry-After header",
+    500: "internal_error: logged with the request id, which details carries",
+    503: "service_unavailable: an AWS service the control plane uses failed; retry later",
+}
+YAML_MEDIA_TYPE = "application/yaml"
+_ERROR_REF = "#/components/schemas/ErrorBody"
+_DROPPED = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
+
+
+class DocumentedResolver(APIGatewayRestResolver):
+    """The REST resolver whose OpenAPI document is finished by :func:`finish`."""
+
+    def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:  # type: ignore[override]
+        return finish(super().get_openapi_schema(**kwargs))
+
+
+def configure(app: APIGatewayRestResolver) -> None:
+    """Title, auth schemes and Swagger UI (``/swagger``) of the control API."""
+    from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
+
+    schemes: dict[str, Any] = {
+        "bearer": HTTPBearer(description="`Authorization: Bearer <API key>`"),
+        "apiKey": APIKey(
+            name="X-Api-Key", in_=APIKeyIn.header, description="`X-Api-Key: <API key>`"
+        ),
+    }
+    security = [{"bearer": []}, {"apiKey": []}]
+    app.configure_openapi(
+        title=TITLE,
+        version=API_VERSION,
+        description=DESCRIPTION,
+        security_schemes=schemes,
+        security=security,
+    )
+    app.enable_swagger(
+        path="/swagger",
+        title=TITLE,
+        version=API_VERSION,
+        description=DESCRIPTION,
+        security_schemes=schemes,
+        security=security,
+    )
+
+
+def finish(schema: OpenAPI) -> OpenAPI:
+    """The generated document with the definition body declared and one error model."""
+    document = schema.model_dump(by_alias=True, exclude_none=True, mode="json")
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for path_item in (document.get("paths") or {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                _use_error_body(operation["responses"])
+    for name in _DROPPED:
+        components.pop(name, None)
+    put = ((document.get("paths") or {}).get("/workflows/{workflow_id}") or {}).get("put")
+    if put is not None:
+        put["requestBody"] = _definition_body(components)
+    return OpenAPI.model_validate(document)
+
+
+def _use_error_body(responses: dict[str, Any]) -> None:
+    for status, response in responses.items():
+        if not str(status).startswith(("4", "5")):
+            continue
+        response["content"] = {"application/json": {"schema": {"$ref": _ERROR_REF}}}
+        if status == "422" and response.get("description") == "Validation Error":
+            response["description"] = ERROR_DESCRIPTIONS[422]
+        if status == "500":
+            response["description"] = ERROR_DESCRIPTIONS[500]
+
+
+def _definition_body(components: dict[str, Any]) -> dict[str, Any]:
+    """The PUT body: the definition format's JSON Schema, or the same document as YAML text."""
+    from relayflow.definition.models import Workflow
+
+    workflow = Workflow.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, definition in workflow.pop("$defs", {}).items():
+        components.setdefault(name, definition)
+    components.setdefault("WorkflowDefinition", workflow)
+    return {
+        "required": True,
+        "description": "The workflow definition (docs/definitions.md); its `id` is the path's.",
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/WorkflowDefinition"}},
+            YAML_MEDIA_TYPE: {
+                "schema": {"type": "string", "description": "The definition as YAML text."}
+            },
+        },
+    }

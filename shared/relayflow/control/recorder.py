@@ -1,0 +1,393 @@
+"""The recorder: Step Functions status changes → run items and Relayflow lifecycle events.
+
+EventBridge delivers a "Step Functions Execution Status Change" event for each execution of
+a Relayflow state machine as it starts and as it ends. For each one the recorder
+
+1. finds the run from the execution input (``$.run``: tenant, workflow, run id, version),
+   read from the event or, when the event left a large input out, from DescribeExecution;
+2. records it on the run item: a start creates the item when no starter wrote one; an end
+   sets status, end time, duration, output, error, cause and the failing step (from the
+   execution history);
+3. publishes ``relayflow.run.<started|succeeded|failed|timed_out|aborted>`` on the Relayflow
+   bus and emits the ``Run*`` metrics.
+
+It is idempotent: each lifecycle event is *claimed* on the run item with a conditional write
+(``started_event_at`` / ``recorded_status``) before it is published, so a repeated or
+concurrent delivery changes nothing and publishes nothing. A publish that fails releases its
+claim and raises, and EventBridge's retry publishes it then. Events may arrive out of order: a
+run never goes back from a terminal status to ``running``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from relayflow.control.service import (
+    MAX_STORED_OUTPUT_BYTES,
+    RUN_MAX_AGE,
+    RUN_RETENTION,
+    RUN_STATUS,
+    TENANT_PATTERN,
+    ControlPlane,
+    elapsed_ms,
+    epoch,
+    get_control_plane,
+    iso,
+    now_iso,
+    parse_iso,
+)
+from relayflow.control.stepfunctions import StepFunctionsError
+from relayflow.dal import RunItem
+from relayflow.observability import logger, record_metric
+from relayflow.settings import get_settings
+
+SOURCE = "aws.states"
+DETAIL_TYPE = "Step Functions Execution Status Change"
+#: Source of the lifecycle events on the Relayflow bus.
+LIFECYCLE_SOURCE = "relayflow"
+LIFECYCLE_TYPES = {
+    "RUNNING": "relayflow.run.started",
+    "SUCCEEDED": "relayflow.run.succeeded",
+    "FAILED": "relayflow.run.failed",
+    "TIMED_OUT": "relayflow.run.timed_out",
+    "ABORTED": "relayflow.run.aborted",
+}
+#: One Count metric per finished run (dimensions service and Stage), plus RunDuration.
+RUN_METRICS = {
+    "SUCCEEDED": "RunSucceeded",
+    "FAILED": "RunFailed",
+    "TIMED_OUT": "RunTimedOut",
+    "ABORTED": "RunAborted",
+}
+#: Runs the recorder finds without a run item (started by something other than the control
+#: plane) are recorded with this trigger type.
+EXTERNAL_TRIGGER = "external"
+
+
+class LifecycleEventNotPublished(Exception):
+    """The Relayflow bus did not take a lifecycle event (the delivery is retried)."""
+
+
+class _Included(BaseModel):
+    included: bool = True
+
+
+class StatusChangeDetail(BaseModel):
+    """``detail`` of a Step Functions Execution Status Change event."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    execution_arn: str = Field(alias="executionArn")
+    state_machine_arn: str = Field(alias="stateMachineArn")
+    name: str
+    status: str
+    start_date: int | None = Field(None, alias="startDate", description="Epoch milliseconds.")
+    stop_date: int | None = Field(None, alias="stopDate", description="Epoch milliseconds.")
+    input: str | None = None
+    input_details: _Included | None = Field(None, alias="inputDetails")
+    output: str | None = None
+    output_details: _Included | None = Field(None, alias="outputDetails")
+    error: str | None = None
+    cause: str | None = None
+
+
+class StatusChangeEvent(BaseModel):
+    """The EventBridge envelope (``version`` 0)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    id: str | None = None
+    source: str
+    detail_type: str = Field(alias="detail-type")
+    time: str | None = None
+    detail: StatusChangeDetail
+
+
+class _RunRef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    workflow_id: str
+    tenant: str
+    version: int | None = None
+    started_at: str | None = None
+
+
+def record_status_change(
+    event: dict[str, Any],
+    *,
+    control: ControlPlane | None = None,
+    events: Any | None = None,
+) -> dict[str, Any]:
+    """Record one status-change event (see the module docstring). Returns what it did:
+    ``{"recorded": bool, "run_id", "status", "published": detail-type | None, "reason"}``.
+    Events that are not status changes of Relayflow runs are ignored (``recorded`` false)."""
+    control = control or get_control_plane()
+    try:
+        change = StatusChangeEvent.model_validate(event)
+    except ValidationError:
+        return _ignored("not a Step Functions status-change event")
+    if change.source != SOURCE or change.detail_type != DETAIL_TYPE:
+        return _ignored("not a Step Functions status-change event")
+    detail = change.detail
+    if detail.status not in LIFECYCLE_TYPES:
+        return _ignored(f"status {detail.status} is not recorded")
+    ref = _run_ref(detail, control)
+    if ref is None:
+        return _ignored("not a Relayflow run")
+    if not _machine_of_tenant(detail.state_machine_arn, ref.tenant):
+        logger.warning(
+            "status change of a state machine outside the run's tenant ignored",
+            extra={"execution_arn": detail.execution_arn, "tenant": ref.tenant},
+        )
+        return _ignored("the state machine does not belong to the run's tenant")
+    logger.append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
+    try:
+        run = _run_item(control, ref, detail)
+        if detail.status == "RUNNING":
+            published = _record_start(control, run, change, events)
+        else:
+            published = _record_end(control, run, change, events)
+    finally:
+        logger.remove_keys(["run_id", "workflow_id", "tenant"])
+    return {
+        "recorded": published is not None,
+        "run_id": ref.id,
+        "status": RUN_STATUS[detail.status],
+        "published": published,
+        "reason": None if published else "already recorded",
+    }
+
+
+def status_change_event(execution: dict[str, Any], *, region: str | None = None) -> dict[str, Any]:
+    """The EventBridge event AWS sends for an execution, from its DescribeExecution response
+    (for the local runtime, which has no EventBridge integration for Step Functions)."""
+    arn = str(execution["executionArn"])
+    parts = arn.split(":")
+
+    def millis(value: Any) -> int | None:
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1000)
+        return None
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    return {
+        "version": "0",
+        "id": f"local-{parts[-1]}-{execution.get('status', '').lower()}",
+        "detail-type": DETAIL_TYPE,
+        "source": SOURCE,
+        "account": parts[4],
+        "time": now.isoformat().replace("+00:00", "Z"),
+        "region": region or parts[3],
+        "resources": [arn],
+        "detail": {
+            "executionArn": arn,
+            "stateMachineArn": execution.get("stateMachineArn"),
+            "name": execution.get("name", parts[-1]),
+            "status": execution.get("status"),
+            "startDate": millis(execution.get("startDate")),
+            "stopDate": millis(execution.get("stopDate")),
+            "input": execution.get("input"),
+            "inputDetails": {"included": True},
+            "output": execution.get("output"),
+            "outputDetails": {"included": True},
+            "error": execution.get("error"),
+            "cause": execution.get("cause"),
+        },
+    }
+
+
+# ------------------------------------------------------------------------------- internals
+
+
+def _included(details: _Included | None) -> bool:
+    """Whether the event carries the payload (AWS leaves out payloads over 248 KB)."""
+    return details is None or details.included
+
+
+def _ignored(reason: str) -> dict[str, Any]:
+    return {"recorded": False, "run_id": None, "status": None, "published": None, "reason": reason}
+
+
+def _parse_input(text: str | None) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _run_ref(detail: StatusChangeDetail, control: ControlPlane) -> _RunRef | None:
+    """The run the execution serves, from ``$.run`` of its input."""
+    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    if document is None:
+        described = control.machines.describe(detail.execution_arn) or {}
+        document = _parse_input(described.get("input"))
+    run = document.get("run") if isinstance(document, dict) else None
+    try:
+        ref = _RunRef.model_validate(run)
+    except ValidationError:
+        return None
+    return ref if TENANT_PATTERN.match(ref.tenant) else None
+
+
+def _machine_of_tenant(state_machine_arn: str, tenant: str) -> bool:
+    """Whether the state machine is one the control plane created for ``tenant``."""
+    name = state_machine_arn.split(":")[6] if state_machine_arn.count(":") >= 6 else ""
+    return name.startswith(f"relayflow-{get_settings().stage}-{tenant}_")
+
+
+def _epoch_ms_iso(value: int | None) -> str | None:
+    if value is None:
+        return None
+    return iso(datetime.fromtimestamp(value / 1000.0, tz=UTC))
+
+
+def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -> RunItem:
+    """The run item, created from the event when no starter wrote one."""
+    run = control.dal.get_run(ref.tenant, ref.id)
+    if run is not None:
+        return run
+    started_at = ref.started_at or _epoch_ms_iso(detail.start_date) or now_iso()
+    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    trigger = document.get("trigger") if isinstance(document, dict) else None
+    run = RunItem(
+        run_id=ref.id,
+        tenant=ref.tenant,
+        workflow_id=ref.workflow_id,
+        version=ref.version,
+        status="running",
+        execution_arn=detail.execution_arn,
+        input=json.dumps(trigger, separators=(",", ":")) if trigger is not None else None,
+        started_at=started_at,
+        trigger_type=EXTERNAL_TRIGGER,
+        expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+    )
+    if control.dal.create_run(run):
+        return run
+    return control.dal.get_run(ref.tenant, ref.id) or run
+
+
+def _record_start(
+    control: ControlPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
+) -> str | None:
+    claimed = control.dal.update_run(
+        run.tenant, run.run_id, {"started_event_at": now_iso()}, unless_set="started_event_at"
+    )
+    if claimed is None:
+        return None
+    detail_type = LIFECYCLE_TYPES["RUNNING"]
+    try:
+        _publish(events, detail_type, claimed, change)
+    except Exception:
+        control.dal.update_run(run.tenant, run.run_id, {}, remove=("started_event_at",))
+        raise
+    return detail_type
+
+
+def _record_end(
+    control: ControlPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
+) -> str | None:
+    detail = change.detail
+    status = RUN_STATUS[detail.status]
+    if run.recorded_status is not None:
+        return None  # this run's end was recorded (and published) already
+    ended_at = _epoch_ms_iso(detail.stop_date) or now_iso()
+    started_at = run.started_at
+    duration_ms = None
+    if detail.start_date is not None and detail.stop_date is not None:
+        duration_ms = float(detail.stop_date - detail.start_date)
+    output = None
+    if (
+        status == "succeeded"
+        and detail.output is not None
+        and _included(detail.output_details)
+        and len(detail.output.encode()) <= MAX_STORED_OUTPUT_BYTES
+    ):
+        output = detail.output
+    failing = None
+    if status in ("failed", "timed_out"):
+        run.execution_arn = run.execution_arn or detail.execution_arn
+        try:
+            failing = control.failing_step(run)
+        except StepFunctionsError as exc:  # the run is still recorded without it
+            logger.warning("failing step not found", extra={"reason": str(exc)})
+    values: dict[str, Any] = {
+        "status": status,
+        "ended_at": ended_at,
+        "duration_ms": duration_ms if duration_ms is not None else elapsed_ms(started_at, ended_at),
+        "output": output,
+        "error": detail.error or (run.error if status == "aborted" else None),
+        "cause": detail.cause or (run.cause if status == "aborted" else None),
+        "failing_step": failing,
+        "execution_arn": detail.execution_arn,
+        "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+        "recorded_status": status,
+    }
+    updated = control.dal.update_run(
+        run.tenant,
+        run.run_id,
+        values,
+        if_status=("running", status),
+        unless_set="recorded_status",
+    )
+    if updated is None:
+        current = control.dal.get_run(run.tenant, run.run_id)
+        if current is not None and current.recorded_status is None:
+            logger.warning(
+                "status change conflicts with the recorded status; left as is",
+                extra={"recorded": current.status, "event": status},
+            )
+        return None
+    detail_type = LIFECYCLE_TYPES[detail.status]
+    try:
+        _publish(events, detail_type, updated, change)
+    except Exception:
+        control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
+        raise
+    record_metric(RUN_METRICS[detail.status], 1)
+    if updated.duration_ms is not None:
+        record_metric("RunDuration", updated.duration_ms, "Milliseconds")
+    return detail_type
+
+
+def _publish(events: Any | None, detail_type: str, run: RunItem, change: StatusChangeEvent) -> None:
+    """Put one lifecycle event on the Relayflow bus."""
+    from botocore.exceptions import ClientError
+
+    if events is None:
+        from relayflow.adapters.aws import client
+
+        events = client("events")
+    detail = {
+        "tenant": run.tenant,
+        "workflow_id": run.workflow_id,
+        "run_id": run.run_id,
+        "version": run.version,
+        "status": run.status if detail_type != LIFECYCLE_TYPES["RUNNING"] else "running",
+        "error": run.error,
+        "failing_step": run.failing_step,
+    }
+    entry: dict[str, Any] = {
+        "Source": LIFECYCLE_SOURCE,
+        "DetailType": detail_type,
+        "Detail": json.dumps(detail, separators=(",", ":")),
+        "EventBusName": get_settings().event_bus_name,
+        "Resources": [change.detail.execution_arn],
+    }
+    try:
+        response = events.put_events(Entries=[entry])
+    except ClientError as exc:
+        raise LifecycleEventNotPublished(f"{detail_type} for run {run.run_id}: {exc}") from exc
+    if response.get("FailedEntryCount"):
+        failed = response.get("Entries", [{}])[0]
+        raise LifecycleEventNotPublished(
+            f"{detail_type} for run {run.run_id}: {failed.get('ErrorCode')} "
+            f"{failed.get('ErrorMessage')}"
+        )
+    logger.info("lifecycle event published", extra={"detail_type": detail_type})

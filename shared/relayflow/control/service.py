@@ -1,0 +1,794 @@
+"""The control plane: workflows and their versions, runs, and API keys.
+
+:class:`ControlPlane` is the use-case layer behind the HTTP API, the CLI and the recorder.
+Every method takes the tenant first (except the API-key lookups, which find the tenant) and
+only ever builds keys from it, so another tenant's ids raise :class:`NotFound` exactly like
+ids that do not exist. DynamoDB is reached only through :mod:`relayflow.dal`, Step Functions
+only through :mod:`relayflow.control.stepfunctions`; their failures become
+:mod:`relayflow.control.errors`.
+
+Versions: a PUT publishes a state machine version and records it; new runs start on the
+*version ARN* of the live version read with the workflow item (the ``live`` alias is kept
+pointing at the same version for callers outside Relayflow). A run therefore records exactly
+the version it runs, even while a PUT or a rollback races with its start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any, ParamSpec, TypeVar
+
+from relayflow.control import stepfunctions as sfn_api
+from relayflow.control.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    InvalidDefinition,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unprocessable,
+)
+from relayflow.control.models import (
+    ApiKeyInfo,
+    NewApiKey,
+    Page,
+    PutWorkflowResult,
+    RunDetail,
+    RunSummary,
+    StartRunResult,
+    StepEntry,
+    WorkflowDetail,
+    WorkflowSummary,
+    WorkflowVersionInfo,
+)
+from relayflow.control.timeline import StepRun, history_steps
+from relayflow.control.timeline import failing_step as last_failing_step
+from relayflow.dal import (
+    RUN_STATUSES,
+    ApiKeyItem,
+    ConditionFailed,
+    Dal,
+    DataAccessError,
+    InvalidPageToken,
+    ItemTooLarge,
+    RunItem,
+    VersionItem,
+    WorkflowItem,
+    get_dal,
+)
+from relayflow.dal import Throttled as DalThrottled
+from relayflow.settings import get_settings
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+TENANT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,30}$")
+WORKFLOW_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: Run ids are execution names: Step Functions allows 80 characters of these.
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+KEY_ID_PATTERN = re.compile(r"^key_[0-9a-f]{12}$")
+
+#: The submitted definition is stored on its version item (DynamoDB items stop at 400 KB).
+MAX_DEFINITION_BYTES = 350_000
+#: Step Functions refuses execution input over 256 KB; the run item keeps the trigger input.
+MAX_INPUT_BYTES = 256 * 1024
+#: A run's output is kept on the run item up to this size; larger ones are read from Step
+#: Functions (DescribeExecution) when a run is fetched.
+MAX_STORED_OUTPUT_BYTES = 96 * 1024
+#: Run items expire this long after their run ended: Step Functions keeps the history of a
+#: Standard execution (which the step timeline is built from) for 90 days.
+RUN_RETENTION = timedelta(days=90)
+#: A run that never reports its end still expires: the longest Standard execution (a year)
+#: plus the retention.
+RUN_MAX_AGE = timedelta(days=366) + RUN_RETENTION
+MAX_IDEMPOTENCY_KEY = 256
+MAX_PAGE = 100
+CANCEL_ERROR = "Relayflow.Cancelled"
+#: Step Functions' execution status → Relayflow's run status.
+RUN_STATUS = {
+    "RUNNING": "running",
+    "SUCCEEDED": "succeeded",
+    "FAILED": "failed",
+    "TIMED_OUT": "timed_out",
+    "ABORTED": "aborted",
+}
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def now_iso() -> str:
+    return iso(datetime.now(UTC))
+
+
+def iso(value: datetime) -> str:
+    """ISO-8601 UTC to the millisecond with ``Z`` (the format of ``$.run.started_at``)."""
+    value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def epoch(value: datetime) -> int:
+    return int(value.timestamp())
+
+
+def elapsed_ms(start: str, end: str) -> float:
+    return round((parse_iso(end) - parse_iso(start)).total_seconds() * 1000.0, 3)
+
+
+def idempotent_run_id(tenant: str, workflow_id: str, key: str) -> str:
+    """The run id (and execution name) of an Idempotency-Key: the same key always maps to
+    the same run of that tenant's workflow."""
+    return hashlib.sha256(f"{tenant}\n{workflow_id}\n{key}".encode()).hexdigest()[:32]
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    """YAML gives dates and times as objects; a definition stores them as ISO text."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _translated(method: Callable[P, R]) -> Callable[P, R]:
+    """Turn data-access and Step Functions failures into :class:`ApiError` s."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except ApiError:
+            raise
+        except (DalThrottled, sfn_api.Throttled) as exc:
+            raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
+        except InvalidPageToken as exc:
+            raise BadRequest(str(exc)) from exc
+        except ItemTooLarge as exc:
+            raise PayloadTooLarge("the item would exceed DynamoDB's 400 KB limit") from exc
+        except (DataAccessError, sfn_api.StepFunctionsError) as exc:
+            # The AWS error names tables and ARNs: it goes to the log, not to the caller.
+            from relayflow.observability import logger
+
+            logger.error("AWS call failed", extra={"error": type(exc).__name__, "reason": str(exc)})
+            raise ServiceUnavailable(
+                "the service could not reach its storage or Step Functions; retry shortly"
+            ) from exc
+
+    return wrapper
+
+
+def _check_tenant(tenant: str) -> None:
+    if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
+        raise BadRequest(f"invalid tenant id {tenant!r}: allowed ^[a-z0-9][a-z0-9-]{{1,30}}$")
+
+
+def _check_limit(limit: int) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+        raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
+
+
+def _warnings(workflow: Any) -> list[str]:
+    """What a definition declares that this control plane does not act on yet."""
+    return [
+        f"triggers.{i}: {trigger.type} triggers are stored but not activated by the control "
+        "plane yet; start runs through the API"
+        for i, trigger in enumerate(workflow.triggers)
+        if trigger.type != "manual"
+    ]
+
+
+# ------------------------------------------------------------------------------- service
+
+
+class ControlPlane:
+    """Workflows, versions, runs and API keys, scoped by tenant.
+
+    ``dal`` and ``sfn`` (a boto3 ``stepfunctions`` client) are created lazily when not given:
+    :func:`relayflow.dal.get_dal` and ``adapters.aws.client("stepfunctions")``.
+    """
+
+    def __init__(self, dal: Dal | None = None, sfn: Any | None = None) -> None:
+        self._dal = dal
+        #: The Step Functions calls (state machines, versions, alias, executions).
+        self.machines = sfn_api.StateMachines(sfn)
+
+    @property
+    def dal(self) -> Dal:
+        return self._dal or get_dal()
+
+    # -- workflows ---------------------------------------------------------------------------
+
+    @_translated
+    def put_workflow(
+        self, tenant: str, workflow_id: str, definition: Mapping[str, Any]
+    ) -> PutWorkflowResult:
+        """Validate and compile ``definition`` and make it the live version.
+
+        A definition whose compiled state machine equals the latest version's makes that
+        version live again (and re-enables a deleted workflow) without publishing a new one.
+        Otherwise the state machine is created or updated, a version published and recorded,
+        and the ``live`` alias pointed at it. Raises :class:`InvalidDefinition` with every
+        problem, :class:`Unprocessable` when the definition's id is not ``workflow_id``,
+        :class:`PayloadTooLarge` over :data:`MAX_DEFINITION_BYTES`, :class:`Conflict` when a
+        concurrent PUT won.
+        """
+        from relayflow.compiler import CompileOptions, compile_workflow
+        from relayflow.definition import validate_data
+
+        _check_tenant(tenant)
+        definition_json = _json(definition) if isinstance(definition, Mapping) else None
+        if definition_json is not None and len(definition_json.encode()) > MAX_DEFINITION_BYTES:
+            raise PayloadTooLarge(
+                f"a definition may hold at most {MAX_DEFINITION_BYTES} bytes as JSON"
+            )
+        workflow, problems = validate_data(
+            json.loads(definition_json) if definition_json is not None else definition
+        )
+        if problems or workflow is None:
+            raise InvalidDefinition.from_problems(problems)
+        if workflow.id != workflow_id:
+            raise Unprocessable(
+                f"the definition's id {workflow.id!r} differs from the workflow id "
+                f"{workflow_id!r} it is stored under",
+                {"path": "id", "expected": workflow_id, "found": workflow.id},
+            )
+        assert definition_json is not None
+        settings = get_settings()
+        compiled = compile_workflow(
+            workflow, CompileOptions(function_arns=dict(settings.function_arns))
+        )
+        asl_json = json.dumps(compiled.asl, separators=(",", ":"))
+        asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
+        now = now_iso()
+
+        head = self.dal.get_workflow(tenant, workflow_id)
+        if head is not None:
+            latest = self.dal.get_version(tenant, workflow_id, head.latest_version)
+            if latest is not None and latest.asl_sha256 == asl_sha256:
+                return self._make_live_again(head, latest, workflow.name, now)
+
+        version = 1 if head is None else head.latest_version + 1
+        description = f"Relayflow {tenant}/{workflow_id} version {version}"
+        try:
+            if head is None:
+                machine_arn, version_arn = self.machines.create(
+                    sfn_api.state_machine_name(settings.stage, tenant, workflow_id),
+                    asl_json,
+                    role_arn=settings.state_machine_role_arn,
+                    description=description,
+                    tags={"relayflow:tenant": tenant, "relayflow:workflow": workflow_id},
+                )
+            else:
+                machine_arn = head.state_machine_arn
+                version_arn = self.machines.update(
+                    machine_arn,
+                    asl_json,
+                    role_arn=settings.state_machine_role_arn,
+                    description=description,
+                )
+        except sfn_api.DefinitionRejected as exc:
+            raise Unprocessable(f"Step Functions refused the compiled definition: {exc}") from exc
+        item = VersionItem(
+            tenant=tenant,
+            workflow_id=workflow_id,
+            version=version,
+            definition=definition_json,
+            asl_sha256=asl_sha256,
+            state_machine_version_arn=version_arn,
+            created_at=now,
+            warnings=_warnings(workflow),
+            step_types={key: step.type for key, step in workflow.steps.items()},
+            step_runners=dict(compiled.step_runners),
+        )
+        new_head = WorkflowItem(
+            workflow_id=workflow_id,
+            tenant=tenant,
+            name=workflow.name,
+            enabled=True,
+            live_version=version,
+            latest_version=version,
+            live_version_arn=version_arn,
+            state_machine_arn=machine_arn,
+            alias_arn=head.alias_arn if head else None,
+            created_at=head.created_at if head else now,
+            updated_at=now,
+        )
+        try:
+            self.dal.save_workflow(
+                new_head, expected_latest=head.latest_version if head else None, version=item
+            )
+        except ConditionFailed as exc:
+            raise Conflict(
+                f"workflow {workflow_id} was changed by another request; read it and retry"
+            ) from exc
+        self._point_alias(new_head)
+        return PutWorkflowResult(
+            workflow_id=workflow_id,
+            version=version,
+            live_version=version,
+            created=head is None,
+            warnings=item.warnings,
+        )
+
+    def _make_live_again(
+        self, head: WorkflowItem, latest: VersionItem, name: str | None, now: str
+    ) -> PutWorkflowResult:
+        changes: dict[str, Any] = {}
+        if not head.enabled:
+            changes["enabled"] = True
+        if head.live_version != latest.version:
+            changes["live_version"] = latest.version
+            changes["live_version_arn"] = latest.state_machine_version_arn
+        if head.name != name:
+            changes["name"] = name
+        if changes:
+            head = self.dal.update_workflow(
+                head.tenant, head.workflow_id, **changes, updated_at=now
+            )
+        # Always re-assert the alias: it heals one a failed request left behind.
+        self._point_alias(head)
+        return PutWorkflowResult(
+            workflow_id=head.workflow_id,
+            version=latest.version,
+            live_version=latest.version,
+            created=False,
+            warnings=latest.warnings,
+        )
+
+    def _point_alias(self, head: WorkflowItem) -> None:
+        alias_arn = self.machines.point_alias(head.state_machine_arn, head.live_version_arn)
+        if alias_arn != head.alias_arn:
+            self.dal.update_workflow(head.tenant, head.workflow_id, alias_arn=alias_arn)
+
+    @_translated
+    def list_workflows(
+        self, tenant: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[WorkflowSummary]:
+        """The tenant's workflows (deleted ones too, ``enabled`` false), by id."""
+        _check_tenant(tenant)
+        _check_limit(limit)
+        items, token = self.dal.list_workflows(tenant, limit=limit, next_token=next_token)
+        return Page[WorkflowSummary](items=[_workflow_summary(i) for i in items], next_token=token)
+
+    @_translated
+    def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowDetail:
+        """The workflow, the live version's definition and every version."""
+        head, versions = self._workflow_and_versions(tenant, workflow_id)
+        live = next((v for v in versions if v.version == head.live_version), None)
+        return WorkflowDetail(
+            **_workflow_summary(head).model_dump(),
+            definition=json.loads(live.definition) if live else {},
+            versions=[
+                WorkflowVersionInfo(
+                    version=v.version,
+                    created_at=v.created_at,
+                    asl_sha256=v.asl_sha256,
+                    warnings=v.warnings,
+                )
+                for v in versions
+            ],
+        )
+
+    @_translated
+    def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowSummary:
+        """Disable the workflow: new starts raise :class:`Conflict`, runs in flight finish.
+        Versions and runs stay readable; a PUT enables it again."""
+        head = self._workflow(tenant, workflow_id)
+        if head.enabled:
+            head = self.dal.update_workflow(
+                tenant, workflow_id, enabled=False, updated_at=now_iso()
+            )
+        return _workflow_summary(head)
+
+    @_translated
+    def rollback_workflow(self, tenant: str, workflow_id: str, version: int) -> PutWorkflowResult:
+        """Make an earlier (or any recorded) version live again."""
+        head = self._workflow(tenant, workflow_id)
+        item = self._version(tenant, workflow_id, version)
+        if head.live_version != item.version:
+            head = self.dal.update_workflow(
+                tenant,
+                workflow_id,
+                live_version=item.version,
+                live_version_arn=item.state_machine_version_arn,
+                updated_at=now_iso(),
+            )
+        self._point_alias(head)
+        return PutWorkflowResult(
+            workflow_id=workflow_id,
+            version=item.version,
+            live_version=item.version,
+            created=False,
+            warnings=item.warnings,
+        )
+
+    # -- runs --------------------------------------------------------------------------------
+
+    @_translated
+    def start_run(
+        self,
+        tenant: str,
+        workflow_id: str,
+        input: Any,
+        *,
+        version: int | None = None,
+        idempotency_key: str | None = None,
+        trigger_type: str = "api",
+    ) -> StartRunResult:
+        """Start a run of the live version, or of ``version``.
+
+        With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
+        run the first request started (``created`` false) and never starts a second
+        execution. The run item is written (conditionally) before the execution starts.
+        """
+        from relayflow.document import execution_input, new_run_id
+
+        head = self._workflow(tenant, workflow_id)
+        if not head.enabled:
+            raise Conflict(f"workflow {workflow_id} is disabled")
+        if idempotency_key is not None and not (
+            isinstance(idempotency_key, str) and 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY
+        ):
+            raise BadRequest(f"an Idempotency-Key has 1 to {MAX_IDEMPOTENCY_KEY} characters")
+        if version is None:
+            version, target_arn = head.live_version, head.live_version_arn
+        else:
+            target_arn = self._version(tenant, workflow_id, version).state_machine_version_arn
+
+        run_id = (
+            idempotent_run_id(tenant, workflow_id, idempotency_key)
+            if idempotency_key is not None
+            else new_run_id()
+        )
+        if idempotency_key is not None:
+            existing = self.dal.get_run(tenant, run_id)
+            if existing is not None:
+                return self._repeat(existing)
+        document = execution_input(
+            workflow_id, input, run_id=run_id, version=version, tenant=tenant
+        )
+        document_json = _json(document)
+        if len(document_json.encode()) > MAX_INPUT_BYTES:
+            raise PayloadTooLarge(f"a run's input may hold at most {MAX_INPUT_BYTES} bytes")
+        started_at = document["run"]["started_at"]
+        run = RunItem(
+            run_id=run_id,
+            tenant=tenant,
+            workflow_id=workflow_id,
+            version=version,
+            status="running",
+            execution_arn=sfn_api.execution_arn(head.state_machine_arn, run_id),
+            input=_json(document["trigger"]),
+            started_at=started_at,
+            idempotency_key=idempotency_key,
+            trigger_type=trigger_type,
+            expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+        )
+        if not self.dal.create_run(run):
+            # A concurrent request with the same key wrote it first.
+            existing = self.dal.get_run(tenant, run_id)
+            if existing is None:
+                raise Conflict(f"run {run_id} is being started by another request; retry")
+            return self._repeat(existing)
+        try:
+            self._start_execution(run, target_arn, document_json)
+        except Exception:
+            # Nothing runs: forget the run so that a retry (same key) starts it afresh.
+            self.dal.delete_run(tenant, run_id)
+            raise
+        return StartRunResult(**_run_summary(run).model_dump(), created=True)
+
+    def _start_execution(self, run: RunItem, target_arn: str, document_json: str) -> None:
+        try:
+            arn = self.machines.start(target_arn, run.run_id, document_json)
+        except sfn_api.ExecutionExists:
+            return  # started by a concurrent repeat of the same key
+        except sfn_api.ResourceMissing as exc:
+            raise Conflict(f"version {run.version} of workflow {run.workflow_id} is gone") from exc
+        if arn != run.execution_arn:
+            self.dal.update_run(run.tenant, run.run_id, {"execution_arn": arn})
+            run.execution_arn = arn
+
+    def _repeat(self, run: RunItem) -> StartRunResult:
+        """The answer to a repeated Idempotency-Key: the stored run. If it is still marked
+        running but its execution never started (the first request failed in between),
+        start it now, with the same document."""
+        from relayflow.document import execution_input
+
+        never_started = (
+            run.status == "running"
+            and run.execution_arn is not None
+            and self.machines.describe(run.execution_arn) is None
+        )
+        if never_started:
+            head = self._workflow(run.tenant, run.workflow_id)
+            version = run.version or head.live_version
+            target = self._version(run.tenant, run.workflow_id, version)
+            document = execution_input(
+                run.workflow_id,
+                _loads(run.input),
+                run_id=run.run_id,
+                version=version,
+                tenant=run.tenant,
+            )
+            document["run"]["started_at"] = run.started_at
+            self._start_execution(run, target.state_machine_version_arn, _json(document))
+        return StartRunResult(**_run_summary(run).model_dump(), created=False)
+
+    @_translated
+    def get_run(self, tenant: str, run_id: str) -> RunDetail:
+        """The run with its step timeline (from the execution history, all pages)."""
+        run = self._run(tenant, run_id)
+        steps = self.run_steps(run)
+        output = _loads(run.output)
+        if output is None and run.status == "succeeded" and run.execution_arn:
+            # Too large for the run item: Step Functions still has it.
+            described = self.machines.describe(run.execution_arn) or {}
+            output = _loads(described.get("output"))
+        return RunDetail(
+            **_run_summary(run).model_dump(),
+            input=_loads(run.input),
+            output=output,
+            cause=run.cause,
+            failing_step=run.failing_step,
+            steps=[_step_entry(step) for step in steps],
+        )
+
+    def run_steps(self, run: RunItem) -> list[StepRun]:
+        """The run's step timeline, folded from its execution history with the step types of
+        the version it ran (empty for runs of no recorded version, or once the history
+        expired)."""
+        if not run.execution_arn or run.version is None:
+            return []
+        version = self.dal.get_version(run.tenant, run.workflow_id, run.version)
+        if version is None:
+            return []
+        events = self.machines.history(run.execution_arn)
+        return history_steps(version.step_types, version.step_runners, events)
+
+    def failing_step(self, run: RunItem) -> str | None:
+        """The step a failed or timed-out run ended in."""
+        return last_failing_step(self.run_steps(run))
+
+    @_translated
+    def list_runs(
+        self,
+        tenant: str,
+        workflow_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 20,
+        next_token: str | None = None,
+    ) -> Page[RunSummary]:
+        """The workflow's runs, newest first, optionally of one status."""
+        _check_limit(limit)
+        if status is not None and status not in RUN_STATUSES:
+            raise BadRequest(f"status must be one of {', '.join(RUN_STATUSES)}")
+        self._workflow(tenant, workflow_id)
+        items, token = self.dal.list_runs(
+            tenant, workflow_id, status=status, limit=limit, next_token=next_token
+        )
+        return Page[RunSummary](items=[_run_summary(i) for i in items], next_token=token)
+
+    @_translated
+    def cancel_run(self, tenant: str, run_id: str) -> RunSummary:
+        """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
+        :class:`Conflict` when the run has already finished."""
+        run = self._run(tenant, run_id)
+        if run.status != "running":
+            raise Conflict(f"run {run_id} has already finished ({run.status})")
+        described: dict[str, Any] | None = None
+        cause = "cancelled through the Relayflow control API"
+        if run.execution_arn:
+            with contextlib.suppress(sfn_api.ExecutionMissing):
+                self.machines.stop(run.execution_arn, error=CANCEL_ERROR, cause=cause)
+            described = self.machines.describe(run.execution_arn)
+        status = str((described or {}).get("status", "ABORTED"))
+        if status in ("SUCCEEDED", "FAILED", "TIMED_OUT"):
+            raise Conflict(f"run {run_id} has already finished ({RUN_STATUS[status]})")
+        stop = (described or {}).get("stopDate")
+        ended_at = iso(stop) if isinstance(stop, datetime) else now_iso()
+        updated = self.dal.update_run(
+            tenant,
+            run_id,
+            {
+                "status": "aborted",
+                "ended_at": ended_at,
+                "duration_ms": elapsed_ms(run.started_at, ended_at),
+                "error": CANCEL_ERROR,
+                "cause": cause,
+                "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+            },
+            if_status=("running",),
+        )
+        if updated is None:
+            current = self._run(tenant, run_id)
+            if current.status != "aborted":
+                raise Conflict(f"run {run_id} has already finished ({current.status})")
+            updated = current
+        return _run_summary(updated)
+
+    # -- API keys ----------------------------------------------------------------------------
+
+    @_translated
+    def create_api_key(self, tenant: str, name: str) -> NewApiKey:
+        """A new API key for ``tenant``. The secret is in the result only: the table keeps
+        its sha256."""
+        _check_tenant(tenant)
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 100:
+            raise BadRequest("a key name has 1 to 100 characters")
+        key_id = f"key_{secrets.token_hex(6)}"
+        secret = f"rf_{key_id}_{secrets.token_urlsafe(24)}"
+        item = ApiKeyItem(
+            key_id=key_id,
+            tenant=tenant,
+            name=name.strip(),
+            key_hash=hash_secret(secret),
+            created_at=now_iso(),
+        )
+        self.dal.put_api_key(item)
+        return NewApiKey(**_key_info(item).model_dump(), secret=secret)
+
+    @_translated
+    def revoke_api_key(self, key_id: str, *, tenant: str | None = None) -> ApiKeyInfo:
+        """Revoke a key by its public id; it stops authenticating at once. With ``tenant``,
+        another tenant's key is :class:`NotFound`."""
+        if tenant is not None:
+            _check_tenant(tenant)
+        item = self.dal.get_api_key_by_id(key_id) if KEY_ID_PATTERN.match(key_id) else None
+        if item is None or (tenant is not None and item.tenant != tenant):
+            raise NotFound(f"API key {key_id} not found")
+        return _key_info(self.dal.revoke_api_key(item.key_hash, now_iso()))
+
+    @_translated
+    def list_api_keys(self, tenant: str) -> list[ApiKeyInfo]:
+        """The tenant's keys, oldest first, revoked ones included (never a secret)."""
+        _check_tenant(tenant)
+        return [_key_info(item) for item in self.dal.list_api_keys(tenant)]
+
+    @_translated
+    def authenticate(self, secret: str) -> str | None:
+        """The tenant of a valid, unrevoked key; ``None`` for anything else."""
+        if not isinstance(secret, str) or not secret.startswith("rf_") or len(secret) > 200:
+            return None
+        computed = hash_secret(secret)
+        item = self.dal.get_api_key(computed)
+        if item is None or not hmac.compare_digest(item.key_hash, computed):
+            return None
+        if item.revoked_at is not None:
+            return None
+        return item.tenant
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def _workflow(self, tenant: str, workflow_id: str) -> WorkflowItem:
+        _check_tenant(tenant)
+        head = (
+            self.dal.get_workflow(tenant, workflow_id)
+            if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
+            else None
+        )
+        if head is None:
+            raise NotFound(f"workflow {workflow_id} not found")
+        return head
+
+    def _workflow_and_versions(
+        self, tenant: str, workflow_id: str
+    ) -> tuple[WorkflowItem, list[VersionItem]]:
+        _check_tenant(tenant)
+        head, versions = (
+            self.dal.get_workflow_with_versions(tenant, workflow_id)
+            if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
+            else (None, [])
+        )
+        if head is None:
+            raise NotFound(f"workflow {workflow_id} not found")
+        return head, versions
+
+    def _version(self, tenant: str, workflow_id: str, version: int) -> VersionItem:
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise BadRequest("a version is an integer")
+        item = self.dal.get_version(tenant, workflow_id, version) if version >= 1 else None
+        if item is None:
+            raise NotFound(f"workflow {workflow_id} has no version {version}")
+        return item
+
+    def _run(self, tenant: str, run_id: str) -> RunItem:
+        _check_tenant(tenant)
+        run = (
+            self.dal.get_run(tenant, run_id)
+            if isinstance(run_id, str) and RUN_ID_PATTERN.match(run_id)
+            else None
+        )
+        if run is None:
+            raise NotFound(f"run {run_id} not found")
+        return run
+
+
+# ------------------------------------------------------------------------------- mapping
+
+
+def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
+    return WorkflowSummary(
+        workflow_id=item.workflow_id,
+        name=item.name,
+        enabled=item.enabled,
+        live_version=item.live_version,
+        latest_version=item.latest_version,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )
+
+
+def _run_summary(item: RunItem) -> RunSummary:
+    return RunSummary(
+        run_id=item.run_id,
+        workflow_id=item.workflow_id,
+        version=item.version,
+        status=item.status,
+        started_at=item.started_at,
+        ended_at=item.ended_at,
+        duration_ms=item.duration_ms,
+        error=item.error,
+    )
+
+
+def _step_entry(step: StepRun) -> StepEntry:
+    return StepEntry(
+        key=step.key,
+        type=step.type,
+        status=step.status,
+        attempts=step.attempts,
+        started_at=_z(step.started_at),
+        ended_at=_z(step.ended_at),
+        duration_ms=step.duration_ms,
+        output=step.output,
+        error=step.error,
+        cause=step.cause,
+        runner=step.runner,
+    )
+
+
+def _z(value: str | None) -> str | None:
+    return iso(parse_iso(value)) if value else None
+
+
+def _key_info(item: ApiKeyItem) -> ApiKeyInfo:
+    return ApiKeyInfo(
+        key_id=item.key_id,
+        tenant=item.tenant,
+        name=item.name,
+        created_at=item.created_at,
+        revoked_at=item.revoked_at,
+    )
+
+
+@lru_cache(maxsize=1)
+def get_control_plane() -> ControlPlane:
+    """The process's control plane (its clients are resolved at each call)."""
+    return ControlPlane()

@@ -1,0 +1,234 @@
+"""The control plane's Step Functions calls: state machines, versions, the ``live`` alias and
+executions. The only control-plane module that talks to the Step Functions API; every
+``ClientError`` becomes one of the exceptions below."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+#: The alias every workflow's state machine carries; it points at the live version.
+LIVE_ALIAS = "live"
+#: Step Functions' limit on state machine names.
+MAX_NAME = 80
+
+
+class StepFunctionsError(Exception):
+    """Step Functions refused or failed a request."""
+
+
+class Throttled(StepFunctionsError):
+    """Step Functions throttled the request even after the client's retries."""
+
+
+class DefinitionRejected(StepFunctionsError):
+    """Step Functions refused the compiled definition (size, or a rule it enforces)."""
+
+
+class ExecutionExists(StepFunctionsError):
+    """An execution of that name exists (with another input, or already finished)."""
+
+
+class ExecutionMissing(StepFunctionsError):
+    """No such execution (never started, or its history has expired)."""
+
+
+class MachineExists(StepFunctionsError):
+    """A state machine of that name exists with another configuration."""
+
+
+class ResourceMissing(StepFunctionsError):
+    """No such alias or version."""
+
+
+_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
+_DEFINITION = frozenset({"InvalidDefinition", "StateMachineLimitExceeded"})
+
+
+def _translate(exc: Exception, action: str) -> StepFunctionsError:
+    error = getattr(exc, "response", {}).get("Error", {})
+    code = str(error.get("Code", ""))
+    message = f"{action}: {code}: {error.get('Message', exc)}"
+    if code in _THROTTLING:
+        return Throttled(message)
+    if code in _DEFINITION:
+        return DefinitionRejected(message)
+    if code == "ExecutionAlreadyExists":
+        return ExecutionExists(message)
+    if code == "ExecutionDoesNotExist":
+        return ExecutionMissing(message)
+    if code == "StateMachineAlreadyExists":
+        return MachineExists(message)
+    if code in ("ResourceNotFound", "StateMachineDoesNotExist"):
+        return ResourceMissing(message)
+    return StepFunctionsError(message)
+
+
+def _logging() -> dict[str, Any]:
+    """Execution logging to the stack's log group, errors only and without step payloads
+    (which may hold personal data; the execution history still shows them). Nothing when no
+    log group is configured (local runs)."""
+    from relayflow.settings import get_settings
+
+    group = get_settings().state_machine_log_group_arn
+    if not group:
+        return {}
+    return {
+        "loggingConfiguration": {
+            "level": "ERROR",
+            "includeExecutionData": False,
+            "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": group}}],
+        }
+    }
+
+
+def state_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
+    """``relayflow-<stage>-<tenant>_<workflow_id>``. Tenant ids hold no ``_``, so the first
+    ``_`` ends the tenant and two (tenant, workflow) pairs never share a machine. A name over
+    80 characters keeps its first 71 and ends in 8 hex digits of the full name's sha256."""
+    name = f"relayflow-{stage}-{tenant}_{workflow_id}"
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9]}-{digest}"
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN Step Functions gives an execution ``name`` of that state machine (started on
+    the machine, one of its versions or its alias)."""
+    parts = state_machine_arn.split(":")
+    # arn:aws:states:region:account:stateMachine:NAME[:qualifier]
+    return ":".join([*parts[:5], "execution", parts[6], name])
+
+
+class StateMachines:
+    """Calls into Step Functions. ``client`` is a boto3 ``stepfunctions`` client (default:
+    ``adapters.aws.client("stepfunctions")``, looked up at each call)."""
+
+    def __init__(self, client: Any | None = None) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        from relayflow.adapters.aws import client
+
+        return client("stepfunctions")
+
+    def _call(self, action: str, **params: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        try:
+            return dict(getattr(self.client, action)(**params))
+        except ClientError as exc:
+            raise _translate(exc, action) from exc
+
+    # -- machines, versions, alias -----------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        definition: str,
+        *,
+        role_arn: str,
+        description: str,
+        tags: dict[str, str],
+    ) -> tuple[str, str]:
+        """Create the state machine and publish its first version; returns both ARNs. When
+        the machine exists already (a request that failed half way), update it instead."""
+        try:
+            response = self._call(
+                "create_state_machine",
+                name=name,
+                definition=definition,
+                roleArn=role_arn,
+                type="STANDARD",
+                publish=True,
+                versionDescription=description,
+                tracingConfiguration={"enabled": True},
+                **_logging(),
+                tags=[{"key": k, "value": v} for k, v in tags.items()],
+            )
+        except MachineExists:
+            arn = self._arn_of(name)
+            return arn, self.update(arn, definition, role_arn=role_arn, description=description)
+        return str(response["stateMachineArn"]), str(response["stateMachineVersionArn"])
+
+    def _arn_of(self, name: str) -> str:
+        """The ARN of this account's state machine ``name`` (in the client's region)."""
+        from relayflow.adapters.aws import client
+
+        meta = self.client.meta
+        account = str(client("sts").get_caller_identity()["Account"])
+        return f"arn:{meta.partition}:states:{meta.region_name}:{account}:stateMachine:{name}"
+
+    def update(self, arn: str, definition: str, *, role_arn: str, description: str) -> str:
+        """Update the definition and publish it as a new version; returns the version ARN."""
+        response = self._call(
+            "update_state_machine",
+            stateMachineArn=arn,
+            definition=definition,
+            roleArn=role_arn,
+            publish=True,
+            versionDescription=description,
+            **_logging(),
+        )
+        return str(response["stateMachineVersionArn"])
+
+    def point_alias(self, state_machine_arn: str, version_arn: str) -> str:
+        """Route all of the ``live`` alias to ``version_arn`` (creating the alias the first
+        time); returns the alias ARN."""
+        routing = [{"stateMachineVersionArn": version_arn, "weight": 100}]
+        alias_arn = f"{state_machine_arn}:{LIVE_ALIAS}"
+        try:
+            self._call(
+                "update_state_machine_alias",
+                stateMachineAliasArn=alias_arn,
+                routingConfiguration=routing,
+            )
+            return alias_arn
+        except ResourceMissing:
+            pass
+        response = self._call(
+            "create_state_machine_alias",
+            name=LIVE_ALIAS,
+            description="The version new Relayflow runs start on.",
+            routingConfiguration=routing,
+        )
+        return str(response["stateMachineAliasArn"])
+
+    # -- executions --------------------------------------------------------------------------
+
+    def start(self, target_arn: str, name: str, input_json: str) -> str:
+        """Start an execution of a state machine, version or alias; returns its ARN."""
+        response = self._call(
+            "start_execution", stateMachineArn=target_arn, name=name, input=input_json
+        )
+        return str(response["executionArn"])
+
+    def stop(self, execution_arn: str, *, error: str, cause: str) -> None:
+        self._call("stop_execution", executionArn=execution_arn, error=error, cause=cause)
+
+    def describe(self, execution_arn: str) -> dict[str, Any] | None:
+        """``DescribeExecution``, or ``None`` when the execution does not exist."""
+        try:
+            return self._call("describe_execution", executionArn=execution_arn)
+        except ExecutionMissing:
+            return None
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        """Every history event, oldest first (all pages); empty when the execution does not
+        exist (any more)."""
+        events: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
+        while True:
+            try:
+                response = self._call("get_execution_history", **params)
+            except ExecutionMissing:
+                return events
+            events.extend(response.get("events", []))
+            token = response.get("nextToken")
+            if not token:
+                return events
+            params["nextToken"] = token

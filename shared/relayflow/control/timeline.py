@@ -1,0 +1,156 @@
+"""A run's steps, folded from its Step Functions history.
+
+One fold serves the local runner (``relayflow run``, from the runtime's record) and the
+control plane (``GET /runs/{id}`` and the recorder, from ``GetExecutionHistory``): history
+events → state runs (:func:`relayflow.local.history.build_state_runs`, pure) → one
+:class:`StepRun` per step execution (:func:`fold_steps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relayflow.local.history import StateRun
+
+
+@dataclass
+class StepRun:
+    """One step's part in a run (several ASL states may serve one step)."""
+
+    key: str
+    type: str
+    status: str
+    attempts: int
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    runner: str
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _step_output(key: str, output: Any, in_item: bool) -> Any:
+    """A step's output from its main state's output: the record it wrote at
+    ``$.steps.<key>``, or (as the last state of a for_each item) the record itself."""
+    if not isinstance(output, dict):
+        return None
+    record = (output.get("steps") or {}).get(key) if "steps" in output else None
+    if record is None and in_item and "status" in output:
+        record = output
+    return record.get("output") if isinstance(record, dict) else None
+
+
+def fold_steps(
+    step_types: Mapping[str, str],
+    step_runners: Mapping[str, str],
+    states: Sequence[StateRun],
+) -> list[StepRun]:
+    """Fold the per-state timeline into one entry per step execution, in run order.
+
+    ``step_types`` maps each step key to its type (states of other names are skipped);
+    ``step_runners`` maps it to ``native`` or the function kind that runs it. A step's main
+    state is named by its key; auxiliary states (``<key>.size``, ``<key>.route``,
+    ``<key>.retry_wait`` …) add to that step's entry. Each for_each item is its own entry
+    (``price[2]``). Entering a finished step's main state again starts a new entry (a cycle),
+    except after the step's own linear-retry wait.
+    """
+    steps: list[StepRun] = []
+    current: dict[tuple[str, int | None], StepRun] = {}
+    main_done: set[int] = set()
+    retrying: set[int] = set()
+    for state in states:
+        key = state.name.split(".", 1)[0]
+        if key not in step_types:
+            continue
+        is_main = state.name == key
+        slot = (key, state.iteration)
+        entry = current.get(slot)
+        if entry is None or (is_main and id(entry) in main_done and id(entry) not in retrying):
+            label = key if state.iteration is None else f"{key}[{state.iteration}]"
+            entry = StepRun(
+                key=label,
+                type=step_types[key],
+                status="running",
+                attempts=0,
+                started_at=_iso(state.started_at),
+                ended_at=None,
+                duration_ms=None,
+                runner=step_runners.get(key, "native"),
+            )
+            steps.append(entry)
+            current[slot] = entry
+        entry.ended_at = _iso(state.ended_at) or entry.ended_at
+        if entry.started_at and entry.ended_at:
+            entry.duration_ms = round(_elapsed_ms(entry.started_at, entry.ended_at), 3)
+        if is_main:
+            retrying.discard(id(entry))
+            main_done.add(id(entry))
+            entry.attempts += max(state.attempts, 1)
+            entry.status = state.status
+            entry.error, entry.cause = state.error, state.cause
+            entry.output = _step_output(key, state.output, state.iteration is not None)
+        elif state.name.endswith(".retry_wait"):
+            retrying.add(id(entry))
+            entry.status = "retrying"
+        elif state.status == "failed" or state.type == "Fail":
+            entry.status = "failed"
+            entry.error, entry.cause = state.error, state.cause
+    return steps
+
+
+#: History events that end an execution, and the run status each means.
+EXECUTION_END = {
+    "ExecutionSucceeded": "SUCCEEDED",
+    "ExecutionFailed": "FAILED",
+    "ExecutionTimedOut": "TIMED_OUT",
+    "ExecutionAborted": "ABORTED",
+}
+
+
+def history_steps(
+    step_types: Mapping[str, str],
+    step_runners: Mapping[str, str],
+    events: Iterable[Mapping[str, Any]],
+) -> list[StepRun]:
+    """The step timeline of an execution from its history events (as ``GetExecutionHistory``
+    returns them, oldest first, all pages)."""
+    from relayflow.local.history import build_state_runs
+
+    events = list(events)
+    status, ended_at = "RUNNING", None
+    for event in reversed(events):
+        if str(event.get("type", "")) in EXECUTION_END:
+            status, ended_at = EXECUTION_END[str(event["type"])], _iso(event.get("timestamp"))
+            break
+    steps = fold_steps(step_types, step_runners, build_state_runs(events, status))
+    for step in steps:
+        # A step the run ended in never exited its state: it ended with the execution.
+        if step.ended_at is None and step.status != "running" and ended_at and step.started_at:
+            step.ended_at = ended_at
+            step.duration_ms = round(_elapsed_ms(step.started_at, ended_at), 3)
+    return steps
+
+
+def failing_step(steps: Sequence[StepRun]) -> str | None:
+    """The key of the step a failed or timed-out run ended in (the last one that did not
+    succeed), without a for_each index."""
+    for step in reversed(steps):
+        if step.status in ("failed", "timed_out", "aborted", "running"):
+            return step.key.split("[", 1)[0]
+    return None
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _elapsed_ms(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds() * 1000

@@ -1,0 +1,41 @@
+"""Data access: the only package that touches DynamoDB (see ``docs/data-model.md``).
+
+Importing it costs no boto3: the client and the (de)serializers load on first use.
+"""
+
+from relayflow.dal.errors import (
+    ConditionFailed,
+    DataAccessError,
+    InvalidPageToken,
+    ItemTooLarge,
+    Throttled,
+)
+from relayflow.dal.items import (
+    RUN_STATUSES,
+    TERMINAL_STATUSES,
+    ApiKeyItem,
+    KeyIdItem,
+    RunItem,
+    VersionItem,
+    WorkflowItem,
+)
+from relayflow.dal.schema import create_table
+from relayflow.dal.table import Dal, get_dal
+
+__all__ = [
+    "RUN_STATUSES",
+    "TERMINAL_STATUSES",
+    "ApiKeyItem",
+    "ConditionFailed",
+    "Dal",
+    "DataAccessError",
+    "InvalidPageToken",
+    "ItemTooLarge",
+    "KeyIdItem",
+    "RunItem",
+    "Throttled",
+    "VersionItem",
+    "WorkflowItem",
+    "create_table",
+    "get_dal",
+]

@@ -1,0 +1,24 @@
+"""What the data-access layer raises. Every ``ClientError`` becomes one of these (``raise …
+from exc``); no caller ever sees botocore's exception types."""
+
+from __future__ import annotations
+
+
+class DataAccessError(Exception):
+    """DynamoDB refused or failed a request for a reason the caller cannot fix."""
+
+
+class ConditionFailed(DataAccessError):
+    """A conditional write found the item in another state (or a transaction was cancelled)."""
+
+
+class ItemTooLarge(DataAccessError):
+    """The item would exceed DynamoDB's 400 KB item size."""
+
+
+class Throttled(DataAccessError):
+    """DynamoDB throttled the request even after the client's retries."""
+
+
+class InvalidPageToken(DataAccessError):
+    """A ``next_token`` that this query did not hand out."""

@@ -1,0 +1,175 @@
+"""The items of the Relayflow table, as pydantic models.
+
+Each model knows its own keys (built by :mod:`relayflow.dal.keys`), turns itself into the
+attributes it is stored as (:meth:`to_item`) and reads itself back (:meth:`from_item`). Every
+item carries ``tenant``. Attributes a model does not know are ignored when read, so a newer
+writer never breaks an older reader.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relayflow.dal import keys
+
+RunStatus = Literal["running", "succeeded", "failed", "timed_out", "aborted"]
+RUN_STATUSES: tuple[str, ...] = ("running", "succeeded", "failed", "timed_out", "aborted")
+TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running"}
+
+_KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=False)
+
+    #: The attribute that tells item kinds apart in exports and the console.
+    kind: ClassVar[str] = ""
+
+    def key(self) -> keys.Key:
+        raise NotImplementedError
+
+    def index_keys(self) -> dict[str, str]:
+        """GSI1 attributes (none by default)."""
+        return {}
+
+    def to_item(self) -> dict[str, Any]:
+        """The attributes stored in DynamoDB: the keys, ``type`` and the model's fields.
+        Empty (``None``) fields are left out, so ``attribute_not_exists`` means "not set"."""
+        return {
+            **self.key(),
+            **self.index_keys(),
+            "type": self.kind,
+            **self.model_dump(mode="json", exclude_none=True),
+        }
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Any:
+        return cls.model_validate(
+            {k: v for k, v in item.items() if k not in _KEY_ATTRIBUTES and k != "type"}
+        )
+
+
+class ApiKeyItem(_Item):
+    """An API key. Only the sha256 of its secret is stored."""
+
+    kind: ClassVar[str] = "api_key"
+
+    key_id: str = Field(description="Public id, e.g. key_0123456789ab.")
+    tenant: str
+    name: str
+    key_hash: str = Field(description="sha256 hex of the secret; also in the partition key.")
+    created_at: str
+    revoked_at: str | None = None
+
+    def key(self) -> keys.Key:
+        return keys.api_key_key(self.key_hash)
+
+    def index_keys(self) -> dict[str, str]:
+        return {
+            "gsi1pk": keys.api_keys_partition(self.tenant),
+            "gsi1sk": keys.api_keys_sort(self.created_at, self.key_id),
+        }
+
+
+class KeyIdItem(_Item):
+    """Pointer from an API key's public id to its hash, so a key can be revoked by id."""
+
+    kind: ClassVar[str] = "api_key_id"
+
+    key_id: str
+    tenant: str
+    key_hash: str
+
+    def key(self) -> keys.Key:
+        return keys.key_id_key(self.key_id)
+
+
+class WorkflowItem(_Item):
+    """A workflow's head item: what is live, the latest version, the state machine."""
+
+    kind: ClassVar[str] = "workflow"
+
+    workflow_id: str
+    tenant: str
+    name: str | None = None
+    enabled: bool = True
+    live_version: int
+    latest_version: int
+    live_version_arn: str = Field(
+        description="State machine version ARN of live_version (new runs start on it)."
+    )
+    state_machine_arn: str
+    alias_arn: str | None = Field(None, description="The `live` alias, for callers outside.")
+    created_at: str
+    updated_at: str
+
+    def key(self) -> keys.Key:
+        return keys.workflow_key(self.tenant, self.workflow_id)
+
+    def index_keys(self) -> dict[str, str]:
+        return {"gsi1pk": keys.workflows_partition(self.tenant), "gsi1sk": self.workflow_id}
+
+
+class VersionItem(_Item):
+    """One published version of a workflow. Immutable once written."""
+
+    kind: ClassVar[str] = "workflow_version"
+
+    tenant: str
+    workflow_id: str
+    version: int
+    definition: str = Field(description="The submitted definition, as compact JSON.")
+    asl_sha256: str
+    state_machine_version_arn: str
+    created_at: str
+    warnings: list[str] = Field(default_factory=list)
+    step_types: dict[str, str] = Field(
+        default_factory=dict, description="Step key → step type (for run timelines)."
+    )
+    step_runners: dict[str, str] = Field(
+        default_factory=dict, description="Step key → 'native' or the function kind."
+    )
+
+    def key(self) -> keys.Key:
+        return keys.version_key(self.tenant, self.workflow_id, self.version)
+
+
+class RunItem(_Item):
+    """One run (one Step Functions execution)."""
+
+    kind: ClassVar[str] = "run"
+
+    run_id: str
+    tenant: str
+    workflow_id: str
+    version: int | None = None
+    status: RunStatus = "running"
+    execution_arn: str | None = None
+    input: str | None = Field(None, description="The trigger input, as JSON (≤ 256 KB).")
+    output: str | None = Field(None, description="The run's output, as JSON, when small enough.")
+    error: str | None = None
+    cause: str | None = None
+    failing_step: str | None = None
+    started_at: str
+    ended_at: str | None = None
+    duration_ms: float | None = None
+    idempotency_key: str | None = None
+    trigger_type: str = "api"
+    expires_at: int | None = Field(None, description="TTL: epoch seconds.")
+    started_event_at: str | None = Field(
+        None, description="When the recorder published relayflow.run.started."
+    )
+    recorded_status: str | None = Field(
+        None, description="The terminal status the recorder published a lifecycle event for."
+    )
+
+    def key(self) -> keys.Key:
+        return keys.run_key(self.tenant, self.run_id)
+
+    def index_keys(self) -> dict[str, str]:
+        return {
+            "gsi1pk": keys.runs_partition(self.tenant, self.workflow_id),
+            "gsi1sk": keys.runs_sort(self.started_at, self.run_id),
+        }

@@ -1,0 +1,526 @@
+"""The data-access layer: the only code that reads or writes the Relayflow table.
+
+One method per access pattern (``docs/data-model.md`` lists them). Every tenant-owned read
+and write builds its key from the tenant it is given. Every ``ClientError`` becomes a
+:mod:`relayflow.dal.errors` exception. boto3 is imported on first use, and the DynamoDB client
+comes from :func:`relayflow.adapters.aws.client` unless one is injected.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from relayflow.dal import keys
+from relayflow.dal.errors import (
+    ConditionFailed,
+    DataAccessError,
+    InvalidPageToken,
+    ItemTooLarge,
+    Throttled,
+)
+from relayflow.dal.items import (
+    ApiKeyItem,
+    KeyIdItem,
+    RunItem,
+    VersionItem,
+    WorkflowItem,
+)
+from relayflow.dal.schema import GSI1
+
+ItemT = TypeVar("ItemT")
+
+_THROTTLING = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+    }
+)
+_INDEX_KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
+#: Items one Query reads while filling a filtered page, and the most one page may examine.
+_QUERY_PAGE = 100
+_MAX_EXAMINED = 1000
+
+
+def _translate(exc: Exception, action: str) -> DataAccessError:
+    """The domain exception for a botocore ``ClientError``."""
+    error = getattr(exc, "response", {}).get("Error", {})
+    code = str(error.get("Code", ""))
+    message = f"{action}: {code or type(exc).__name__}: {error.get('Message', exc)}"
+    if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+        return ConditionFailed(message)
+    if code in _THROTTLING:
+        return Throttled(message)
+    if code == "ValidationException" and "size" in str(error.get("Message", "")).lower():
+        return ItemTooLarge(message)
+    return DataAccessError(message)
+
+
+def _to_dynamo(value: Any) -> Any:
+    """Python values as the serializer accepts them (floats become Decimals)."""
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    """Decimals back to ints or floats."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | set):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+@lru_cache(maxsize=1)
+def _codec() -> tuple[Any, Any]:
+    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+    return TypeSerializer(), TypeDeserializer()
+
+
+def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    serializer, _ = _codec()
+    return {k: serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    _, deserializer = _codec()
+    return {k: _from_dynamo(deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def encode_token(last_key: Mapping[str, Any]) -> str:
+    """An opaque page token: base64url of the plain last-evaluated key."""
+    plain = deserialize(last_key)
+    raw = json.dumps(plain, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str, partition: str, attributes: tuple[str, ...]) -> dict[str, Any]:
+    """The exclusive start key in ``token``; it must belong to ``partition`` (so a token can
+    never page through another tenant's items) and have exactly ``attributes``."""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        plain = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, binascii.Error, UnicodeError) as exc:
+        raise InvalidPageToken("next_token is not a token this listing handed out") from exc
+    if (
+        not isinstance(plain, dict)
+        or sorted(plain) != sorted(attributes)
+        or not all(isinstance(v, str) for v in plain.values())
+        or plain.get("gsi1pk") != partition
+    ):
+        raise InvalidPageToken("next_token is not a token this listing handed out")
+    return serialize(plain)
+
+
+class Dal:
+    """Reads and writes of the Relayflow table.
+
+    ``client`` is a boto3 DynamoDB client (default: ``adapters.aws.client("dynamodb")``, looked
+    up at each call so a warm Lambda or a new local runtime always gets the current one);
+    ``table_name`` defaults to ``settings.table_name``.
+    """
+
+    def __init__(self, client: Any | None = None, table_name: str | None = None) -> None:
+        self._client = client
+        self._table_name = table_name
+
+    @property
+    def client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        from relayflow.adapters.aws import client
+
+        return client("dynamodb")
+
+    @property
+    def table_name(self) -> str:
+        if self._table_name:
+            return self._table_name
+        from relayflow.settings import get_settings
+
+        return get_settings().table_name
+
+    # -- primitives --------------------------------------------------------------------------
+
+    def _call(self, action: str, **params: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        try:
+            return dict(getattr(self.client, action)(**params))
+        except ClientError as exc:
+            raise _translate(exc, action) from exc
+
+    def _get(self, key: keys.Key) -> dict[str, Any] | None:
+        response = self._call(
+            "get_item", TableName=self.table_name, Key=serialize(key), ConsistentRead=True
+        )
+        raw = response.get("Item")
+        return deserialize(raw) if raw else None
+
+    def _put(self, item: Mapping[str, Any], condition: str | None = None, **extra: Any) -> None:
+        params: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(item)}
+        if condition:
+            params["ConditionExpression"] = condition
+        params.update(extra)
+        self._call("put_item", **params)
+
+    def _update(
+        self,
+        key: keys.Key,
+        *,
+        set_values: Mapping[str, Any] | None = None,
+        remove: tuple[str, ...] = (),
+        condition: str | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``SET``/``REMOVE`` attributes (names are aliased, so reserved words are fine); a
+        ``None`` value removes its attribute. Returns the item as it is afterwards."""
+        names: dict[str, str] = {}
+        vals: dict[str, Any] = dict(values or {})
+        clauses = []
+        sets = []
+        remove = (*remove, *(a for a, v in (set_values or {}).items() if v is None))
+        present = {a: v for a, v in (set_values or {}).items() if v is not None}
+        for i, (attr, value) in enumerate(present.items()):
+            names[f"#s{i}"] = attr
+            vals[f":s{i}"] = value
+            sets.append(f"#s{i} = :s{i}")
+        if sets:
+            clauses.append("SET " + ", ".join(sets))
+        if remove:
+            for i, attr in enumerate(remove):
+                names[f"#r{i}"] = attr
+            clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(remove))))
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": serialize(key),
+            "UpdateExpression": " ".join(clauses),
+            "ReturnValues": "ALL_NEW",
+        }
+        if condition:
+            params["ConditionExpression"] = condition
+            # Conditions name their attributes as #status, #pk … (see the callers).
+            for token in condition.replace("(", " ").replace(")", " ").replace(",", " ").split():
+                if token.startswith("#"):
+                    names[token] = token[1:]
+        if names:
+            params["ExpressionAttributeNames"] = names
+        if vals:
+            params["ExpressionAttributeValues"] = serialize(vals)
+        return deserialize(self._call("update_item", **params)["Attributes"])
+
+    def _query_pages(
+        self,
+        *,
+        partition: str,
+        index: str | None = None,
+        sort_prefix: str | None = None,
+        forward: bool = True,
+        start: dict[str, Any] | None = None,
+        limit: int | None = None,
+        filter_expression: str | None = None,
+        filter_values: Mapping[str, Any] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The Query responses over one partition, page after page, in key order."""
+        hash_attr = "gsi1pk" if index else "pk"
+        range_attr = "gsi1sk" if index else "sk"
+        expression = "#h = :h"
+        names = {"#h": hash_attr}
+        values: dict[str, Any] = {":h": partition, **(filter_values or {})}
+        if sort_prefix is not None:
+            expression += " AND begins_with(#r, :r)"
+            names["#r"] = range_attr
+            values[":r"] = sort_prefix
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": expression,
+            "ScanIndexForward": forward,
+        }
+        if index:
+            params["IndexName"] = index
+        if limit:
+            params["Limit"] = limit
+        if filter_expression:
+            params["FilterExpression"] = filter_expression
+            for token in filter_expression.split():
+                if token.startswith("#"):
+                    names[token] = token[1:]
+        params["ExpressionAttributeNames"] = names
+        params["ExpressionAttributeValues"] = serialize(values)
+        while True:
+            if start:
+                params["ExclusiveStartKey"] = start
+            response = self._call("query", **params)
+            yield response
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Every item of one partition (plain values), in key order."""
+        for response in self._query_pages(**kwargs):
+            for raw in response.get("Items", []):
+                yield deserialize(raw)
+
+    def _page(
+        self,
+        parse: Callable[[dict[str, Any]], ItemT],
+        *,
+        partition: str,
+        limit: int,
+        next_token: str | None,
+        forward: bool,
+        filter_expression: str | None = None,
+        filter_values: Mapping[str, Any] | None = None,
+    ) -> tuple[list[ItemT], str | None]:
+        """One page of a GSI1 partition: up to ``limit`` items (filters applied) and the
+        token of the next page (``None`` when there is none). A filtered page reads at most
+        :data:`_MAX_EXAMINED` items; when they hold fewer matches the page is short and still
+        carries a token."""
+        start = decode_token(next_token, partition, _INDEX_KEY_ATTRIBUTES) if next_token else None
+        items: list[ItemT] = []
+        last_key: dict[str, Any] | None = None
+        examined = 0
+        pages = self._query_pages(
+            partition=partition,
+            index=GSI1,
+            forward=forward,
+            start=start,
+            limit=_QUERY_PAGE if filter_expression else limit + 1,
+            filter_expression=filter_expression,
+            filter_values=filter_values,
+        )
+        for response in pages:
+            for raw in response.get("Items", []):
+                if len(items) == limit and last_key is not None:
+                    # One more item exists: the page ends at the previous one.
+                    return items, encode_token(last_key)
+                items.append(parse(deserialize(raw)))
+                last_key = {k: raw[k] for k in _INDEX_KEY_ATTRIBUTES}
+            examined += int(response.get("ScannedCount", 0))
+            following = response.get("LastEvaluatedKey")
+            if following and examined >= _MAX_EXAMINED:
+                if len(items) == limit and last_key is not None:
+                    return items, encode_token(last_key)
+                return items, encode_token(following)
+        return items, None
+
+    # -- API keys ----------------------------------------------------------------------------
+
+    def put_api_key(self, item: ApiKeyItem) -> None:
+        """Store a new key and its id pointer together (ConditionFailed if either exists)."""
+        pointer = KeyIdItem(key_id=item.key_id, tenant=item.tenant, key_hash=item.key_hash)
+        self._call(
+            "transact_write_items",
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": self.table_name,
+                        "Item": serialize(record.to_item()),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+                for record in (item, pointer)
+            ],
+        )
+
+    def get_api_key(self, key_hash: str) -> ApiKeyItem | None:
+        raw = self._get(keys.api_key_key(key_hash))
+        return ApiKeyItem.from_item(raw) if raw else None
+
+    def get_api_key_by_id(self, key_id: str) -> ApiKeyItem | None:
+        pointer = self._get(keys.key_id_key(key_id))
+        if not pointer:
+            return None
+        return self.get_api_key(KeyIdItem.from_item(pointer).key_hash)
+
+    def revoke_api_key(self, key_hash: str, revoked_at: str) -> ApiKeyItem:
+        """Mark a key revoked (a second revocation keeps the first time)."""
+        response = self._call(
+            "update_item",
+            TableName=self.table_name,
+            Key=serialize(keys.api_key_key(key_hash)),
+            UpdateExpression="SET revoked_at = if_not_exists(revoked_at, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=serialize({":now": revoked_at}),
+            ReturnValues="ALL_NEW",
+        )
+        return ApiKeyItem.from_item(deserialize(response["Attributes"]))
+
+    def list_api_keys(self, tenant: str) -> list[ApiKeyItem]:
+        rows = self._query(partition=keys.api_keys_partition(tenant), index=GSI1)
+        return [ApiKeyItem.from_item(plain) for plain in rows]
+
+    # -- workflows ---------------------------------------------------------------------------
+
+    def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowItem | None:
+        raw = self._get(keys.workflow_key(tenant, workflow_id))
+        return WorkflowItem.from_item(raw) if raw else None
+
+    def get_workflow_with_versions(
+        self, tenant: str, workflow_id: str
+    ) -> tuple[WorkflowItem | None, list[VersionItem]]:
+        """The head item and every version (oldest first), in one query of the partition."""
+        head: WorkflowItem | None = None
+        versions: list[VersionItem] = []
+        for plain in self._query(partition=keys.workflow_partition(tenant, workflow_id)):
+            sk = str(plain.get("sk", ""))
+            if sk == keys.WORKFLOW_SK:
+                head = WorkflowItem.from_item(plain)
+            elif sk.startswith(keys.VERSION_SK_PREFIX):
+                versions.append(VersionItem.from_item(plain))
+        return head, versions
+
+    def get_version(self, tenant: str, workflow_id: str, version: int) -> VersionItem | None:
+        raw = self._get(keys.version_key(tenant, workflow_id, version))
+        return VersionItem.from_item(raw) if raw else None
+
+    def save_workflow(
+        self,
+        workflow: WorkflowItem,
+        *,
+        expected_latest: int | None,
+        version: VersionItem | None = None,
+    ) -> None:
+        """Write the head item (and a new version, atomically). ``expected_latest`` is the
+        ``latest_version`` the caller read (``None``: the workflow must not exist yet); a
+        concurrent change makes this raise :class:`ConditionFailed`."""
+        if expected_latest is None:
+            head: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        else:
+            head = {
+                "ConditionExpression": "latest_version = :expected",
+                "ExpressionAttributeValues": serialize({":expected": expected_latest}),
+            }
+        writes = [{"Put": {"TableName": self.table_name, "Item": serialize(workflow.to_item())}}]
+        writes[0]["Put"].update(head)
+        if version is not None:
+            writes.append(
+                {
+                    "Put": {
+                        "TableName": self.table_name,
+                        "Item": serialize(version.to_item()),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        self._call("transact_write_items", TransactItems=writes)
+
+    def update_workflow(self, tenant: str, workflow_id: str, **values: Any) -> WorkflowItem:
+        """Set attributes of an existing workflow (ConditionFailed when it does not exist)."""
+        raw = self._update(
+            keys.workflow_key(tenant, workflow_id),
+            set_values=values,
+            condition="attribute_exists(#pk)",
+        )
+        return WorkflowItem.from_item(raw)
+
+    def list_workflows(
+        self, tenant: str, *, limit: int, next_token: str | None
+    ) -> tuple[list[WorkflowItem], str | None]:
+        """A tenant's workflows by id."""
+        return self._page(
+            WorkflowItem.from_item,
+            partition=keys.workflows_partition(tenant),
+            limit=limit,
+            next_token=next_token,
+            forward=True,
+        )
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def create_run(self, run: RunItem) -> bool:
+        """Write a new run; ``False`` when a run with that id already exists."""
+        try:
+            self._put(run.to_item(), condition="attribute_not_exists(pk)")
+        except ConditionFailed:
+            return False
+        return True
+
+    def get_run(self, tenant: str, run_id: str) -> RunItem | None:
+        raw = self._get(keys.run_key(tenant, run_id))
+        return RunItem.from_item(raw) if raw else None
+
+    def update_run(
+        self,
+        tenant: str,
+        run_id: str,
+        values: Mapping[str, Any],
+        *,
+        remove: tuple[str, ...] = (),
+        if_status: tuple[str, ...] = (),
+        unless_set: str | None = None,
+    ) -> RunItem | None:
+        """Set attributes of an existing run. With ``if_status``, only while its status is
+        one of them; with ``unless_set``, only while that attribute is absent or null.
+        Returns the run afterwards, or ``None`` when a condition did not hold."""
+        conditions = ["attribute_exists(#pk)"]
+        condition_values: dict[str, Any] = {}
+        if if_status:
+            placeholders = []
+            for i, status in enumerate(if_status):
+                condition_values[f":st{i}"] = status
+                placeholders.append(f":st{i}")
+            conditions.append(f"#status IN ({', '.join(placeholders)})")
+        if unless_set:
+            condition_values[":null"] = None
+            conditions.append(f"(attribute_not_exists(#{unless_set}) OR #{unless_set} = :null)")
+        try:
+            raw = self._update(
+                keys.run_key(tenant, run_id),
+                set_values=values,
+                remove=remove,
+                condition=" AND ".join(conditions),
+                values=condition_values,
+            )
+        except ConditionFailed:
+            return None
+        return RunItem.from_item(raw)
+
+    def delete_run(self, tenant: str, run_id: str) -> None:
+        """Delete a run that never started (its execution could not be created)."""
+        self._call(
+            "delete_item",
+            TableName=self.table_name,
+            Key=serialize(keys.run_key(tenant, run_id)),
+        )
+
+    def list_runs(
+        self,
+        tenant: str,
+        workflow_id: str,
+        *,
+        status: str | None,
+        limit: int,
+        next_token: str | None,
+    ) -> tuple[list[RunItem], str | None]:
+        """A workflow's runs, newest first, optionally of one status."""
+        return self._page(
+            RunItem.from_item,
+            partition=keys.runs_partition(tenant, workflow_id),
+            limit=limit,
+            next_token=next_token,
+            forward=False,
+            filter_expression="#status = :status" if status else None,
+            filter_values={":status": status} if status else None,
+        )
+
+
+@lru_cache(maxsize=1)
+def get_dal() -> Dal:
+    """The process's data-access layer (settings and client are resolved at each call)."""
+    return Dal()

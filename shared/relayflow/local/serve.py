@@ -1,0 +1,752 @@
+"""``relayflow serve``: the control API on this machine, backed by the local runtime.
+
+One process plays every part of the deployed stack:
+
+* a :class:`~relayflow.local.runtime.LocalRuntime` (moto and the local Lambda endpoint), with
+  the Relayflow table (the schema ``template.yaml`` declares) and the event bus;
+* API Gateway: each HTTP request becomes a REST (v1) proxy event; for every route but the
+  public ones (``/openapi.json``, ``/swagger``) the authorizer function's handler runs first,
+  and its ``context.tenant`` goes into ``requestContext.authorizer``; then ``functions/api``'s
+  handler answers. A refused key is a 401, a per-key token bucket answers 429 with
+  ``Retry-After`` (API Gateway's throttling, locally);
+* EventBridge's "Step Functions Execution Status Change" rule: :class:`StatusRecorder` watches
+  the runtime's executions and, when one starts (RUNNING) and when it ends, builds that event
+  and calls ``functions/recorder``'s handler, as the rule would;
+* the keys admin: ``POST /admin/keys {tenant, name}``, ``GET /admin/keys?tenant=T`` and
+  ``DELETE /admin/keys/{key_id}``, guarded by the ``X-Admin-Token`` printed on start (what
+  ``relayflow keys`` calls for a local server; deployed, it writes to DynamoDB directly).
+
+Tests use :class:`LocalServer` (port 0, in a thread)::
+
+    with LocalServer() as server:
+        httpx.get(f"{server.url}/workflows", headers={"X-Api-Key": server.bootstrap_key})
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, LambdaContext
+from relayflow.local.runtime import LocalRuntime
+from relayflow.local.timescale import DEFAULT_TIME_SCALE
+from relayflow.naming import function_arn, function_name
+
+#: The tenant of the key printed on start.
+LOCAL_TENANT = "local"
+#: API Gateway refuses bodies over 10 MB before any function runs.
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
+#: Requests per second per API key, and the burst above it (generous: a developer's loop and
+#: the property-based tests stay far below).
+DEFAULT_RATE_PER_SECOND = 50.0
+DEFAULT_RATE_BURST = 200
+API_ID = "local"
+#: The resource every authorized route comes through (template.yaml: ``/{proxy+}`` ANY).
+PROXY_RESOURCE = "/{proxy+}"
+_TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+_RECORDER_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class LocalResponse:
+    """What the local server writes back for one request."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def _json_response(
+    status: int, body: Any, headers: Mapping[str, str] | None = None
+) -> LocalResponse:
+    data = json.dumps(body, separators=(",", ":"), default=str).encode()
+    return LocalResponse(
+        status, [("Content-Type", "application/json"), *(headers or {}).items()], data
+    )
+
+
+def _error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> LocalResponse:
+    return _json_response(status, {"code": code, "message": message, "details": None}, headers)
+
+
+# ----------------------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """A token bucket per API key: ``per_second`` requests on average, ``burst`` at once."""
+
+    def __init__(
+        self, per_second: float = DEFAULT_RATE_PER_SECOND, burst: int = DEFAULT_RATE_BURST
+    ) -> None:
+        self._lock = threading.Lock()
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self.configure(per_second, burst)
+
+    def configure(self, per_second: float, burst: int) -> None:
+        """Change the limit (and forget every bucket)."""
+        if per_second <= 0 or burst < 1:
+            raise ValueError("per_second must be > 0 and burst >= 1")
+        with self._lock:
+            self.per_second, self.burst = float(per_second), int(burst)
+            self._buckets.clear()
+
+    def acquire(self, key: str) -> float | None:
+        """Take one request from ``key``'s bucket: ``None`` when allowed, else the seconds
+        until the next request would be."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.per_second)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                return None
+            self._buckets[key] = (tokens, now)
+            return (1.0 - tokens) / self.per_second
+
+
+# ----------------------------------------------------------------------------- recorder wiring
+
+
+def _epoch_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return int(value.timestamp() * 1000)
+    return int(value)
+
+
+def _state_machine_of(execution_arn: str) -> str:
+    """``arn:…:execution:<machine>:<name>`` → ``arn:…:stateMachine:<machine>``."""
+    parts = execution_arn.split(":")
+    return ":".join([*parts[:5], "stateMachine", parts[6]])
+
+
+def status_change_event(
+    description: Mapping[str, Any], *, status: str | None = None, region: str, account: str
+) -> dict[str, Any]:
+    """The EventBridge event Step Functions sends when an execution changes status, built from
+    a ``DescribeExecution`` answer. ``status="RUNNING"`` gives the start event of an execution
+    that may have ended since (no stop date, output or error then)."""
+    status = status or str(description["status"])
+    running = status == "RUNNING"
+    arn = str(description["executionArn"])
+    output = None if running else description.get("output")
+    detail: dict[str, Any] = {
+        "executionArn": arn,
+        "stateMachineArn": description.get("stateMachineArn") or _state_machine_of(arn),
+        "name": description.get("name") or arn.rsplit(":", 1)[-1],
+        "status": status,
+        "startDate": _epoch_ms(description.get("startDate")),
+        "stopDate": None if running else _epoch_ms(description.get("stopDate")),
+        "input": description.get("input"),
+        "output": output,
+        "inputDetails": {"included": True},
+        "outputDetails": {"included": True} if output is not None else None,
+        "error": None if running else description.get("error"),
+        "cause": None if running else description.get("cause"),
+    }
+    for optional in ("stateMachineVersionArn", "stateMachineAliasArn"):
+        if description.get(optional):
+            detail[optional] = description[optional]
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": account,
+        "time": now,
+        "region": region,
+        "resources": [arn],
+        "detail": detail,
+    }
+
+
+class StatusRecorder:
+    """Calls the recorder for every status change of the runtime's executions: RUNNING when
+    one appears, then its end. Wakes when an execution terminates (the runtime's termination
+    hook) or when :meth:`poke` is called, and polls every ``interval`` seconds otherwise."""
+
+    def __init__(self, runtime: LocalRuntime, recorder: Handler, *, interval: float = 0.05) -> None:
+        self._runtime = runtime
+        self._recorder = recorder
+        self._interval = interval
+        self._reported: dict[str, str] = {}
+        self._failures: dict[tuple[str, str], int] = {}
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="relayflow-recorder", daemon=True)
+        self._idle = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.poke()
+        self._thread.join(timeout=5)
+
+    def poke(self) -> None:
+        """Look for changes now (after a request that may have started or stopped a run)."""
+        from relayflow.local import compat
+
+        with compat.terminated:
+            compat.terminated.notify_all()
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until one full pass found nothing left to report (tests)."""
+        self._idle.clear()
+        self.poke()
+        self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        from relayflow.local import compat
+
+        while not self._stopping.is_set():
+            try:
+                pending = self.poll()
+            except Exception as exc:  # the watcher must outlive one bad pass
+                from relayflow.observability import logger
+
+                logger.warning("status poll failed", extra={"reason": str(exc)})
+                pending = True
+            if not pending:
+                self._idle.set()
+            with compat.terminated:
+                if not self._stopping.is_set():
+                    compat.terminated.wait(self._interval)
+
+    def poll(self) -> bool:
+        """Report every change since the last pass; whether a report is still pending."""
+        pending = False
+        for arn in self._runtime.list_executions():
+            reported = self._reported.get(arn)
+            if reported in _TERMINAL:
+                continue
+            description = self._runtime.sfn_client.describe_execution(executionArn=arn)
+            status = str(description["status"])
+            if reported is None:
+                if not self._deliver(arn, description, "RUNNING"):
+                    pending = True
+                    continue
+                self._reported[arn] = "RUNNING"
+            if status != "RUNNING":
+                if self._deliver(arn, description, status):
+                    self._reported[arn] = status
+                else:
+                    pending = True
+        return pending
+
+    def _deliver(self, arn: str, description: Mapping[str, Any], status: str) -> bool:
+        """Call the recorder; after repeated failures give up on this change (EventBridge
+        retries an asynchronous invocation twice, then drops it)."""
+        event = status_change_event(
+            description, status=status, region=self._runtime.region, account=self._runtime.account
+        )
+        context = LambdaContext(
+            function_name=function_name("recorder"),
+            invoked_function_arn=function_arn("recorder", self._runtime.region),
+        )
+        try:
+            self._recorder(event, context)
+        except Exception as exc:
+            from relayflow.observability import logger
+
+            attempts = self._failures.get((arn, status), 0) + 1
+            self._failures[(arn, status)] = attempts
+            logger.warning(
+                "recorder failed",
+                extra={
+                    "execution_arn": arn,
+                    "status": status,
+                    "attempt": attempts,
+                    "reason": str(exc),
+                },
+            )
+            return attempts >= _RECORDER_ATTEMPTS
+        return True
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+def _resource(path: str) -> tuple[str, dict[str, str] | None]:
+    """The API Gateway resource of a path, and its path parameters, as ``template.yaml``
+    declares them: the public routes by name, everything else through ``/{proxy+}``."""
+    from relayflow.api.app import PUBLIC_RESOURCES
+
+    if path in PUBLIC_RESOURCES:
+        return path, None
+    return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
+
+
+class LocalServer:
+    """The control API over HTTP on ``host:port`` (0: any free port), backed by a local runtime
+    opened on enter; a context manager. ``url``, ``bootstrap_key`` (an API key of tenant
+    ``local``) and ``admin_token`` are set once entered."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        time_scale: float = DEFAULT_TIME_SCALE,
+        rate_per_second: float = DEFAULT_RATE_PER_SECOND,
+        rate_burst: int = DEFAULT_RATE_BURST,
+        admin_token: str | None = None,
+        functions_dir: Path | None = None,
+        access_log: TextIO | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.time_scale = time_scale
+        self.rate_limiter = RateLimiter(rate_per_second, rate_burst)
+        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self.bootstrap_key = ""
+        self.url = ""
+        self.runtime: LocalRuntime | None = None
+        self.recorder: StatusRecorder | None = None
+        self._functions_dir = functions_dir
+        self._access_log = access_log
+        self._api: Handler | None = None
+        self._authorizer: Handler | None = None
+        self._api_lock = threading.Lock()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalServer:
+        self.runtime = LocalRuntime(time_scale=self.time_scale, functions_dir=self._functions_dir)
+        self.runtime.__enter__()
+        try:
+            self._open()
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _open(self) -> None:
+        assert self.runtime is not None
+        from relayflow.dal.schema import create_table
+        from relayflow.settings import get_settings
+
+        _forget_cached_services()
+        settings = get_settings()
+        create_table(self.runtime.dynamodb_client, settings.table_name)
+        events = self.runtime.events_client
+        buses = {bus["Name"] for bus in events.list_event_buses().get("EventBuses", [])}
+        if settings.event_bus_name not in buses:
+            events.create_event_bus(Name=settings.event_bus_name)
+
+        registry = HandlerRegistry({}, self.runtime.functions_dir, region=self.runtime.region)
+        self._api = _required(registry, "api")
+        self._authorizer = _required(registry, "authorizer")
+        recorder = _required(registry, "recorder")
+
+        self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
+        self.recorder = StatusRecorder(self.runtime, recorder)
+        self.recorder.start()
+
+        self._httpd = _Server((self.host, self.port), _RequestHandler)
+        self._httpd.app = self
+        host, port = self._httpd.server_address[:2]
+        self.port = int(port)
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="relayflow-serve", daemon=True
+        )
+        self._thread.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._httpd is not None:
+            if self._thread is not None:  # shutdown() waits for serve_forever to notice
+                self._httpd.shutdown()
+                self._thread.join(timeout=5)
+                self._thread = None
+            self._httpd.server_close()
+            self._httpd = None
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
+        if self.runtime is not None:
+            self.runtime.__exit__(exc_type, exc, tb)
+            self.runtime = None
+        _forget_cached_services()
+
+    def control(self) -> Any:
+        """The ControlPlane the API function uses (same DAL, same moto)."""
+        from relayflow.control.service import get_control_plane
+
+        return get_control_plane()
+
+    def set_rate_limit(self, per_second: float, burst: int) -> None:
+        self.rate_limiter.configure(per_second, burst)
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until the recorder has reported every status change so far."""
+        if self.recorder is not None:
+            self.recorder.settle(timeout)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def dispatch(
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        client_ip: str = "127.0.0.1",
+    ) -> LocalResponse:
+        """Answer one request the way API Gateway and the functions behind it would."""
+        split = urlsplit(target)
+        path = unquote(split.path) or "/"
+        if path.startswith("/admin/") or path == "/admin":
+            return self._admin(method, path, split.query, headers, body)
+        event = self._proxy_event(method, path, split.query, headers, body, client_ip)
+        public = event["resource"] != PROXY_RESOURCE
+        if not public:
+            refused = self._authorize(event)
+            if refused is not None:
+                return refused
+        assert self._api is not None
+        context = LambdaContext(
+            function_name=function_name("api"), invoked_function_arn=function_arn("api")
+        )
+        # Powertools' resolver keeps the current event on itself: one request at a time, as
+        # in one Lambda execution environment.
+        with self._api_lock:
+            result = self._api(event, context)
+        if method != "GET" and self.recorder is not None:
+            self.recorder.poke()
+        return _from_proxy_result(result)
+
+    def _authorize(self, event: dict[str, Any]) -> LocalResponse | None:
+        from relayflow.api.auth import Unauthorized, extract_secret
+
+        secret = extract_secret(event["headers"])
+        if secret is not None:
+            wait = self.rate_limiter.acquire(hashlib.sha256(secret.encode()).hexdigest())
+            if wait is not None:
+                return _error(
+                    429,
+                    "too_many_requests",
+                    "too many requests for this API key",
+                    {"Retry-After": str(max(1, math.ceil(wait)))},
+                )
+        assert self._authorizer is not None
+        request = {
+            "type": "REQUEST",
+            "methodArn": self._method_arn(event),
+            **{k: event[k] for k in _AUTHORIZER_FIELDS},
+        }
+        context = LambdaContext(
+            function_name=function_name("authorizer"),
+            invoked_function_arn=function_arn("authorizer"),
+        )
+        try:
+            answer = self._authorizer(request, context)
+        except Unauthorized:
+            return _error(401, "unauthorized", "missing or invalid API key")
+        if not _allows(answer):
+            return _error(403, "forbidden", "the authorizer denied this request")
+        event["requestContext"]["authorizer"] = {
+            "principalId": answer.get("principalId"),
+            **(answer.get("context") or {}),
+        }
+        return None
+
+    def _method_arn(self, event: Mapping[str, Any]) -> str:
+        assert self.runtime is not None
+        stage = event["requestContext"]["stage"]
+        return (
+            f"arn:aws:execute-api:{self.runtime.region}:{self.runtime.account}:{API_ID}/"
+            f"{stage}/{event['httpMethod']}{event['path']}"
+        )
+
+    def _proxy_event(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        client_ip: str,
+    ) -> dict[str, Any]:
+        """An API Gateway REST (v1) proxy event, as the API function receives it."""
+        from relayflow.settings import get_settings
+
+        resource, path_parameters = _resource(path)
+        single_headers: dict[str, str] = {}
+        multi_headers: dict[str, list[str]] = {}
+        for name, value in headers:
+            single_headers[name] = value
+            multi_headers.setdefault(name, []).append(value)
+        single_query: dict[str, str] = {}
+        multi_query: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            single_query[name] = value
+            multi_query.setdefault(name, []).append(value)
+        text: str | None = None
+        encoded = False
+        if body:
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text, encoded = base64.b64encode(body).decode("ascii"), True
+        stage = get_settings().stage
+        now = time.time()
+        return {
+            "resource": resource,
+            "path": path,
+            "httpMethod": method,
+            "headers": single_headers or None,
+            "multiValueHeaders": multi_headers or None,
+            "queryStringParameters": single_query or None,
+            "multiValueQueryStringParameters": multi_query or None,
+            "pathParameters": path_parameters,
+            "stageVariables": None,
+            "requestContext": {
+                "accountId": self.runtime.account if self.runtime else "",
+                "apiId": API_ID,
+                "resourceId": API_ID,
+                "resourcePath": resource,
+                "httpMethod": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "stage": stage,
+                "requestId": str(uuid.uuid4()),
+                "extendedRequestId": str(uuid.uuid4()),
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "requestTimeEpoch": int(now * 1000),
+                "identity": {
+                    "sourceIp": client_ip,
+                    "userAgent": single_headers.get("User-Agent")
+                    or single_headers.get("user-agent"),
+                },
+                "authorizer": None,
+            },
+            "body": text,
+            "isBase64Encoded": encoded,
+        }
+
+    # -- admin ---------------------------------------------------------------------------------
+
+    def _admin(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> LocalResponse:
+        token = next((v for k, v in headers if k.lower() == "x-admin-token"), "")
+        if not hmac.compare_digest(token.encode(), self.admin_token.encode()):
+            return _error(401, "unauthorized", "send the admin token in X-Admin-Token")
+        from relayflow.control.errors import ApiError
+
+        try:
+            return self._admin_route(method, path, query, body)
+        except ApiError as exc:
+            return _json_response(exc.status, exc.to_dict())
+
+    def _admin_route(self, method: str, path: str, query: str, body: bytes) -> LocalResponse:
+        from relayflow.control.errors import BadRequest, Unprocessable
+        from relayflow.control.service import TENANT_PATTERN
+
+        control = self.control()
+        parts = path.strip("/").split("/")
+        if parts == ["admin", "keys"] and method == "POST":
+            try:
+                request = json.loads(body or b"{}")
+            except ValueError as exc:
+                raise BadRequest("the body is not valid JSON") from exc
+            tenant = request.get("tenant") if isinstance(request, dict) else None
+            name = request.get("name") if isinstance(request, dict) else None
+            if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
+                raise Unprocessable("tenant must match ^[a-z0-9][a-z0-9-]{1,30}$")
+            if not isinstance(name, str) or not name.strip() or len(name) > 128:
+                raise Unprocessable("name must be a non-empty string of at most 128 characters")
+            created = control.create_api_key(tenant, name.strip())
+            return _json_response(201, created.model_dump(mode="json"))
+        if parts == ["admin", "keys"] and method == "GET":
+            tenant = dict(parse_qsl(query)).get("tenant", "")
+            if not TENANT_PATTERN.match(tenant):
+                raise Unprocessable("pass ?tenant=<tenant id>")
+            keys = control.list_api_keys(tenant)
+            return _json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
+        if len(parts) == 3 and parts[:2] == ["admin", "keys"] and method == "DELETE":
+            revoked = control.revoke_api_key(parts[2])
+            return _json_response(200, revoked.model_dump(mode="json"))
+        return _error(404, "not_found", "no such admin route")
+
+    # -- running -------------------------------------------------------------------------------
+
+    def log_request(self, method: str, target: str, status: int, started: float) -> None:
+        if self._access_log is not None:
+            ms = (time.perf_counter() - started) * 1000
+            print(f"{method} {target} {status} {ms:.0f} ms", file=self._access_log, flush=True)
+
+
+_AUTHORIZER_FIELDS = (
+    "resource",
+    "path",
+    "httpMethod",
+    "headers",
+    "multiValueHeaders",
+    "queryStringParameters",
+    "multiValueQueryStringParameters",
+    "pathParameters",
+    "stageVariables",
+    "requestContext",
+)
+
+
+def _allows(answer: Any) -> bool:
+    statements = ((answer or {}).get("policyDocument") or {}).get("Statement") or []
+    effects = {s.get("Effect") for s in statements if isinstance(s, dict)}
+    return "Allow" in effects and "Deny" not in effects
+
+
+def _required(registry: HandlerRegistry, kind: str) -> Handler:
+    handler = registry.resolve(function_name(kind))
+    if handler is None:
+        raise RuntimeError(f"functions/{kind}/app.py has no handler")
+    return handler
+
+
+def _forget_cached_services() -> None:
+    """Drop the control plane and DAL built for an earlier runtime (their clients)."""
+    from relayflow.control import service
+    from relayflow.dal import table
+
+    for factory in (getattr(service, "get_control_plane", None), getattr(table, "get_dal", None)):
+        cache_clear: Callable[[], None] | None = getattr(factory, "cache_clear", None)
+        if cache_clear is not None:
+            cache_clear()
+
+
+def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+    status = int(result.get("statusCode") or 500)
+    headers: list[tuple[str, str]] = []
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers.extend((name, str(v)) for v in values)
+    seen = {name.lower() for name, _ in headers}
+    headers.extend(
+        (name, str(value))
+        for name, value in (result.get("headers") or {}).items()
+        if name.lower() not in seen
+    )
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    return LocalResponse(status, headers, data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    app: LocalServer
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """The server writes its own access log (see LocalServer.log_request)."""
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        app = self.server.app
+        try:
+            body = self._read_body()
+        except _TooLarge:
+            response = _error(413, "payload_too_large", "the body is larger than 10 MB")
+            self.close_connection = True
+        except ValueError:
+            response = _error(400, "bad_request", "unreadable request body")
+            self.close_connection = True
+        else:
+            try:
+                response = app.dispatch(
+                    self.command,
+                    self.path,
+                    list(self.headers.items()),
+                    body,
+                    self.client_address[0],
+                )
+            except Exception as exc:
+                from relayflow.observability import logger
+
+                logger.exception("local server error", extra={"reason": str(exc)})
+                response = _error(500, "internal_error", "the local server failed")
+        self._write(response)
+        app.log_request(self.command, self.path, response.status, started)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        if length > MAX_REQUEST_BYTES:
+            raise _TooLarge()
+        return self.rfile.read(length) if length else b""
+
+    def _read_chunked(self) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > MAX_REQUEST_BYTES:
+                raise _TooLarge()
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _write(self, response: LocalResponse) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers:
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,182 @@
+"""Property-based tests of the control API from its own OpenAPI document (schemathesis).
+
+For every operation of ``/openapi.json``, schemathesis generates requests that fit the schema
+(positive) and requests that break it (negative), and sends them over HTTP to a LocalServer
+with the bootstrap key. Whatever comes in, the API must never answer 5xx, and every answer must
+be one the document declares, with the declared content type and body schema. Bounded and
+deterministic: a fixed seed, at most ``MAX_EXAMPLES`` cases per operation and mode.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+
+from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
+from hypothesis.errors import Unsatisfiable  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from relayflow.local.serve import LocalServer  # noqa: E402
+
+pytestmark = [
+    pytest.mark.integration,
+    # moto's ASL parser raises the recursion limit in a server thread while Hypothesis runs.
+    pytest.mark.filterwarnings("ignore:The recursion limit will not be reset"),
+]
+
+#: Cases per operation and mode: some with generated ids, the rest aimed at seeded items.
+MAX_EXAMPLES = 25
+SEEDED_EXAMPLES = 10
+#: The whole module's budget; generation stops early rather than exceed it.
+BUDGET_SECONDS = 60.0
+SEED = 20261130
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(time_scale=0.001) as local:
+        # The property tests send bursts; throttling is tested elsewhere.
+        local.set_rate_limit(per_second=1000, burst=10_000)
+        yield local
+
+
+@pytest.fixture(scope="module")
+def seeded(server: LocalServer) -> dict[str, str]:
+    """A workflow and a run to find, so generated ids sometimes hit real items."""
+    import httpx
+
+    headers = {"X-Api-Key": server.bootstrap_key}
+    definition = {
+        "id": "a",
+        "start": "s",
+        "steps": {"s": {"type": "transform", "mapping": {"ok": True}}},
+    }
+    assert httpx.put(f"{server.url}/workflows/a", json=definition, headers=headers).is_success
+    run = httpx.post(f"{server.url}/workflows/a/runs", json={}, headers=headers).json()
+    return {"workflow_id": "a", "run_id": run["run_id"]}
+
+
+@pytest.fixture(scope="module")
+def schema(server: LocalServer) -> Any:
+    return schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+
+
+def operations(schema: Any) -> list[Any]:
+    """Every operation; DELETE last, so the seeded workflow stays enabled for the others."""
+    found = [result.ok() for result in schema.get_all_operations()]
+    return sorted(found, key=lambda operation: operation.method.upper() == "DELETE")
+
+
+def test_the_document_loads_and_has_every_operation(schema):
+    labels = sorted(operation.label for operation in operations(schema))
+    assert labels == [
+        "DELETE /workflows/{workflow_id}",
+        "GET /runs/{run_id}",
+        "GET /workflows",
+        "GET /workflows/{workflow_id}",
+        "GET /workflows/{workflow_id}/runs",
+        "POST /runs/{run_id}/cancel",
+        "POST /workflows/{workflow_id}/rollback",
+        "POST /workflows/{workflow_id}/runs",
+        "PUT /workflows/{workflow_id}",
+    ]
+
+
+def exercise(
+    operation: Any,
+    mode: str,
+    server: LocalServer,
+    auth: dict[str, str],
+    deadline: float,
+    *,
+    examples: int,
+    path_parameters: dict[str, str] | None = None,
+) -> tuple[set[int], list[str]]:
+    """Send up to ``examples`` generated requests of ``operation``; the statuses seen and the
+    5xx answers (with a curl command to replay each)."""
+    statuses: set[int] = set()
+    failures: list[str] = []
+    strategy = operation.as_strategy(
+        generation_mode=schemathesis.GenerationMode(mode),
+        headers=auth,
+        path_parameters=path_parameters,
+    )
+
+    @seed(SEED)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(case=strategy)
+    def check(case: Any) -> None:
+        if time.monotonic() > deadline:
+            return
+        response = case.call(base_url=server.url, headers=auth, timeout=30)
+        statuses.add(response.status_code)
+        if response.status_code >= 500:
+            failures.append(
+                f"{operation.label}: {response.status_code} {response.text[:300]} "
+                f"for {case.as_curl_command()}"
+            )
+            return
+        case.validate_response(
+            response,
+            checks=[status_code_conformance, content_type_conformance, response_schema_conformance],
+        )
+
+    check()
+    return statuses, failures
+
+
+@pytest.mark.parametrize("mode", ["positive", "negative"])
+def test_no_generated_request_gets_a_server_error(server, schema, seeded, mode):
+    # Given every operation of the document, and the bootstrap key
+    auth = {"Authorization": f"Bearer {server.bootstrap_key}"}
+    deadline = time.monotonic() + BUDGET_SECONDS / 2
+    seen: dict[str, set[int]] = {}
+    failures: list[str] = []
+    # When schemathesis sends what it generates for each operation
+    for operation in operations(schema):
+        names = {p.name for p in operation.path_parameters}
+        seeded_ids = {name: value for name, value in seeded.items() if name in names}
+        statuses, failed = exercise(
+            operation, mode, server, auth, deadline, examples=MAX_EXAMPLES - SEEDED_EXAMPLES
+        )
+        if seeded_ids:
+            try:
+                more, failed_more = exercise(
+                    operation,
+                    mode,
+                    server,
+                    auth,
+                    deadline,
+                    examples=SEEDED_EXAMPLES,
+                    path_parameters=seeded_ids,
+                )
+            except Unsatisfiable:
+                # Negative mode with the ids fixed: the operation has nothing else to break.
+                assert mode == "negative"
+            else:
+                statuses, failed = statuses | more, failed + failed_more
+        if statuses:
+            seen[operation.label] = statuses
+        failures += failed
+    # Then no answer is a 5xx, and (checked above) every answer is one the document declares
+    assert not failures, "\n".join(failures)
+    assert len(seen) == 9, f"operations exercised within the budget: {sorted(seen)}"
+    if mode == "positive":
+        # Valid requests reach the control plane: some of them succeed.
+        assert any(status < 300 for statuses in seen.values() for status in statuses), seen
