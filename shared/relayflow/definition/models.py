@@ -439,12 +439,42 @@ class EventTrigger(_Model):
 
 
 class WebhookTrigger(_Model):
+    """A public endpoint ``POST /hooks/<slug>`` that starts a run per accepted delivery."""
+
     type: Literal["webhook"]
-    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{2,63}$")
-    secret: str | None = Field(None, description="Secret name for HMAC verification.")
-    signature_scheme: Literal["relayflow", "github", "stripe"] = "relayflow"
-    transform: TemplateValue = None
+    slug: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{2,63}$", description="Globally unique path segment."
+    )
+    secret: SecretRef | None = Field(
+        None,
+        description="HMAC-SHA256 signing secret in Secrets Manager. During rotation both the "
+        "AWSCURRENT and the AWSPREVIOUS version are accepted.",
+    )
+    signature_scheme: Literal["relayflow", "github", "stripe"] = Field(
+        "relayflow",
+        description="relayflow: X-Relayflow-Signature t=<unix>,v1=<hex> over '<t>.<body>'; "
+        "github: X-Hub-Signature-256 sha256=<hex> over the body; stripe: Stripe-Signature "
+        "t=<unix>,v1=<hex> over '<t>.<body>'.",
+    )
+    replay_window_seconds: int = Field(
+        300, ge=10, le=86_400, description="Max age of a timestamped signature."
+    )
+    transform: TemplateValue = Field(
+        None,
+        description="Trigger payload built from the delivery (trigger.body, trigger.headers, "
+        "trigger.query); default: the body.",
+    )
     max_body_bytes: int = Field(262_144, ge=1, le=6_291_456)
+    rate_limit_per_minute: int = Field(600, ge=1, le=1_000_000)
+    dedup_header: str | None = Field(
+        None,
+        description="Header whose value identifies a delivery; a repeat starts nothing. "
+        "Default: X-Relayflow-Delivery, X-GitHub-Delivery, or Stripe's event id.",
+    )
+    respond: Literal["accepted", "sync"] = Field(
+        "accepted", description="accepted: 202 with the run id; sync: wait for the run's output."
+    )
+    sync_timeout_seconds: int = Field(25, ge=1, le=28, description="Bounded wait for sync.")
 
 
 Trigger = Annotated[
