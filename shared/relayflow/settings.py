@@ -38,6 +38,15 @@ class Settings(BaseSettings):
         "arn:aws:iam::123456789012:role/relayflow-state-machine",
         description="Execution role of the state machines the control plane creates.",
     )
+    schedule_group_name: str = Field("relayflow", description="EventBridge Scheduler group.")
+    scheduler_role_arn: str = Field(
+        "arn:aws:iam::123456789012:role/relayflow-scheduler",
+        description="Role EventBridge Scheduler assumes to invoke the trigger function.",
+    )
+    trigger_function_arn: str = Field(
+        "arn:aws:lambda:us-east-1:123456789012:function:relayflow-trigger",
+        description="Target of schedules and event subscriptions.",
+    )
     state_machine_log_group_arn: str | None = Field(
         None, description="Log group the control plane's state machines log errors to."
     )
