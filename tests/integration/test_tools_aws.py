@@ -3,15 +3,15 @@ Invoke for ``aws.lambda.invoke``), and the mapping of AWS failures to named erro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
+from relayflow_testing import load_event, load_handler
 
 from relayflow.errors import HttpError, InvalidArgsError, ToolNotFound, TransientError
 from relayflow.local import LocalRuntime
@@ -40,20 +40,6 @@ def runtime() -> Iterator[LocalRuntime]:
 
 def call(tool: str, args: Any) -> Any:
     return run_tool(tool, args, doc=DOC)
-
-
-def load_handler(function: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"fn_{function}", ROOT / "functions" / function / "app.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_event(function: str, case: str) -> dict[str, Any]:
-    return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
 
 
 @pytest.fixture(scope="module")

@@ -4,19 +4,15 @@ Manager and SSM (through the local runtime)."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from relayflow_testing import Received, Reply, Server, load_event, load_handler
 
 from relayflow.errors import (
     ExpressionError,
@@ -42,75 +38,6 @@ TOKEN = "tok-7f3a-very-secret"
 
 
 # --------------------------------------------------------------------------- a test server
-
-
-@dataclass
-class Received:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes
-
-
-Reply = tuple[int, dict[str, str], bytes]
-
-
-class Server:
-    """Records every request; answers with ``reply(request)`` (200 + JSON echo by default)."""
-
-    def __init__(self) -> None:
-        self.requests: list[Received] = []
-        self.reply: Callable[[Received], Reply] = self.echo
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def handle_any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                parts = urlsplit(self.path)
-                received = Received(
-                    self.command,
-                    parts.path,
-                    parse_qs(parts.query),
-                    {k.lower(): v for k, v in self.headers.items()},
-                    self.rfile.read(length),
-                )
-                server.requests.append(received)
-                status, headers, body = server.reply(received)
-                try:
-                    self.send_response(status)
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (the timeout tests)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    @staticmethod
-    def echo(received: Received) -> Reply:
-        body = json.dumps({"method": received.method, "path": received.path}).encode()
-        return 200, {"Content-Type": "application/json", "ETag": '"v1"'}, body
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -355,20 +282,6 @@ def test_bad_generic_args_and_bad_templates_are_named_errors(runtime, server):
 # --------------------------------------------------------------------------- handler
 
 CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1")
-
-
-def load_handler(function: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"fn_{function}", ROOT / "functions" / function / "app.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_event(function: str, case: str) -> dict[str, Any]:
-    return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
 
 
 def test_tool_handler_runs_the_http_samples_against_a_local_server(runtime, server):

@@ -5,14 +5,13 @@ through the compiled ASL."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
 from relayflow.definition import load_workflow, load_workflow_text
@@ -26,57 +25,26 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
-class Receiver:
-    """A scriptable HTTP server: ``routes[path] = (status, body, delay_seconds)``."""
+class Receiver(Server):
+    """The shared recording server, answering by path: ``routes[path] = (status, body,
+    delay_seconds)``; anything else is a 404."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.routes: dict[str, tuple[int, Any, float]] = {}
-        self.hits: list[dict[str, Any]] = []
-        receiver = self
+        self.reply = self.by_route
 
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                path = self.path.split("?", 1)[0]
-                receiver.hits.append(
-                    {
-                        "method": self.command,
-                        "path": self.path,
-                        "headers": dict(self.headers),
-                        "body": body,
-                    }
-                )
-                status, payload, delay = receiver.routes.get(path, (404, {"error": "no route"}, 0))
-                time.sleep(delay)
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (the timeout test): nothing to answer
-
-            do_GET = do_POST = do_PUT = _serve
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def hits_to(self, path: str) -> list[dict[str, Any]]:
-        return [h for h in self.hits if h["path"].split("?", 1)[0] == path]
+    def by_route(self, received: Received) -> Reply:
+        status, payload, delay = self.routes.get(received.path, (404, {"error": "no route"}, 0))
+        time.sleep(delay)
+        return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     server = Receiver()
     yield server
-    server.server.shutdown()
+    server.stop()
 
 
 @pytest.fixture
@@ -134,9 +102,9 @@ def test_http_tool_operation_calls_the_api_with_auth_and_chains(runtime, receive
     # Then the API received the rendered body with the bearer token, and the next step used
     # the first answer
     assert result.status == "succeeded", (result.error, result.cause)
-    (create,) = receiver.hits_to("/v1/invoices")
-    assert json.loads(create["body"]) == {"customer": "c-1", "amount": 42}
-    assert create["headers"]["Authorization"] == "Bearer t0k3n"
+    (create,) = receiver.to("/v1/invoices")
+    assert json.loads(create.body) == {"customer": "c-1", "amount": 42}
+    assert create.headers["authorization"] == "Bearer t0k3n"
     steps = outputs(result)
     assert steps["create"]["status"] == 201
     assert steps["fetch"]["body"] == {"id": "inv-9", "status": "open"}
@@ -146,7 +114,7 @@ def test_http_tool_5xx_is_retried_then_routed(runtime, receiver):
     provision(LocalResources(secrets={"relayflow/billing-token": "t0k3n"}))
     receiver.routes["/v1/invoices"] = (503, {"error": "busy"}, 0)
     result = run(runtime, HTTP_TOOL.format(url=receiver.url), {"customer": "c", "amount": 1})
-    assert len(receiver.hits_to("/v1/invoices")) == 3
+    assert len(receiver.to("/v1/invoices")) == 3
     assert outputs(result)["failed"] == {"error": "Relayflow.Transient"}
 
 
@@ -154,7 +122,7 @@ def test_http_tool_4xx_is_not_retried(runtime, receiver):
     provision(LocalResources(secrets={"relayflow/billing-token": "t0k3n"}))
     receiver.routes["/v1/invoices"] = (422, {"error": "bad amount"}, 0)
     result = run(runtime, HTTP_TOOL.format(url=receiver.url), {"customer": "c", "amount": -1})
-    assert len(receiver.hits_to("/v1/invoices")) == 1
+    assert len(receiver.to("/v1/invoices")) == 1
     assert outputs(result)["failed"] == {"error": "Relayflow.HttpError"}
 
 
@@ -180,11 +148,11 @@ def test_webhook_out_signs_the_exact_body(runtime, receiver):
     receiver.routes["/hooks/o-7"] = (200, {"received": True}, 0)
     result = run(runtime, WEBHOOK.format(url=receiver.url, timeout=5), {"id": "o-7"})
     assert result.status == "succeeded"
-    (hit,) = receiver.hits_to("/hooks/o-7")
+    (hit,) = receiver.to("/hooks/o-7")
     # the receiver verifies the signature over the bytes it got
-    assert verify_signature(hit["body"], "s3cr3t", hit["headers"]["X-Relayflow-Signature"])
-    assert not verify_signature(hit["body"], "wrong", hit["headers"]["X-Relayflow-Signature"])
-    assert json.loads(hit["body"]) == {"event": "order.created", "id": "o-7"}
+    assert verify_signature(hit.body, "s3cr3t", hit.headers["x-relayflow-signature"])
+    assert not verify_signature(hit.body, "wrong", hit.headers["x-relayflow-signature"])
+    assert json.loads(hit.body) == {"event": "order.created", "id": "o-7"}
     assert outputs(result)["ping"]["body"] == {"received": True}
 
 
@@ -234,8 +202,8 @@ def test_custom_step_routes_on_the_answered_branch(runtime, receiver, answer, ta
     steps = outputs(result)
     assert taken in steps
     assert ({"manual_review", "ship"} - {taken}).isdisjoint(steps)
-    (hit,) = receiver.hits_to("/decide")
-    sent = json.loads(hit["body"])
+    (hit,) = receiver.to("/decide")
+    sent = json.loads(hit.body)
     assert sent["step_key"] == "decide" and sent["trigger"] == {"order": 1}
     assert sent["payload_config"] == {"model": "risk-v2"}
 

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any
+from types import SimpleNamespace
 
 import pytest
+from relayflow_testing import load_event, load_handler
 
 from relayflow.errors import ExpressionError, InvalidArgsError
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_handler(function: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"fn_{function}", ROOT / "functions" / function / "app.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_event(function: str, case: str) -> dict[str, Any]:
-    return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
 
 
 CONTEXT = SimpleNamespace(function_name="relayflow-test", aws_request_id="req-1")

@@ -1,0 +1,112 @@
+"""Helpers the test tiers share: load a function's handler and sample events the way
+`sam local invoke` would, and a recording HTTP server on 127.0.0.1.
+
+On pytest's ``pythonpath`` (pyproject.toml), so any test imports it by name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_handler(function: str) -> ModuleType:
+    """``functions/<function>/app.py`` loaded by path, as the Lambda runtime loads it."""
+    spec = importlib.util.spec_from_file_location(
+        f"fn_{function}", ROOT / "functions" / function / "app.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_event(function: str, case: str) -> dict[str, Any]:
+    """``events/<function>/<case>.json``: the file `sam local invoke -e` would send."""
+    return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+
+Reply = tuple[int, dict[str, str], bytes]
+
+
+class Server:
+    """Records every request; answers with ``reply(request)`` (200 + JSON echo by default).
+
+    Runs on 127.0.0.1 (port 0) in a daemon thread; the SSRF guard must allow 127.0.0.1
+    (``override_settings(ssrf_allow=["127.0.0.1"])``) for the product code to reach it.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self.reply: Callable[[Received], Reply] = self.echo
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def handle_any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                parts = urlsplit(self.path)
+                received = Received(
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                )
+                server.requests.append(received)
+                status, headers, body = server.reply(received)
+                try:
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @staticmethod
+    def echo(received: Received) -> Reply:
+        body = json.dumps({"method": received.method, "path": received.path}).encode()
+        return 200, {"Content-Type": "application/json", "ETag": '"v1"'}, body
+
+    def to(self, path: str) -> list[Received]:
+        return [r for r in self.requests if r.path == path]
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
