@@ -157,6 +157,14 @@ class _Compiler:
         return machine
 
 
+def _over_limit(variable: str, limit: int, then: str, otherwise: str) -> Choice:
+    """A Choice that goes to ``then`` when the number at ``variable`` exceeds ``limit``."""
+    return Choice(
+        choices=[{"Variable": variable, "NumericGreaterThan": limit, "Next": then}],
+        default=otherwise,
+    )
+
+
 class _ScopeContext:
     def __init__(
         self,
@@ -333,17 +341,7 @@ class _ScopeContext:
             cap, capped = f"{key}.retry_cap", f"{key}.retry_capped"
             after_next = cap
             self.machine.add(
-                cap,
-                Choice(
-                    choices=[
-                        {
-                            "Variable": f"{counter}.delay",
-                            "NumericGreaterThan": policy.max_delay_seconds,
-                            "Next": capped,
-                        }
-                    ],
-                    default=wait,
-                ),
+                cap, _over_limit(f"{counter}.delay", policy.max_delay_seconds, capped, wait)
             )
             self.machine.add(
                 capped,
@@ -544,19 +542,7 @@ class _ScopeContext:
                 next=check,
             ),
         )
-        self.machine.add(
-            check,
-            Choice(
-                choices=[
-                    {
-                        "Variable": f"$.steps.{key}.count",
-                        "NumericGreaterThan": step.max_items,
-                        "Next": too_many,
-                    }
-                ],
-                default=key,
-            ),
-        )
+        self.machine.add(check, _over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
         self.raise_error(
             too_many,
             TooManyItems.error_name,
@@ -598,15 +584,11 @@ class _ScopeContext:
         )
         self.machine.add(
             guard,
-            Choice(
-                choices=[
-                    {
-                        "Variable": "$.counters.steps",
-                        "NumericGreaterThan": self.c.wf.max_steps_per_run,
-                        "Next": exceeded,
-                    }
-                ],
-                default=self.c.entry_state(header),
+            _over_limit(
+                "$.counters.steps",
+                self.c.wf.max_steps_per_run,
+                exceeded,
+                self.c.entry_state(header),
             ),
         )
         self.raise_error(

@@ -293,6 +293,15 @@ class _Checker:
                         f"'{src.strip()}' refers to step '{ref[1]}', which does not exist",
                     )
 
+    def check_template_field(self, path: str, value: Any, roots: tuple[str, ...] = ROOTS) -> None:
+        """Template syntax, CEL inside each placeholder, and the variables it reads."""
+        try:
+            check_template(value)
+        except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
+            self.add(path, "template", str(exc))
+            return
+        self.check_expression_refs(path, template_expressions(value), roots)
+
     def check_templates(self) -> None:
         for key, raw in self.steps.items():
             step_type = raw.get("type")
@@ -307,13 +316,7 @@ class _Checker:
             for name in TEMPLATE_FIELDS.get(str(step_type), ()):
                 if name not in raw or raw[name] is None or isinstance(raw[name], int):
                     continue
-                path = f"steps.{key}.{name}"
-                try:
-                    check_template(raw[name])
-                except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
-                    self.add(path, "template", str(exc))
-                    continue
-                self.check_expression_refs(path, template_expressions(raw[name]))
+                self.check_template_field(f"steps.{key}.{name}", raw[name])
             if step_type == "for_each" and isinstance(raw.get("items"), str):
                 match = _SINGLE_PLACEHOLDER.match(raw["items"])
                 if not match or expression_jsonpath(match.group(1).strip()) is None:
@@ -371,14 +374,10 @@ class _Checker:
                 for field in ("path", "query", "headers", "body"):
                     if op.get(field) is None:
                         continue
-                    path = f"http_tools.{name}.operations.{op_name}.{field}"
-                    try:
-                        check_template(op[field])
-                    except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
-                        self.add(path, "template", str(exc))
-                        continue
-                    self.check_expression_refs(
-                        path, template_expressions(op[field]), (*ROOTS, "args")
+                    self.check_template_field(
+                        f"http_tools.{name}.operations.{op_name}.{field}",
+                        op[field],
+                        (*ROOTS, "args"),
                     )
         for key, raw in self.steps.items():
             if raw.get("type") != "tool" or not isinstance(raw.get("tool"), str):
