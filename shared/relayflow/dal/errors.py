@@ -22,3 +22,11 @@ class Throttled(DataAccessError):
 
 class InvalidPageToken(DataAccessError):
     """A ``next_token`` that this query did not hand out."""
+
+
+class SlugTaken(ConditionFailed):
+    """A webhook slug is registered to another tenant's or another workflow's trigger."""
+
+    def __init__(self, slug: str, message: str) -> None:
+        super().__init__(message)
+        self.slug = slug

@@ -173,3 +173,40 @@ class RunItem(_Item):
             "gsi1pk": keys.runs_partition(self.tenant, self.workflow_id),
             "gsi1sk": keys.runs_sort(self.started_at, self.run_id),
         }
+
+
+class HookItem(_Item):
+    """A webhook slug registration: which tenant's workflow (and which of its triggers)
+    ``POST /hooks/<slug>`` starts. Written by trigger sync; read by the webhook function."""
+
+    kind: ClassVar[str] = "hook"
+
+    slug: str
+    tenant: str
+    workflow_id: str
+    trigger_index: int = Field(description="Index of the webhook trigger in the definition.")
+    enabled: bool = Field(description="False while the workflow is deleted (disabled).")
+    created_at: str
+    updated_at: str
+
+    def key(self) -> keys.Key:
+        return keys.hook_key(self.slug)
+
+    def index_keys(self) -> dict[str, str]:
+        return {"gsi1pk": keys.hooks_partition(self.tenant, self.workflow_id), "gsi1sk": self.slug}
+
+
+class TriggerStateItem(_Item):
+    """The EventBridge Scheduler schedules and EventBridge rules trigger sync registered for
+    a workflow, so that the next sync removes exactly the ones no longer declared."""
+
+    kind: ClassVar[str] = "trigger_state"
+
+    tenant: str
+    workflow_id: str
+    schedules: list[str] = Field(default_factory=list, description="Schedule names (one group).")
+    rules: list[str] = Field(default_factory=list, description="Rule names (the Relayflow bus).")
+    updated_at: str
+
+    def key(self) -> keys.Key:
+        return keys.trigger_state_key(self.tenant, self.workflow_id)

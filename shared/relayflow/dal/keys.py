@@ -26,6 +26,9 @@ VERSION_SK_PREFIX = "V#"
 RUN_SK = "RUN"
 API_KEY_SK = "KEY"
 KEY_ID_SK = "KEYID"
+HOOK_SK = "HOOK"
+#: Sort key (in the workflow's partition) of what trigger sync registered for the workflow.
+TRIGGERS_SK = "TRIGGERS"
 
 
 def _part(value: str, what: str) -> str:
@@ -101,3 +104,22 @@ def runs_partition(tenant: str, workflow_id: str) -> str:
 
 def runs_sort(started_at: str, run_id: str) -> str:
     return f"{started_at}#{_part(run_id, 'run id')}"
+
+
+# -------------------------------------------------------------------------------- triggers
+
+
+def hook_key(slug: str) -> Key:
+    """A webhook slug's registration. Slugs are global (``POST /hooks/<slug>`` carries no
+    tenant), so the item is found by the slug and names its owner as attributes."""
+    return {"pk": f"HOOK#{_part(slug, 'slug')}", "sk": HOOK_SK}
+
+
+def hooks_partition(tenant: str, workflow_id: str) -> str:
+    """GSI1 partition of the webhook slugs a workflow registered (sorted by slug)."""
+    return f"{workflow_partition(tenant, workflow_id)}#HOOKS"
+
+
+def trigger_state_key(tenant: str, workflow_id: str) -> Key:
+    """The record of the schedules and rules trigger sync registered for a workflow."""
+    return {"pk": workflow_partition(tenant, workflow_id), "sk": TRIGGERS_SK}

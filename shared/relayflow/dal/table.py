@@ -22,12 +22,15 @@ from relayflow.dal.errors import (
     DataAccessError,
     InvalidPageToken,
     ItemTooLarge,
+    SlugTaken,
     Throttled,
 )
 from relayflow.dal.items import (
     ApiKeyItem,
+    HookItem,
     KeyIdItem,
     RunItem,
+    TriggerStateItem,
     VersionItem,
     WorkflowItem,
 )
@@ -60,6 +63,13 @@ def _translate(exc: Exception, action: str) -> DataAccessError:
     if code == "ValidationException" and "size" in str(error.get("Message", "")).lower():
         return ItemTooLarge(message)
     return DataAccessError(message)
+
+
+def _utc_now() -> str:
+    """ISO-8601 UTC to the millisecond with ``Z`` (the format of every time in the table)."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _to_dynamo(value: Any) -> Any:
@@ -518,6 +528,97 @@ class Dal:
             filter_expression="#status = :status" if status else None,
             filter_values={":status": status} if status else None,
         )
+
+    # -- webhook slugs -----------------------------------------------------------------------
+
+    def put_hook(
+        self,
+        slug: str,
+        tenant: str,
+        workflow_id: str,
+        trigger_index: int,
+        enabled: bool,
+        *,
+        now: str | None = None,
+    ) -> HookItem:
+        """Register ``slug`` for the tenant's workflow (or update its registration).
+
+        A slug belongs to one workflow at a time: registered to another tenant, or to another
+        of the tenant's workflows that is still enabled, it raises :class:`SlugTaken`. A
+        disabled registration of the same tenant (its workflow was deleted) is taken over.
+        """
+        when = now or _utc_now()
+        index = {
+            "gsi1pk": keys.hooks_partition(tenant, workflow_id),
+            "gsi1sk": keys._part(slug, "slug"),
+        }
+        values = {
+            "slug": slug,
+            "tenant": tenant,
+            "workflow_id": workflow_id,
+            "trigger_index": trigger_index,
+            "enabled": enabled,
+            "type": HookItem.kind,
+            "updated_at": when,
+            **index,
+        }
+        names = {f"#a{i}": attr for i, attr in enumerate(values)}
+        sets = [f"#a{i} = :a{i}" for i in range(len(values))]
+        params = {f":a{i}": value for i, value in enumerate(values.values())}
+        names.update({"#pk": "pk", "#created_at": "created_at", "#enabled": "enabled"})
+        names.update({"#tenant": "tenant", "#workflow_id": "workflow_id"})
+        params.update({":tenant": tenant, ":workflow_id": workflow_id, ":false": False})
+        try:
+            response = self._call(
+                "update_item",
+                TableName=self.table_name,
+                Key=serialize(keys.hook_key(slug)),
+                UpdateExpression="SET "
+                + ", ".join([*sets, "#created_at = if_not_exists(#created_at, :a_now)"]),
+                ConditionExpression="attribute_not_exists(#pk) OR (#tenant = :tenant AND "
+                "(#workflow_id = :workflow_id OR #enabled = :false))",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=serialize({**params, ":a_now": when}),
+                ReturnValues="ALL_NEW",
+            )
+        except ConditionFailed as exc:
+            raise SlugTaken(slug, f"webhook slug {slug!r} belongs to another workflow") from exc
+        return HookItem.from_item(deserialize(response["Attributes"]))
+
+    def get_hook(self, slug: str) -> HookItem | None:
+        """The registration of ``slug`` (any tenant's: the webhook route has no tenant)."""
+        raw = self._get(keys.hook_key(slug))
+        return HookItem.from_item(raw) if raw else None
+
+    def delete_hook(self, slug: str, tenant: str) -> bool:
+        """Remove the tenant's registration of ``slug``; ``False`` when it is not the
+        tenant's (or does not exist)."""
+        try:
+            self._call(
+                "delete_item",
+                TableName=self.table_name,
+                Key=serialize(keys.hook_key(slug)),
+                ConditionExpression="#tenant = :tenant",
+                ExpressionAttributeNames={"#tenant": "tenant"},
+                ExpressionAttributeValues=serialize({":tenant": tenant}),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def list_hooks(self, tenant: str, workflow_id: str) -> list[HookItem]:
+        """The slugs registered for the tenant's workflow, by slug."""
+        rows = self._query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
+        return [HookItem.from_item(plain) for plain in rows]
+
+    # -- trigger sync state ------------------------------------------------------------------
+
+    def get_trigger_state(self, tenant: str, workflow_id: str) -> TriggerStateItem | None:
+        raw = self._get(keys.trigger_state_key(tenant, workflow_id))
+        return TriggerStateItem.from_item(raw) if raw else None
+
+    def put_trigger_state(self, item: TriggerStateItem) -> None:
+        self._put(item.to_item())
 
 
 @lru_cache(maxsize=1)
