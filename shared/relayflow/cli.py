@@ -1,10 +1,10 @@
 """The ``relayflow`` command line.
 
-``schema``, ``validate``, ``compile``, ``graph`` and ``run`` work on files; ``serve`` runs the
-control API locally; ``deploy``, ``runs`` and ``keys`` talk to a control API (``--api URL
---api-key KEY``, or ``RELAYFLOW_API_URL`` / ``RELAYFLOW_API_KEY``). Exit codes: 0 success, 1 a
-run that did not succeed or a request the API refused, 2 an invalid definition or bad
-arguments.
+``schema``, ``validate``, ``compile``, ``graph`` and ``run`` work on files; ``schedule preview``
+shows a cron expression's fire times; ``serve`` runs the control API locally; ``deploy``,
+``runs`` and ``keys`` talk to a control API (``--api URL --api-key KEY``, or
+``RELAYFLOW_API_URL`` / ``RELAYFLOW_API_KEY``). Exit codes: 0 success, 1 a run that did not
+succeed or a request the API refused, 2 an invalid definition or bad arguments.
 """
 
 from __future__ import annotations
@@ -186,6 +186,39 @@ def cmd_run(args: argparse.Namespace) -> int:
             steps = (result.output or {}).get("steps") if isinstance(result.output, dict) else None
             print("output steps:", json.dumps(steps, indent=2, default=str))
     return EXIT_OK if result.succeeded else EXIT_RUN_FAILED
+
+
+def cmd_schedule_preview(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from relayflow.triggers.cron import (
+        UnknownTimeZone,
+        UnsupportedCron,
+        preview,
+        scheduler_dst_note,
+        to_scheduler_expressions,
+    )
+
+    if args.n < 1:
+        raise UsageError("-n must be at least 1")
+    try:
+        start = datetime.fromisoformat(args.start) if args.start else None
+    except ValueError as exc:
+        raise UsageError(f"--start {args.start}: not an ISO 8601 date-time") from exc
+    try:
+        expressions = to_scheduler_expressions(args.cron)
+        times = preview(args.cron, args.tz, args.n, start)
+    except (UnsupportedCron, UnknownTimeZone) as exc:
+        raise UsageError(str(exc)) from exc
+    plural = "s (either fires)" if len(expressions) > 1 else ""
+    print(f"EventBridge Scheduler expression{plural}, ScheduleExpressionTimezone {args.tz}:")
+    for expression in expressions:
+        print(f"  {expression}")
+    print(f"next {len(times)} fire times (croniter):")
+    for time in times:
+        note = scheduler_dst_note(args.cron, time)
+        print(f"  {time.isoformat()}" + (f"  ! {note}" if note else ""))
+    return EXIT_OK
 
 
 # ----------------------------------------------------------------------------- the control API
@@ -672,6 +705,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML file of tables, queues, buses, identities and secrets to create in moto first",
     )
     p.set_defaults(func=cmd_run)
+
+    schedule = sub.add_parser("schedule", help="cron schedules").add_subparsers(
+        dest="schedule_command", required=True
+    )
+    p = schedule.add_parser(
+        "preview", help="next fire times of a cron expression and its EventBridge Scheduler form"
+    )
+    p.add_argument("cron", help='standard 5-field cron, e.g. "0 9 * * MON-FRI"')
+    p.add_argument("--tz", default="UTC", help="IANA time zone (default UTC)")
+    p.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
+    p.add_argument("--start", help="count from this ISO date-time (default now; naive = in --tz)")
+    p.set_defaults(func=cmd_schedule_preview)
     _add_api_commands(sub)
     return parser
 

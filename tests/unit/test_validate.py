@@ -388,3 +388,36 @@ steps:
         "n": 10,
         "flag": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("trigger", "path", "rule", "words"),
+    [
+        # croniter accepts L; EventBridge Scheduler's conversion cannot keep standard meaning
+        ({"type": "cron", "cron": "0 0 L * *"}, "triggers[0].cron", "cron", "L"),
+        ({"type": "cron", "cron": "0 0 30 2 *"}, "triggers[0].cron", "cron", "never"),
+        # 02:30 does not exist in Berlin on 2026-03-29 (clocks go from 02:00 to 03:00)
+        (
+            {"type": "at", "at": "2026-03-29T02:30:00", "timezone": "Europe/Berlin"},
+            "triggers[0].at",
+            "at",
+            "",
+        ),
+    ],
+)
+def test_triggers_are_refused_as_scheduler_would_refuse_them(trigger, path, rule, words):
+    data = copy.deepcopy(BASE)
+    data["triggers"] = [trigger]
+    _, problems = validate_data(data)
+    (problem,) = [p for p in problems if p.path == path]
+    assert problem.rule == rule
+    assert words in problem.message
+
+
+def test_a_webhook_slug_is_declared_once():
+    data = copy.deepcopy(BASE)
+    data["triggers"] = [
+        {"type": "webhook", "slug": "orders"},
+        {"type": "webhook", "slug": "orders"},
+    ]
+    assert ("triggers[1].slug", "duplicate-slug") in problems_of(data)

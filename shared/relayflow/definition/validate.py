@@ -386,38 +386,61 @@ class _Checker:
                 self.add(f"steps.{key}.{suffix}".rstrip("."), rule, message)
 
     def check_triggers(self) -> None:
+        """Time zones, cron expressions as EventBridge Scheduler will run them (one that AWS
+        cannot express is refused here, not at deploy time), one-time ``at`` times that exist
+        exactly once in their zone, event filters, and webhook slugs used once."""
         triggers = self.data.get("triggers")
         if not isinstance(triggers, list):
             return
-        from croniter import croniter
+        from datetime import datetime
 
+        from relayflow.triggers.cron import (
+            UnsupportedCron,
+            to_at_expression,
+            to_scheduler_expressions,
+        )
+
+        slugs: dict[str, int] = {}
         for i, trig in enumerate(triggers):
             if not isinstance(trig, Mapping):
                 continue
             tz = trig.get("timezone")
+            valid_tz = True
             if isinstance(tz, str):
                 try:
                     zoneinfo.ZoneInfo(tz)
                 except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                    valid_tz = False
                     self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
             cron = trig.get("cron")
-            if (
-                trig.get("type") == "cron"
-                and isinstance(cron, str)
-                and (len(cron.split()) != 5 or not croniter.is_valid(cron))
-            ):
-                self.add(
-                    f"triggers[{i}].cron",
-                    "cron",
-                    f"'{cron}' is not a standard 5-field cron expression "
-                    "(minute hour day-of-month month day-of-week)",
-                )
+            if trig.get("type") == "cron" and isinstance(cron, str):
+                try:
+                    to_scheduler_expressions(cron)
+                except UnsupportedCron as exc:
+                    self.add(f"triggers[{i}].cron", "cron", str(exc))
+            at = trig.get("at")
+            if trig.get("type") == "at" and isinstance(at, str) and valid_tz:
+                try:
+                    to_at_expression(
+                        datetime.fromisoformat(at), tz if isinstance(tz, str) else "UTC"
+                    )
+                except ValueError as exc:
+                    self.add(f"triggers[{i}].at", "at", str(exc))
             flt = trig.get("filter")
             if trig.get("type") == "event" and isinstance(flt, str):
                 try:
                     check_expression(flt)
                 except ExpressionSyntaxError as exc:
                     self.add(f"triggers[{i}].filter", "expression", str(exc))
+            slug = trig.get("slug")
+            if trig.get("type") == "webhook" and isinstance(slug, str):
+                if slug in slugs:
+                    self.add(
+                        f"triggers[{i}].slug",
+                        "duplicate-slug",
+                        f"slug '{slug}' is already used by triggers[{slugs[slug]}]",
+                    )
+                slugs.setdefault(slug, i)
 
 
 def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, list[Problem]]:
