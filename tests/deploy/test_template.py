@@ -239,7 +239,10 @@ def test_bus_schedule_group_and_scheduler_role():
     trust = DEV.resolve(props("SchedulerRole")["AssumeRolePolicyDocument"])
     assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
     granted = role_statements(TEMPLATE, DEV, "SchedulerRole")
-    assert [s["Action"] for s in granted] == ["states:StartExecution"]
+    assert [s["Action"] for s in granted] == ["lambda:InvokeFunction"]
+    assert allows(
+        granted, "lambda:InvokeFunction", DEV.resolve({"Fn::GetAtt": ["TriggerFunction", "Arn"]})
+    )
 
 
 def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
@@ -269,6 +272,11 @@ def test_only_the_api_description_is_public():
     )
     proxy = [e for e in events.values() if e["Properties"]["Path"] == "/{proxy+}"]
     assert proxy and "Auth" not in proxy[0]["Properties"]
+    # webhook deliveries are public too: each is checked against its own signing secret
+    (delivery,) = props("WebhookFunction")["Events"].values()
+    assert delivery["Properties"]["Path"] == "/hooks/{slug}"
+    assert delivery["Properties"]["Method"] == "POST"
+    assert delivery["Properties"]["Auth"] == {"Authorizer": "NONE"}
 
 
 @pytest.mark.parametrize(
@@ -298,11 +306,16 @@ def test_the_api_manages_only_its_stage_state_machines_and_passes_only_their_rol
         "states:StopExecution",
         "arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme-orders:run1",
     )
-    (pass_role,) = [s for s in statements if s["Action"] == "iam:PassRole"]
-    assert pass_role["Condition"] == {
-        "StringEquals": {"iam:PassedToService": "states.amazonaws.com"}
+    # it may hand exactly two roles to exactly their services
+    passed = {
+        s["Resource"]: s["Condition"]["StringEquals"]["iam:PassedToService"]
+        for s in statements
+        if s["Action"] == "iam:PassRole"
     }
-    assert pass_role["Resource"] == DEV.resolve({"Fn::GetAtt": ["StateMachineRole", "Arn"]})
+    assert passed == {
+        DEV.resolve({"Fn::GetAtt": ["StateMachineRole", "Arn"]}): "states.amazonaws.com",
+        DEV.resolve({"Fn::GetAtt": ["SchedulerRole", "Arn"]}): "scheduler.amazonaws.com",
+    }
     env = props("ApiFunction")["Environment"]["Variables"]
     assert set(env) <= {f"RELAYFLOW_{name.upper()}" for name in Settings.model_fields}
     arns = json.loads(DEV.resolve(env["RELAYFLOW_FUNCTION_ARNS"]))
@@ -356,14 +369,24 @@ def test_the_dlq_alarm_watches_the_dimensions_record_metric_emits():
     assert dimensions == {"service": observability.SERVICE, "Stage": "dev"}
 
 
-@pytest.mark.parametrize("alarm", ["FunctionErrorsAlarm", "FunctionThrottlesAlarm"])
-def test_function_alarms_cover_every_function(alarm):
-    queries = DEV.resolve(props(alarm)["Metrics"])
-    watched = {
-        q["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for q in queries if "MetricStat" in q
-    }
+@pytest.mark.parametrize(
+    "alarms",
+    [
+        ("FunctionErrorsAlarm", "PlatformErrorsAlarm"),
+        ("FunctionThrottlesAlarm", "PlatformThrottlesAlarm"),
+    ],
+)
+def test_function_alarms_cover_every_function(alarms):
+    watched = set()
+    for alarm in alarms:
+        queries = DEV.resolve(props(alarm)["Metrics"])
+        assert len(queries) <= 10  # CloudWatch's limit for a metric math alarm
+        watched |= {
+            q["MetricStat"]["Metric"]["Dimensions"][0]["Value"]
+            for q in queries
+            if "MetricStat" in q
+        }
     assert watched == {f"relayflow-dev-{kind}" for kind in FUNCTIONS}
-    assert len(queries) <= 10  # CloudWatch's limit for a metric math alarm
 
 
 def test_saved_queries_read_every_function_log_group():

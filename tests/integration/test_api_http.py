@@ -181,6 +181,7 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/workflows/{workflow_id}/runs": ["get", "post"],
         "/runs/{run_id}": ["get"],
         "/runs/{run_id}/cancel": ["post"],
+        "/events": ["post"],
     }
     assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKey"}
     put_body = document["paths"]["/workflows/{workflow_id}"]["put"]["requestBody"]["content"]

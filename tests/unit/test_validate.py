@@ -421,3 +421,14 @@ def test_a_webhook_slug_is_declared_once():
         {"type": "webhook", "slug": "orders"},
     ]
     assert ("triggers[1].slug", "duplicate-slug") in problems_of(data)
+
+
+def test_a_webhook_transform_is_checked_when_the_workflow_is_saved():
+    data = copy.deepcopy(BASE)
+    data["triggers"] = [
+        {"type": "webhook", "slug": "orders", "transform": {"id": "{{ trigger.body.id "}},
+        {"type": "webhook", "slug": "refunds", "transform": {"id": "{{ steps.a.output }}"}},
+    ]
+    found = problems_of(data)
+    assert ("triggers[0].transform", "template") in found
+    assert ("triggers[1].transform", "unknown-variable") in found

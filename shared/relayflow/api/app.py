@@ -115,6 +115,32 @@ class StartRunRequest(BaseModel):
     )
 
 
+class PublishEventRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Who the event is from, e.g. shop.orders (not aws.* or relayflow*).",
+    )
+    detail_type: str = Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[\x20-\x7e]+$",
+        description="What happened, e.g. order.created; event triggers match on it.",
+    )
+    detail: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The payload (the run's trigger.detail). relayflow_tenant is set to the "
+        "caller's tenant.",
+    )
+
+
+class PublishedEvent(BaseModel):
+    event_id: str = Field(description="The EventBridge event id (runs it starts derive from it).")
+
+
 WorkflowId = Annotated[
     str,
     Path(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="The workflow's id."),
@@ -483,6 +509,23 @@ def get_run(run_id: RunId) -> Response[RunDetail]:
 )
 def cancel_run(run_id: RunId) -> Response[RunSummary]:
     return _reply(200, _control().cancel_run(_tenant(), run_id))
+
+
+@app.post(
+    "/events",
+    summary="Publish an event",
+    description="Puts the event on the Relayflow event bus for the caller's tenant: it starts "
+    "the tenant's workflows whose event triggers match it (and whose filters accept it), and "
+    "never another tenant's.",
+    responses=_docs({202: "Published"}, PublishedEvent, 413, 415, 422),
+    tags=["events"],
+)
+def publish_event(request: Annotated[PublishEventRequest, Body()]) -> Response[PublishedEvent]:
+    from relayflow.triggers.publish import publish_event as publish
+
+    tenant = _tenant()
+    event_id = publish(tenant, request.source, request.detail_type, request.detail)
+    return _reply(202, PublishedEvent(event_id=event_id))
 
 
 @app.get("/openapi.json", include_in_schema=False)

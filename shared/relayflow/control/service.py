@@ -22,10 +22,10 @@ import hmac
 import json
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
@@ -69,6 +69,9 @@ from relayflow.dal import (
 )
 from relayflow.dal import Throttled as DalThrottled
 from relayflow.settings import get_settings
+
+if TYPE_CHECKING:
+    from relayflow.triggers.sync import TriggerPlan
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -182,6 +185,31 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+@contextlib.contextmanager
+def _trigger_errors() -> Iterator[None]:
+    """Trigger sync's failures as API errors."""
+    from relayflow.definition.problems import Problem
+    from relayflow.triggers.sync import InvalidTriggers, SlugConflict, SyncFailed, SyncThrottled
+
+    try:
+        yield
+    except InvalidTriggers as exc:
+        raise InvalidDefinition.from_problems(
+            [Problem(None, p.path, p.rule, p.message) for p in exc.problems]
+        ) from exc
+    except SlugConflict as exc:
+        raise Conflict(str(exc), {"path": exc.path, "slug": exc.slug}) from exc
+    except SyncThrottled as exc:
+        raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
+    except SyncFailed as exc:
+        from relayflow.observability import logger
+
+        logger.error("trigger sync failed", extra={"reason": str(exc)})
+        raise ServiceUnavailable(
+            "the service could not register the workflow's triggers; repeat the request"
+        ) from exc
+
+
 def _check_tenant(tenant: str) -> None:
     if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
         raise BadRequest(f"invalid tenant id {tenant!r}: allowed ^[a-z0-9][a-z0-9-]{{1,30}}$")
@@ -192,14 +220,12 @@ def _check_limit(limit: int) -> None:
         raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
 
 
-def _warnings(workflow: Any) -> list[str]:
-    """What a definition declares that this control plane does not act on yet."""
-    return [
-        f"triggers.{i}: {trigger.type} triggers are stored but not activated by the control "
-        "plane yet; start runs through the API"
-        for i, trigger in enumerate(workflow.triggers)
-        if trigger.type != "manual"
-    ]
+def _same_triggers(stored_definition: str, definition_json: str) -> bool:
+    """Triggers are not part of the compiled ASL: a definition whose triggers changed is a
+    new version even when its state machine is not."""
+    return json.loads(stored_definition).get("triggers") == json.loads(definition_json).get(
+        "triggers"
+    )
 
 
 # ------------------------------------------------------------------------------- service
@@ -265,12 +291,19 @@ class ControlPlane:
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()
+        trigger_plan = self._check_triggers(tenant, workflow_id, workflow.triggers)
 
         head = self.dal.get_workflow(tenant, workflow_id)
         if head is not None:
             latest = self.dal.get_version(tenant, workflow_id, head.latest_version)
-            if latest is not None and latest.asl_sha256 == asl_sha256:
-                return self._make_live_again(head, latest, workflow.name, now)
+            if (
+                latest is not None
+                and latest.asl_sha256 == asl_sha256
+                and _same_triggers(latest.definition, definition_json)
+            ):
+                result = self._make_live_again(head, latest, workflow.name, now)
+                self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
+                return result
 
         version = 1 if head is None else head.latest_version + 1
         description = f"Relayflow {tenant}/{workflow_id} version {version}"
@@ -301,7 +334,7 @@ class ControlPlane:
             asl_sha256=asl_sha256,
             state_machine_version_arn=version_arn,
             created_at=now,
-            warnings=_warnings(workflow),
+            warnings=list(trigger_plan.skipped),
             step_types={key: step.type for key, step in workflow.steps.items()},
             step_runners=dict(compiled.step_runners),
         )
@@ -327,6 +360,7 @@ class ControlPlane:
                 f"workflow {workflow_id} was changed by another request; read it and retry"
             ) from exc
         self._point_alias(new_head)
+        self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
         return PutWorkflowResult(
             workflow_id=workflow_id,
             version=version,
@@ -359,6 +393,26 @@ class ControlPlane:
             created=False,
             warnings=latest.warnings,
         )
+
+    def _check_triggers(self, tenant: str, workflow_id: str, triggers: list[Any]) -> TriggerPlan:
+        """Plan the triggers before anything is stored: a cron expression Scheduler cannot
+        express is an :class:`InvalidDefinition` problem, a slug another workflow holds a
+        :class:`Conflict`."""
+        from relayflow.triggers.sync import TriggerSync
+
+        with _trigger_errors():
+            return TriggerSync(dal=self.dal).check(tenant, workflow_id, triggers)
+
+    def _sync_triggers(
+        self, tenant: str, workflow_id: str, triggers: list[Any], *, enabled: bool
+    ) -> None:
+        """Register the triggers with EventBridge Scheduler, EventBridge and the slug table
+        (or remove them: ``enabled`` false). Idempotent, so a failed request is healed by
+        repeating it."""
+        from relayflow.triggers.sync import TriggerSync
+
+        with _trigger_errors():
+            TriggerSync(dal=self.dal).sync(tenant, workflow_id, triggers, enabled=enabled)
 
     def _point_alias(self, head: WorkflowItem) -> None:
         alias_arn = self.machines.point_alias(head.state_machine_arn, head.live_version_arn)
@@ -403,13 +457,19 @@ class ControlPlane:
             head = self.dal.update_workflow(
                 tenant, workflow_id, enabled=False, updated_at=now_iso()
             )
+        # Also when it was disabled already: a repeated DELETE heals a failed one.
+        self._sync_triggers(tenant, workflow_id, [], enabled=False)
         return _workflow_summary(head)
 
     @_translated
     def rollback_workflow(self, tenant: str, workflow_id: str, version: int) -> PutWorkflowResult:
-        """Make an earlier (or any recorded) version live again."""
+        """Make an earlier (or any recorded) version live again, with its triggers."""
+        from relayflow.triggers.sync import triggers_of
+
         head = self._workflow(tenant, workflow_id)
         item = self._version(tenant, workflow_id, version)
+        triggers = triggers_of(item.definition)
+        self._check_triggers(tenant, workflow_id, triggers)
         if head.live_version != item.version:
             head = self.dal.update_workflow(
                 tenant,
@@ -419,6 +479,7 @@ class ControlPlane:
                 updated_at=now_iso(),
             )
         self._point_alias(head)
+        self._sync_triggers(tenant, workflow_id, triggers, enabled=head.enabled)
         return PutWorkflowResult(
             workflow_id=workflow_id,
             version=item.version,

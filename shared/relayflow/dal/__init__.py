@@ -18,12 +18,12 @@ from relayflow.dal.items import (
     HookItem,
     KeyIdItem,
     RunItem,
-    TriggerStateItem,
     VersionItem,
     WorkflowItem,
 )
 from relayflow.dal.schema import create_table
 from relayflow.dal.table import Dal, get_dal
+from relayflow.dal.webhooks import WebhookDal as WebhookDal
 
 __all__ = [
     "RUN_STATUSES",
@@ -39,7 +39,6 @@ __all__ = [
     "RunItem",
     "SlugTaken",
     "Throttled",
-    "TriggerStateItem",
     "VersionItem",
     "WorkflowItem",
     "create_table",

@@ -194,19 +194,3 @@ class HookItem(_Item):
 
     def index_keys(self) -> dict[str, str]:
         return {"gsi1pk": keys.hooks_partition(self.tenant, self.workflow_id), "gsi1sk": self.slug}
-
-
-class TriggerStateItem(_Item):
-    """The EventBridge Scheduler schedules and EventBridge rules trigger sync registered for
-    a workflow, so that the next sync removes exactly the ones no longer declared."""
-
-    kind: ClassVar[str] = "trigger_state"
-
-    tenant: str
-    workflow_id: str
-    schedules: list[str] = Field(default_factory=list, description="Schedule names (one group).")
-    rules: list[str] = Field(default_factory=list, description="Rule names (the Relayflow bus).")
-    updated_at: str
-
-    def key(self) -> keys.Key:
-        return keys.trigger_state_key(self.tenant, self.workflow_id)

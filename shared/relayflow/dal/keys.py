@@ -27,8 +27,6 @@ RUN_SK = "RUN"
 API_KEY_SK = "KEY"
 KEY_ID_SK = "KEYID"
 HOOK_SK = "HOOK"
-#: Sort key (in the workflow's partition) of what trigger sync registered for the workflow.
-TRIGGERS_SK = "TRIGGERS"
 
 
 def _part(value: str, what: str) -> str:
@@ -118,8 +116,3 @@ def hook_key(slug: str) -> Key:
 def hooks_partition(tenant: str, workflow_id: str) -> str:
     """GSI1 partition of the webhook slugs a workflow registered (sorted by slug)."""
     return f"{workflow_partition(tenant, workflow_id)}#HOOKS"
-
-
-def trigger_state_key(tenant: str, workflow_id: str) -> Key:
-    """The record of the schedules and rules trigger sync registered for a workflow."""
-    return {"pk": workflow_partition(tenant, workflow_id), "sk": TRIGGERS_SK}

@@ -30,7 +30,6 @@ from relayflow.dal.items import (
     HookItem,
     KeyIdItem,
     RunItem,
-    TriggerStateItem,
     VersionItem,
     WorkflowItem,
 )
@@ -550,7 +549,7 @@ class Dal:
         when = now or _utc_now()
         index = {
             "gsi1pk": keys.hooks_partition(tenant, workflow_id),
-            "gsi1sk": keys._part(slug, "slug"),
+            "gsi1sk": slug,
         }
         values = {
             "slug": slug,
@@ -590,17 +589,24 @@ class Dal:
         raw = self._get(keys.hook_key(slug))
         return HookItem.from_item(raw) if raw else None
 
-    def delete_hook(self, slug: str, tenant: str) -> bool:
-        """Remove the tenant's registration of ``slug``; ``False`` when it is not the
-        tenant's (or does not exist)."""
+    def delete_hook(self, slug: str, tenant: str, *, workflow_id: str | None = None) -> bool:
+        """Remove the tenant's registration of ``slug`` (only while it is ``workflow_id``'s,
+        when given); ``False`` when it is not theirs (or does not exist)."""
+        condition = "#tenant = :tenant"
+        names = {"#tenant": "tenant"}
+        values: dict[str, Any] = {":tenant": tenant}
+        if workflow_id is not None:
+            condition += " AND #workflow_id = :workflow_id"
+            names["#workflow_id"] = "workflow_id"
+            values[":workflow_id"] = workflow_id
         try:
             self._call(
                 "delete_item",
                 TableName=self.table_name,
                 Key=serialize(keys.hook_key(slug)),
-                ConditionExpression="#tenant = :tenant",
-                ExpressionAttributeNames={"#tenant": "tenant"},
-                ExpressionAttributeValues=serialize({":tenant": tenant}),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=serialize(values),
             )
         except ConditionFailed:
             return False
@@ -610,15 +616,6 @@ class Dal:
         """The slugs registered for the tenant's workflow, by slug."""
         rows = self._query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
         return [HookItem.from_item(plain) for plain in rows]
-
-    # -- trigger sync state ------------------------------------------------------------------
-
-    def get_trigger_state(self, tenant: str, workflow_id: str) -> TriggerStateItem | None:
-        raw = self._get(keys.trigger_state_key(tenant, workflow_id))
-        return TriggerStateItem.from_item(raw) if raw else None
-
-    def put_trigger_state(self, item: TriggerStateItem) -> None:
-        self._put(item.to_item())
 
 
 @lru_cache(maxsize=1)

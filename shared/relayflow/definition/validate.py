@@ -432,6 +432,11 @@ class _Checker:
                     check_expression(flt)
                 except ExpressionSyntaxError as exc:
                     self.add(f"triggers[{i}].filter", "expression", str(exc))
+            if trig.get("type") == "webhook" and trig.get("transform") is not None:
+                # A delivery is trigger = {body, headers, query}; nothing else exists yet.
+                self.check_template_field(
+                    f"triggers[{i}].transform", trig["transform"], ("trigger",)
+                )
             slug = trig.get("slug")
             if trig.get("type") == "webhook" and isinstance(slug, str):
                 if slug in slugs:

@@ -8,7 +8,11 @@ One process plays every part of the deployed stack:
   public ones (``/openapi.json``, ``/swagger``) the authorizer function's handler runs first,
   and its ``context.tenant`` goes into ``requestContext.authorizer``; then ``functions/api``'s
   handler answers. A refused key is a 401, a per-key token bucket answers 429 with
-  ``Retry-After`` (API Gateway's throttling, locally);
+  ``Retry-After`` (API Gateway's throttling, locally). ``POST /hooks/{slug}`` is public: it
+  goes straight to ``functions/webhook``'s handler;
+* EventBridge's delivery to Lambda targets: ``server.events``, a ``LocalEventRouter``
+  (:mod:`relayflow.local.eventbridge`), hands every event put on the bus (``POST /events``)
+  to the trigger function of each subscription rule that matches it;
 * EventBridge's "Step Functions Execution Status Change" rule: :class:`StatusRecorder` watches
   the runtime's executions and, when one starts (RUNNING) and when it ends, builds that event
   and calls ``functions/recorder``'s handler, as the rule would;
@@ -43,6 +47,7 @@ from types import TracebackType
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, LambdaContext
 from relayflow.local.runtime import LocalRuntime
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
@@ -59,6 +64,8 @@ DEFAULT_RATE_BURST = 200
 API_ID = "local"
 #: The resource every authorized route comes through (template.yaml: ``/{proxy+}`` ANY).
 PROXY_RESOURCE = "/{proxy+}"
+#: The public webhook route (template.yaml: ``POST /hooks/{slug}``, no authorizer).
+WEBHOOK_RESOURCE = "/hooks/{slug}"
 _TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 _RECORDER_ATTEMPTS = 3
 
@@ -296,6 +303,9 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
 
     if path in PUBLIC_RESOURCES:
         return path, None
+    parts = path.strip("/").split("/")
+    if len(parts) == 2 and parts[0] == "hooks" and parts[1]:
+        return WEBHOOK_RESOURCE, {"slug": parts[1]}
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
 
 
@@ -325,10 +335,13 @@ class LocalServer:
         self.url = ""
         self.runtime: LocalRuntime | None = None
         self.recorder: StatusRecorder | None = None
+        #: Delivers events put on the bus to the trigger function (event subscriptions).
+        self.events: LocalEventRouter | None = None
         self._functions_dir = functions_dir
         self._access_log = access_log
         self._api: Handler | None = None
         self._authorizer: Handler | None = None
+        self._webhook: Handler | None = None
         self._api_lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -357,10 +370,13 @@ class LocalServer:
         buses = {bus["Name"] for bus in events.list_event_buses().get("EventBuses", [])}
         if settings.event_bus_name not in buses:
             events.create_event_bus(Name=settings.event_bus_name)
+        self.events = LocalEventRouter(self.runtime)
+        self.events.open()
 
         registry = HandlerRegistry({}, self.runtime.functions_dir, region=self.runtime.region)
         self._api = _required(registry, "api")
         self._authorizer = _required(registry, "authorizer")
+        self._webhook = _required(registry, "webhook")
         recorder = _required(registry, "recorder")
 
         self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
@@ -393,6 +409,9 @@ class LocalServer:
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
+        if self.events is not None:
+            self.events.close()
+            self.events = None
         if self.runtime is not None:
             self.runtime.__exit__(exc_type, exc, tb)
             self.runtime = None
@@ -408,7 +427,10 @@ class LocalServer:
         self.rate_limiter.configure(per_second, burst)
 
     def settle(self, timeout: float = 5.0) -> None:
-        """Wait until the recorder has reported every status change so far."""
+        """Wait until every event put so far has been delivered and the recorder has
+        reported every status change so far."""
+        if self.events is not None:
+            self.events.settle(timeout)
         if self.recorder is not None:
             self.recorder.settle(timeout)
 
@@ -428,6 +450,8 @@ class LocalServer:
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
+        if event["resource"] == WEBHOOK_RESOURCE:
+            return self._deliver_webhook(event)
         public = event["resource"] != PROXY_RESOURCE
         if not public:
             refused = self._authorize(event)
@@ -442,6 +466,19 @@ class LocalServer:
         with self._api_lock:
             result = self._api(event, context)
         if method != "GET" and self.recorder is not None:
+            self.recorder.poke()
+        return _from_proxy_result(result)
+
+    def _deliver_webhook(self, event: dict[str, Any]) -> LocalResponse:
+        """``POST /hooks/{slug}``: no authorizer, no API-key limit (the webhook function keeps
+        its own per-endpoint limit); concurrent deliveries run side by side, as Lambda's
+        instances would (a sync response may wait for its run)."""
+        assert self._webhook is not None
+        context = LambdaContext(
+            function_name=function_name("webhook"), invoked_function_arn=function_arn("webhook")
+        )
+        result = self._webhook(event, context)
+        if self.recorder is not None:
             self.recorder.poke()
         return _from_proxy_result(result)
 

@@ -1,0 +1,11 @@
+"""The trigger function: a schedule that fired or an event a subscription rule matched → a run."""
+
+from typing import Any
+
+from relayflow.observability import logger
+from relayflow.triggers.dispatch import handle_trigger
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle_trigger(event)

@@ -1,0 +1,253 @@
+"""What the trigger function does: start a run for a schedule that fired or an event that
+matched a subscription rule.
+
+Both deliveries name the tenant, the workflow and the index of the trigger in its definition
+(trigger sync wrote them into the schedule's input and the rule's input template). The live
+version's definition is read to confirm that trigger still exists (a stale schedule or rule
+starts nothing) and, for events, to find its filter.
+
+* **schedule** ``{"kind": "schedule", "tenant", "workflow_id", "trigger_index",
+  "scheduled_time", "input"}``: the run's trigger is the declared ``input``; its idempotency
+  key is ``schedule:<index>:<scheduled_time>``, so a redelivery for the same scheduled time
+  (and both halves of a cron split in two) start one run.
+* **event** ``{"kind": "event", "tenant", "workflow_id", "trigger_index", "event"}``: the
+  run's trigger (and the filter's ``trigger``) is the event as :func:`event_trigger` shapes it;
+  the idempotency key is ``event:<event id>``, so a redelivered event starts no second run of
+  the workflow. A filter that is false skips the run; a filter that fails is logged and skips
+  only this subscription (other rules are separate deliveries).
+
+A disabled or unknown workflow, a trigger the live version no longer declares, an event of
+another tenant: nothing starts, the result says why, and a log line records it. AWS failures
+raise, so that Lambda's asynchronous retries deliver again (the idempotency key makes that
+safe).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from relayflow.triggers.sync import TENANT_FIELD
+
+DispatchStatus = Literal["started", "duplicate", "filtered", "filter_error", "skipped"]
+
+
+class InvalidDelivery(ValueError):
+    """The trigger function received something that is not a schedule or event delivery."""
+
+
+class _Delivery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tenant: str = Field(min_length=1)
+    workflow_id: str = Field(min_length=1)
+    trigger_index: int = Field(ge=0)
+
+
+class ScheduleDelivery(_Delivery):
+    """What a schedule sends (its input, with Scheduler's scheduled time filled in)."""
+
+    kind: Literal["schedule"]
+    scheduled_time: str = Field(description="When the schedule was due (ISO-8601).")
+    input: Any = Field(None, description="The trigger's declared input.")
+
+
+class EventDelivery(_Delivery):
+    """What a subscription rule's input transformer sends."""
+
+    kind: Literal["event"]
+    event: dict[str, Any] = Field(description="The whole EventBridge event.")
+
+
+Delivery = Annotated[ScheduleDelivery | EventDelivery, Field(discriminator="kind")]
+
+
+class DispatchResult(BaseModel):
+    """The trigger function's answer: what happened to one delivery."""
+
+    status: DispatchStatus
+    tenant: str
+    workflow_id: str
+    trigger_index: int
+    run_id: str | None = None
+    reason: str | None = None
+
+
+def parse_delivery(event: Mapping[str, Any]) -> ScheduleDelivery | EventDelivery:
+    from pydantic import TypeAdapter
+
+    try:
+        delivery = TypeAdapter(Delivery).validate_python(event)
+    except ValidationError as exc:
+        raise InvalidDelivery(f"not a schedule or event delivery: {exc}") from exc
+    if isinstance(delivery, ScheduleDelivery):
+        try:
+            datetime.fromisoformat(delivery.scheduled_time.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidDelivery(
+                f"scheduled_time {delivery.scheduled_time!r} is not an ISO-8601 time"
+            ) from exc
+    return delivery
+
+
+def event_trigger(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``trigger`` of a run an event starts (and of its filter): the event's ``id``,
+    ``source``, ``detail_type``, ``time``, ``account``, ``region``, ``resources`` and
+    ``detail`` as published (without the tenant field Relayflow adds)."""
+    detail = event.get("detail")
+    if isinstance(detail, Mapping):
+        detail = {k: v for k, v in detail.items() if k != TENANT_FIELD}
+    return {
+        "id": event.get("id"),
+        "source": event.get("source"),
+        "detail_type": event.get("detail-type"),
+        "time": event.get("time"),
+        "account": event.get("account"),
+        "region": event.get("region"),
+        "resources": event.get("resources") or [],
+        "detail": detail,
+    }
+
+
+class Dispatcher:
+    """Starts runs for deliveries. ``control`` is a ControlPlane (default: the process's)."""
+
+    def __init__(self, control: Any | None = None) -> None:
+        self._control = control
+
+    @property
+    def control(self) -> Any:
+        if self._control is not None:
+            return self._control
+        from relayflow.control.service import get_control_plane
+
+        return get_control_plane()
+
+    def dispatch(self, event: Mapping[str, Any]) -> DispatchResult:
+        delivery = parse_delivery(event)
+        if isinstance(delivery, ScheduleDelivery):
+            result = self._schedule(delivery)
+        else:
+            result = self._event(delivery)
+        _log(result)
+        return result
+
+    def _schedule(self, delivery: ScheduleDelivery) -> DispatchResult:
+        _, refused = self._live_trigger(delivery, ("cron", "at"))
+        if refused is not None:
+            return refused
+        key = f"schedule:{delivery.trigger_index}:{delivery.scheduled_time}"
+        return self._start(delivery, delivery.input, key, "schedule")
+
+    def _event(self, delivery: EventDelivery) -> DispatchResult:
+        from relayflow.errors import ExpressionError
+        from relayflow.expressions import evaluate_condition
+
+        event = delivery.event
+        detail = event.get("detail")
+        owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+        if owner != delivery.tenant:
+            # The rule pattern already requires the tenant; this guards a misconfigured rule.
+            return _result(delivery, "skipped", reason="the event belongs to another tenant")
+        event_id = event.get("id")
+        if not isinstance(event_id, str) or not event_id:
+            raise InvalidDelivery("the event has no id")
+        trigger, refused = self._live_trigger(delivery, ("event",))
+        if refused is not None:
+            return refused
+        payload = event_trigger(event)
+        condition = (trigger or {}).get("filter")
+        if condition:
+            try:
+                matched = evaluate_condition(condition, {"trigger": payload})
+            except ExpressionError as exc:
+                return _result(delivery, "filter_error", reason=str(exc))
+            if not matched:
+                return _result(delivery, "filtered", reason=f"filter {condition!r} is false")
+        return self._start(delivery, payload, f"event:{event_id}", "event")
+
+    def _live_trigger(
+        self, delivery: _Delivery, kinds: tuple[str, ...]
+    ) -> tuple[dict[str, Any] | None, DispatchResult | None]:
+        """The trigger the live version declares at ``trigger_index``, or the result that
+        says why nothing starts."""
+        dal = self.control.dal
+        head = dal.get_workflow(delivery.tenant, delivery.workflow_id)
+        if head is None:
+            return None, _result(delivery, "skipped", reason="no such workflow")
+        if not head.enabled:
+            return None, _result(delivery, "skipped", reason="the workflow is disabled")
+        version = dal.get_version(delivery.tenant, delivery.workflow_id, head.live_version)
+        triggers = (json.loads(version.definition).get("triggers") or []) if version else []
+        index = delivery.trigger_index
+        trigger = triggers[index] if index < len(triggers) else None
+        if not isinstance(trigger, dict) or trigger.get("type") not in kinds:
+            return None, _result(
+                delivery,
+                "skipped",
+                reason=f"version {head.live_version} declares no {' or '.join(kinds)} trigger "
+                f"at triggers[{index}]",
+            )
+        return trigger, None
+
+    def _start(
+        self, delivery: _Delivery, payload: Any, key: str, trigger_type: str
+    ) -> DispatchResult:
+        from relayflow.control.errors import ApiError, Conflict, NotFound
+
+        try:
+            started = self.control.start_run(
+                delivery.tenant,
+                delivery.workflow_id,
+                payload,
+                idempotency_key=key,
+                trigger_type=trigger_type,
+            )
+        except (Conflict, NotFound) as exc:
+            # Disabled or deleted between the check and the start.
+            return _result(delivery, "skipped", reason=exc.message)
+        except ApiError as exc:
+            if exc.status >= 500 or exc.status == 429:
+                raise  # transient: let the invocation be retried
+            return _result(delivery, "skipped", reason=f"{exc.code}: {exc.message}")
+        status: DispatchStatus = "started" if started.created else "duplicate"
+        return _result(delivery, status, run_id=started.run_id)
+
+
+def _result(
+    delivery: _Delivery,
+    status: DispatchStatus,
+    *,
+    run_id: str | None = None,
+    reason: str | None = None,
+) -> DispatchResult:
+    return DispatchResult(
+        status=status,
+        tenant=delivery.tenant,
+        workflow_id=delivery.workflow_id,
+        trigger_index=delivery.trigger_index,
+        run_id=run_id,
+        reason=reason,
+    )
+
+
+def _log(result: DispatchResult) -> None:
+    from relayflow.observability import logger
+
+    extra = result.model_dump(exclude_none=True)
+    if result.status == "filter_error":
+        logger.warning("trigger filter failed; this subscription is skipped", extra=extra)
+    elif result.status == "skipped":
+        logger.warning("trigger skipped", extra=extra)
+    else:
+        logger.info(f"trigger {result.status}", extra=extra)
+
+
+def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> dict[str, Any]:
+    """Dispatch one schedule or event delivery (what ``functions/trigger`` does); returns
+    :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else."""
+    return Dispatcher(control).dispatch(event).model_dump(mode="json")
