@@ -91,6 +91,22 @@ class CodeLimitExceeded(RelayflowError):
     error_name = "Relayflow.CodeLimitExceeded"
 
 
+class Throttled(RelayflowError):
+    """The step's concurrency or rate limit is reached. The compiled Retry for this name waits
+    and tries again without using up the step's own retry policy."""
+
+    error_name = "Relayflow.Throttled"
+    retryable = True
+
+
+class CircuitOpen(RelayflowError):
+    """The tool's circuit breaker is open: the call was not made. ``details`` say when it
+    lets a trial through."""
+
+    error_name = "Relayflow.CircuitOpen"
+    retryable = True
+
+
 class PayloadTooLarge(RelayflowError):
     """A step output too large for the state document could not be offloaded to S3 (the
     function may hold no S3 permission, as the code function does)."""

@@ -135,3 +135,47 @@ def test_mermaid_graph_shows_steps_and_routes():
     assert text.startswith("flowchart TD\n")
     assert "    exp --> fixed" in text
     assert "    fixed -. on_failure .-> handle" in text
+
+
+def test_a_flow_controlled_step_waits_on_its_own_retrier_and_runs_in_its_lambda():
+    from relayflow.definition import load_workflow_text
+
+    workflow = load_workflow_text(
+        """
+id: flow
+start: shape
+steps:
+  shape:
+    type: transform
+    mapping: "{{ trigger.x }}"
+    concurrency: {limit: 1}
+    retry: {max_attempts: 2, backoff: fixed, base_seconds: 1}
+"""
+    )
+    compiled = compile_workflow(workflow)
+    # a plain path would be a native Pass; the concurrency limit needs the Lambda to hold it
+    assert compiled.step_runners == {"shape": "transform"}
+    retry = compiled.asl["States"]["shape"]["Retry"]
+    throttled = [r for r in retry if r["ErrorEquals"] == ["Relayflow.Throttled"]]
+    assert throttled and throttled[0]["MaxAttempts"] == 25
+    # the step's own policy stays as declared, after the throttle retrier
+    assert retry[-1]["MaxAttempts"] == 1 and retry.index(throttled[0]) < len(retry) - 1
+
+
+def test_flow_control_keys_are_checked_templates():
+    from relayflow.definition import validate_data
+
+    _, problems = validate_data(
+        {
+            "id": "wf",
+            "start": "a",
+            "steps": {
+                "a": {
+                    "type": "transform",
+                    "mapping": 1,
+                    "concurrency": {"limit": 1, "key": "{{ order.customer }}"},
+                }
+            },
+        }
+    )
+    assert [(p.path, p.rule) for p in problems] == [("steps.a.concurrency.key", "unknown-variable")]

@@ -41,7 +41,7 @@ from relayflow.definition.models import (
     Workflow,
 )
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import NON_RETRYABLE_ERRORS, MaxStepsExceeded, TooManyItems
+from relayflow.errors import NON_RETRYABLE_ERRORS, MaxStepsExceeded, Throttled, TooManyItems
 from relayflow.expressions import condition_to_choice, expression_jsonpath, template_to_parameters
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
@@ -54,6 +54,15 @@ LAMBDA_SERVICE_ERRORS = [
     "Lambda.TooManyRequestsException",
 ]
 SUCCEEDED = "succeeded"
+#: How a flow-controlled step waits for a slot: up to about ten minutes, jittered.
+THROTTLED_RETRY: dict[str, Any] = {
+    "ErrorEquals": [Throttled.error_name],
+    "IntervalSeconds": 1,
+    "MaxAttempts": 25,
+    "BackoffRate": 1.5,
+    "MaxDelaySeconds": 30,
+    "JitterStrategy": "FULL",
+}
 #: Fields of a step model that are routing or policy, not the config a step Lambda needs.
 _NOT_CONFIG = {
     "type",
@@ -220,12 +229,16 @@ class _ScopeContext:
             step.retry
             or step.timeout_seconds
             or step.on_failure
+            or getattr(step, "concurrency", None)
+            or getattr(step, "rate_limit", None)
             or (self.mode == "item" and self.item_continue)
         )
 
     # ------------------------------------------------------------------ retry / catch
 
-    def retriers(self, policy: RetryPolicy | None) -> list[dict[str, Any]]:
+    def retriers(
+        self, policy: RetryPolicy | None, *, flow_controlled: bool = False
+    ) -> list[dict[str, Any]]:
         retry: list[dict[str, Any]] = [
             {
                 "ErrorEquals": list(LAMBDA_SERVICE_ERRORS),
@@ -235,6 +248,10 @@ class _ScopeContext:
                 "JitterStrategy": "FULL",
             }
         ]
+        if flow_controlled:
+            # Its own retrier, so waiting for a concurrency slot or a rate window never uses
+            # up the step's retry policy (ASL counts attempts per retrier).
+            retry.append(dict(THROTTLED_RETRY))
         if policy is None or policy.max_attempts <= 1 or policy.backoff == "linear":
             return retry
         if policy.retry_on is None:
@@ -395,7 +412,9 @@ class _ScopeContext:
             result_selector={"output.$": "$.Payload.output", "status": SUCCEEDED},
             result_path=f"$.steps.{key}",
             timeout_seconds=step.timeout_seconds,
-            retry=self.retriers(step.retry),
+            retry=self.retriers(
+                step.retry, flow_controlled=bool(step.concurrency or step.rate_limit)
+            ),
             catch=self.catchers(key, step.retry),
         )
         policy = step.retry

@@ -77,6 +77,31 @@ class RetryPolicy(_Model):
         return self
 
 
+class Concurrency(_Model):
+    """At most ``limit`` executions of this step at once, optionally per key (like Inngest's
+    concurrency key): ``key: "{{ trigger.customer_id }}"`` limits each customer separately.
+    Held as leases in DynamoDB that expire if a function dies."""
+
+    limit: int = Field(ge=1, le=10_000)
+    key: Template | None = Field(None, description="Template naming the group the limit is per.")
+
+
+class RateLimit(_Model):
+    """At most ``limit`` starts of this step per ``window_seconds`` (fixed windows)."""
+
+    limit: int = Field(ge=1, le=1_000_000)
+    window_seconds: int = Field(60, ge=1, le=86_400)
+    key: Template | None = Field(None, description="Template naming the group the limit is per.")
+
+
+class BreakerSettings(_Model):
+    """A circuit breaker: ``failure_threshold`` consecutive non-transient failures open it;
+    after ``cooldown_seconds`` one trial is let through (half-open); a success closes it."""
+
+    failure_threshold: int = Field(5, ge=1, le=1000)
+    cooldown_seconds: int = Field(60, ge=1, le=86_400)
+
+
 class _StepBase(_Model):
     name: str | None = Field(None, max_length=200, description="Display name.")
     description: str | None = Field(None, max_length=2000)
@@ -87,6 +112,10 @@ class _StepBase(_Model):
     timeout_seconds: int | None = Field(
         None, ge=1, le=31_536_000, description="Fail the step with States.Timeout after this long."
     )
+    concurrency: Concurrency | None = Field(
+        None, description="Flow control: executions of this step at once."
+    )
+    rate_limit: RateLimit | None = Field(None, description="Flow control: starts per window.")
 
 
 class _Routed(_StepBase):
@@ -251,6 +280,11 @@ class ToolStep(_Routed):
         description="Catalogue name, e.g. aws.dynamodb.put_item or http.billing.create_invoice.",
     )
     args: TemplateValue = Field(default_factory=dict, description="Templated arguments.")
+    breaker: BreakerSettings | None = Field(
+        default_factory=BreakerSettings,
+        description="Circuit breaker for this tool (per tenant, shared by every workflow that "
+        "calls it); null turns it off.",
+    )
 
 
 class AgentStep(_Routed):
@@ -508,6 +542,11 @@ class Workflow(_Model):
         1000, ge=1, le=100_000, description="Bound on steps executed inside cycles."
     )
     errors: ErrorSettings = Field(default_factory=ErrorSettings)
+    breaker: BreakerSettings | None = Field(
+        None,
+        description="Workflow circuit breaker: consecutive failed runs open it; while open, API "
+        "starts get 409 and scheduled or event runs are skipped and recorded.",
+    )
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."
     )

@@ -59,10 +59,10 @@ TRIGGER_TYPES = ("manual", "cron", "at", "event", "webhook")
 #: Settings a step type cannot honour, refused rather than silently ignored.
 #: noop and delay cannot fail; Parallel and Map states have no TimeoutSeconds in ASL.
 NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
-    "noop": ("retry", "timeout_seconds", "on_failure"),
-    "delay": ("retry", "timeout_seconds", "on_failure"),
-    "parallel": ("timeout_seconds",),
-    "for_each": ("timeout_seconds",),
+    "noop": ("retry", "timeout_seconds", "on_failure", "concurrency", "rate_limit"),
+    "delay": ("retry", "timeout_seconds", "on_failure", "concurrency", "rate_limit"),
+    "parallel": ("timeout_seconds", "concurrency", "rate_limit"),
+    "for_each": ("timeout_seconds", "concurrency", "rate_limit"),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
 FOR_EACH_TARGET_TYPES = frozenset(
@@ -313,6 +313,10 @@ class _Checker:
                     self.add(path, "expression", str(exc))
                 else:
                     self.check_expression_refs(path, [raw["expression"]])
+            for control in ("concurrency", "rate_limit"):
+                setting = raw.get(control)
+                if isinstance(setting, Mapping) and isinstance(setting.get("key"), str):
+                    self.check_template_field(f"steps.{key}.{control}.key", setting["key"])
             for name in TEMPLATE_FIELDS.get(str(step_type), ()):
                 if name not in raw or raw[name] is None or isinstance(raw[name], int):
                     continue
