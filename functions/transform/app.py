@@ -4,8 +4,10 @@ from typing import Any
 
 from relayflow.observability import step_handler
 from relayflow.steps import transform
+from relayflow.steps.guard import flow_controlled
 
 
 @step_handler
+@flow_controlled
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return transform.run(event)

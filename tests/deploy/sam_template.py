@@ -140,6 +140,8 @@ class Resolver:
             "AWS::Serverless::Function": lambda_arn,
             "AWS::Logs::LogGroup": f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*",
             "AWS::S3::Bucket": f"arn:{PARTITION}:s3:::{name}",
+            "AWS::DynamoDB::Table": f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{name}",
+            "AWS::SQS::Queue": f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}",
             "AWS::IAM::Role": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}",
             "AWS::Events::EventBus": f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:event-bus/{name}",
             "AWS::CloudWatch::Alarm": f"arn:{PARTITION}:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}",

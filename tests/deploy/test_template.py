@@ -135,8 +135,9 @@ def _inline_statements(kind: str) -> list[dict]:
 @pytest.mark.parametrize("kind", ["condition", "transform"])
 def test_expression_functions_may_only_read_and_write_offloaded_payloads(kind):
     policies = props(FUNCTIONS[kind])["Policies"]
-    assert len(policies) == 1, "no policy beyond the payload bucket"
-    assert _inline_statements(kind) == [
+    assert len(policies) == 2, "no policy beyond the payload bucket and flow control"
+    offload = [s for s in _inline_statements(kind) if s["Sid"] == "PayloadOffload"]
+    assert offload == [
         {
             "Sid": "PayloadOffload",
             "Effect": "Allow",
@@ -144,6 +145,34 @@ def test_expression_functions_may_only_read_and_write_offloaded_payloads(kind):
             "Resource": f"arn:aws:s3:::{DEV.ref('PayloadBucket')}/payloads/*",
         }
     ]
+
+
+@pytest.mark.parametrize("kind", ["condition", "transform", "tool", "webhook_out", "custom"])
+def test_step_functions_reach_only_their_own_items_in_the_table(kind):
+    # Given every statement of the step function that names the table
+    table = DEV.resolve({"Fn::GetAtt": ["RelayflowTable", "Arn"]})
+    on_table = [s for s in _inline_statements(kind) if s.get("Resource") == table]
+    policies = props(FUNCTIONS[kind])["Policies"]
+    # Then none is a SAM table-wide template, and each is limited by its leading keys
+    assert not any("DynamoDBCrudPolicy" in p or "DynamoDBReadPolicy" in p for p in policies)
+    assert on_table
+    expected = ["TENANT#*#FLOW#*"] + (["TENANT#*#BREAKER#*"] if kind == "tool" else [])
+    for statement in on_table:
+        leading = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+        assert leading == expected
+
+
+def test_the_code_function_has_no_table_access_and_code_steps_refuse_flow_control():
+    from relayflow.definition import validate_data
+
+    _, problems = validate_data(
+        {
+            "id": "wf",
+            "start": "a",
+            "steps": {"a": {"type": "code", "code": "return 1", "concurrency": {"limit": 1}}},
+        }
+    )
+    assert [(p.path, p.rule) for p in problems] == [("steps.a.concurrency", "not-applicable")]
 
 
 @pytest.mark.parametrize("kind", ["tool", "webhook_out", "custom"])

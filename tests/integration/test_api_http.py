@@ -182,6 +182,8 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/runs/{run_id}": ["get"],
         "/runs/{run_id}/cancel": ["post"],
         "/events": ["post"],
+        "/breakers": ["get"],
+        "/breakers/{breaker_id}/reset": ["post"],
     }
     assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKey"}
     put_body = document["paths"]["/workflows/{workflow_id}"]["put"]["requestBody"]["content"]

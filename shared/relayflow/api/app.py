@@ -12,7 +12,9 @@ status  code                       when
 400     ``bad_request``            malformed JSON or YAML, a bad path/query/header value
 401     ``unauthorized``           no tenant from the authorizer
 404     ``not_found``              unknown route, or an id the tenant does not own
-409     ``conflict``               disabled workflow, cancelling a finished run
+409     ``conflict``               disabled workflow, cancelling a finished run, a
+                                   workflow whose circuit breaker is open (details:
+                                   ``breaker_id``, ``reopens_at``; ``Retry-After``)
 413     ``payload_too_large``      a body over 256 KB
 415     ``unsupported_media_type`` a body that is neither JSON nor (for PUT) YAML
 422     ``unprocessable``          a request body that breaks its model (field paths)
@@ -55,6 +57,7 @@ from relayflow.control.models import (
     WorkflowSummary,
 )
 from relayflow.observability import logger
+from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 
 #: API Gateway accepts 10 MB; Relayflow stores run input and definitions up to this.
 MAX_BODY_BYTES = 256 * 1024
@@ -146,6 +149,14 @@ WorkflowId = Annotated[
     Path(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="The workflow's id."),
 ]
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN, description="The run's id.")]
+BreakerId = Annotated[
+    str,
+    Path(
+        pattern=BREAKER_ID_PATTERN,
+        max_length=200,
+        description="tool:<tool name> (e.g. tool:http.billing) or workflow:<workflow id>.",
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
 NextToken = Annotated[
     str | None,
@@ -526,6 +537,31 @@ def publish_event(request: Annotated[PublishEventRequest, Body()]) -> Response[P
     tenant = _tenant()
     event_id = publish(tenant, request.source, request.detail_type, request.detail)
     return _reply(202, PublishedEvent(event_id=event_id))
+
+
+@app.get(
+    "/breakers",
+    summary="List circuit breakers",
+    description="The tenant's tool and workflow circuit breakers (each one that has counted a "
+    "failure), by id, with their state: closed, open (until reopens_at) or half_open.",
+    responses=_docs({200: "A page of breakers"}, Page[BreakerInfo]),
+    tags=["breakers"],
+)
+def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[Page[BreakerInfo]]:
+    page = _control().list_breakers(_tenant(), limit=limit, next_token=next_token)
+    return _reply(200, page)
+
+
+@app.post(
+    "/breakers/<breaker_id>/reset",
+    summary="Close a circuit breaker",
+    description="Closes the breaker now and forgets its failures; calls and runs go through "
+    "again at once.",
+    responses=_docs({200: "The breaker, closed"}, BreakerInfo, 404),
+    tags=["breakers"],
+)
+def reset_breaker(breaker_id: BreakerId) -> Response[BreakerInfo]:
+    return _reply(200, _control().reset_breaker(_tenant(), breaker_id))
 
 
 @app.get("/openapi.json", include_in_schema=False)

@@ -9,7 +9,9 @@ a Relayflow state machine as it starts and as it ends. For each one the recorder
    sets status, end time, duration, output, error, cause and the failing step (from the
    execution history);
 3. publishes ``relayflow.run.<started|succeeded|failed|timed_out|aborted>`` on the Relayflow
-   bus and emits the ``Run*`` metrics.
+   bus and emits the ``Run*`` metrics;
+4. at the end, when the run's version declares a workflow ``breaker``, records the run's
+   verdict on it (:mod:`relayflow.reliability.breakers`).
 
 It is idempotent: each lifecycle event is *claimed* on the run item with a conditional write
 (``started_event_at`` / ``recorded_status``) before it is published, so a repeated or
@@ -41,7 +43,7 @@ from relayflow.control.service import (
     parse_iso,
 )
 from relayflow.control.stepfunctions import StepFunctionsError
-from relayflow.dal import RunItem
+from relayflow.dal import DataAccessError, RunItem
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 
@@ -353,7 +355,29 @@ def _record_end(
     record_metric(RUN_METRICS[detail.status], 1)
     if updated.duration_ms is not None:
         record_metric("RunDuration", updated.duration_ms, "Milliseconds")
+    _settle_breaker(control, updated)
     return detail_type
+
+
+def _settle_breaker(control: ControlPlane, run: RunItem) -> None:
+    """Record the run's end on its workflow's circuit breaker, when the version it ran
+    declares one. The end is recorded and published by now, and a redelivery would find it
+    claimed: a breaker that cannot be reached is logged, never raised."""
+    if run.version is None:
+        return
+    version = run.version
+    try:
+        control.breakers.settle_run(
+            run.tenant,
+            run.workflow_id,
+            run_id=run.run_id,
+            status=run.status,
+            error=run.error,
+            cause=run.cause,
+            policy=lambda: control.workflow_breaker_policy(run.tenant, run.workflow_id, version),
+        )
+    except DataAccessError as exc:
+        logger.warning("workflow circuit breaker not updated", extra={"reason": str(exc)})
 
 
 def _publish(events: Any | None, detail_type: str, run: RunItem, change: StatusChangeEvent) -> None:

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping
@@ -68,6 +69,17 @@ from relayflow.dal import (
     get_dal,
 )
 from relayflow.dal import Throttled as DalThrottled
+from relayflow.dal.breakers import BreakerDal
+from relayflow.errors import CircuitOpen
+from relayflow.reliability.breakers import (
+    WORKFLOW_TRIAL_LEASE_SECONDS,
+    Admission,
+    BreakerInfo,
+    BreakerPolicy,
+    Breakers,
+    is_breaker_id,
+    workflow_breaker_id,
+)
 from relayflow.settings import get_settings
 
 if TYPE_CHECKING:
@@ -158,6 +170,15 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+class BreakerOpen(Conflict):
+    """409: the workflow's circuit breaker is open; ``details`` name the breaker and when it
+    lets a run through (``reopens_at``), and ``Retry-After`` says the same in seconds."""
+
+    def __init__(self, message: str, details: dict[str, Any], retry_after: int | None) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
+
 def _translated(method: Callable[P, R]) -> Callable[P, R]:
     """Turn data-access and Step Functions failures into :class:`ApiError` s."""
 
@@ -220,12 +241,16 @@ def _check_limit(limit: int) -> None:
         raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
 
 
+#: Parts of a definition the compiled ASL does not hold (the trigger function and the control
+#: plane read them from the version).
+_OUTSIDE_ASL = ("triggers", "breaker")
+
+
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:
-    """Triggers are not part of the compiled ASL: a definition whose triggers changed is a
-    new version even when its state machine is not."""
-    return json.loads(stored_definition).get("triggers") == json.loads(definition_json).get(
-        "triggers"
-    )
+    """Triggers and the workflow breaker are not part of the compiled ASL: a definition whose
+    triggers or breaker changed is a new version even when its state machine is not."""
+    stored, new = json.loads(stored_definition), json.loads(definition_json)
+    return all(stored.get(part) == new.get(part) for part in _OUTSIDE_ASL)
 
 
 # ------------------------------------------------------------------------------- service
@@ -238,10 +263,14 @@ class ControlPlane:
     :func:`relayflow.dal.get_dal` and ``adapters.aws.client("stepfunctions")``.
     """
 
-    def __init__(self, dal: Dal | None = None, sfn: Any | None = None) -> None:
+    def __init__(
+        self, dal: Dal | None = None, sfn: Any | None = None, breakers: Breakers | None = None
+    ) -> None:
         self._dal = dal
         #: The Step Functions calls (state machines, versions, alias, executions).
         self.machines = sfn_api.StateMachines(sfn)
+        #: Circuit breakers (workflow breakers refuse starts; the recorder settles them).
+        self.breakers = breakers or Breakers(BreakerDal(dal))
 
     @property
     def dal(self) -> Dal:
@@ -506,8 +535,10 @@ class ControlPlane:
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
         execution. The run item is written (conditionally) before the execution starts.
+        While the workflow's circuit breaker is open it raises :class:`BreakerOpen` (409); a
+        half-open one lets this run through as its trial.
         """
-        from relayflow.document import execution_input, new_run_id
+        from relayflow.document import new_run_id
 
         head = self._workflow(tenant, workflow_id)
         if not head.enabled:
@@ -530,6 +561,31 @@ class ControlPlane:
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
+        admission = self._admit_run(tenant, workflow_id, version, run_id)
+        try:
+            return self._create_and_start(
+                head, run_id, input, version, target_arn, idempotency_key, trigger_type
+            )
+        except Exception:
+            if admission is not None:
+                # The trial run never started: the next start may take the trial at once.
+                with contextlib.suppress(DataAccessError):
+                    self.breakers.abstained(admission)
+            raise
+
+    def _create_and_start(
+        self,
+        head: WorkflowItem,
+        run_id: str,
+        input: Any,
+        version: int,
+        target_arn: str,
+        idempotency_key: str | None,
+        trigger_type: str,
+    ) -> StartRunResult:
+        from relayflow.document import execution_input
+
+        tenant, workflow_id = head.tenant, head.workflow_id
         document = execution_input(
             workflow_id, input, run_id=run_id, version=version, tenant=tenant
         )
@@ -563,6 +619,47 @@ class ControlPlane:
             self.dal.delete_run(tenant, run_id)
             raise
         return StartRunResult(**_run_summary(run).model_dump(), created=True)
+
+    def _admit_run(
+        self, tenant: str, workflow_id: str, version: int, run_id: str
+    ) -> Admission | None:
+        """Pass the workflow's circuit breaker, or raise :class:`BreakerOpen`. A half-open
+        breaker lets this run through as its trial (the admission returned). Only an open
+        breaker costs a read of the version, to confirm that it still declares a breaker."""
+        breaker_id = workflow_breaker_id(workflow_id)
+        item = self.breakers.get(tenant, breaker_id)
+        if item is None or item.state == "closed":
+            return None
+        if self.workflow_breaker_policy(tenant, workflow_id, version) is None:
+            return None
+        try:
+            admission = self.breakers.admit(
+                tenant,
+                breaker_id,
+                lease_seconds=WORKFLOW_TRIAL_LEASE_SECONDS,
+                token=run_id,
+                current=item,
+            )
+        except CircuitOpen as exc:
+            chance = exc.details.get("reopens_at_epoch")
+            retry_after = max(1, math.ceil(chance - self.breakers.clock())) if chance else None
+            raise BreakerOpen(
+                f"workflow {workflow_id}'s circuit breaker is open: no run starts until "
+                f"{exc.details.get('reopens_at')}",
+                {"breaker_id": breaker_id, "reopens_at": exc.details.get("reopens_at")},
+                retry_after,
+            ) from exc
+        return admission if admission.trial_token is not None else None
+
+    def workflow_breaker_policy(
+        self, tenant: str, workflow_id: str, version: int
+    ) -> BreakerPolicy | None:
+        """The circuit breaker ``version`` of the workflow declares (``None``: none, or no
+        such version)."""
+        item = self.dal.get_version(tenant, workflow_id, version)
+        if item is None:
+            return None
+        return BreakerPolicy.from_config(json.loads(item.definition).get("breaker"))
 
     def _start_execution(self, run: RunItem, target_arn: str, document_json: str) -> None:
         try:
@@ -693,6 +790,28 @@ class ControlPlane:
                 raise Conflict(f"run {run_id} has already finished ({current.status})")
             updated = current
         return _run_summary(updated)
+
+    # -- circuit breakers --------------------------------------------------------------------
+
+    @_translated
+    def list_breakers(
+        self, tenant: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[BreakerInfo]:
+        """The tenant's circuit breakers (every one that has counted a failure), by id."""
+        _check_tenant(tenant)
+        _check_limit(limit)
+        items, token = self.breakers.list(tenant, limit=limit, next_token=next_token)
+        return Page[BreakerInfo](items=items, next_token=token)
+
+    @_translated
+    def reset_breaker(self, tenant: str, breaker_id: str) -> BreakerInfo:
+        """Close the tenant's breaker now (its failures forgotten, a running trial dropped).
+        :class:`NotFound` for a breaker the tenant does not have."""
+        _check_tenant(tenant)
+        info = self.breakers.reset(tenant, breaker_id) if is_breaker_id(breaker_id) else None
+        if info is None:
+            raise NotFound(f"circuit breaker {breaker_id} not found")
+        return info
 
     # -- API keys ----------------------------------------------------------------------------
 

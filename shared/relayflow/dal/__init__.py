@@ -3,6 +3,7 @@
 Importing it costs no boto3: the client and the (de)serializers load on first use.
 """
 
+from relayflow.dal.breakers import BreakerDal as BreakerDal
 from relayflow.dal.errors import (
     ConditionFailed,
     DataAccessError,
@@ -11,6 +12,7 @@ from relayflow.dal.errors import (
     SlugTaken,
     Throttled,
 )
+from relayflow.dal.flow import FlowDal as FlowDal
 from relayflow.dal.items import (
     RUN_STATUSES,
     TERMINAL_STATUSES,

@@ -63,6 +63,9 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
     "delay": ("retry", "timeout_seconds", "on_failure", "concurrency", "rate_limit"),
     "parallel": ("timeout_seconds", "concurrency", "rate_limit"),
     "for_each": ("timeout_seconds", "concurrency", "rate_limit"),
+    # The code function holds no permissions (user code could read its credentials), so it
+    # cannot keep flow-control leases in the table.
+    "code": ("concurrency", "rate_limit"),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
 FOR_EACH_TARGET_TYPES = frozenset(

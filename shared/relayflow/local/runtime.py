@@ -151,14 +151,17 @@ class LocalRuntime:
         self.provision()
 
     def provision(self) -> None:
-        """Create, in moto, the resources every step function expects to exist (the payload
-        bucket for offloaded outputs). Idempotent."""
+        """Create, in moto, the resources every function expects to exist: the payload bucket
+        for offloaded outputs and the Relayflow table (flow-control leases, breakers, runs).
+        Idempotent."""
+        from relayflow.dal import create_table
         from relayflow.settings import get_settings
 
         bucket = get_settings().payload_bucket
         s3 = self.s3_client
         if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
             s3.create_bucket(Bucket=bucket)
+        create_table(self.dynamodb_client)
 
     def __exit__(
         self,

@@ -12,12 +12,24 @@ from relayflow.tools.catalogue import run_tool
 
 def run(event: Any) -> dict[str, Any]:
     """Render ``config.args`` against the document, call ``config.tool``; the tool's result
-    is the step's output. HTTP tools use the declaration baked in ``config.http_tool``."""
+    is the step's output. HTTP tools use the declaration baked in ``config.http_tool``. With
+    ``config.breaker`` the call goes through the tenant's ``tool:<tool>`` circuit breaker
+    (:mod:`relayflow.reliability.breakers`): ``Relayflow.CircuitOpen`` while it is open."""
     task = parse_task(event)
     config = task.step.config
     tool = config.get("tool")
     if not isinstance(tool, str) or not tool:
         raise InvalidArgsError(f"step {task.step.key!r} names no tool", step=task.step.key)
     args = render(config.get("args", {}), task.doc)
-    output = run_tool(tool, args, doc=task.doc, http_tool=config.get("http_tool"))
+
+    def call() -> Any:
+        return run_tool(tool, args, doc=task.doc, http_tool=config.get("http_tool"))
+
+    if config.get("breaker"):
+        # Only then: a step without a breaker loads no breaker code and reads no table.
+        from relayflow.reliability.breakers import guard_tool_call
+
+        output = guard_tool_call(task.doc, tool, config["breaker"], call)
+    else:
+        output = call()
     return result(output, task=task)

@@ -17,7 +17,10 @@ starts nothing) and, for events, to find its filter.
   only this subscription (other rules are separate deliveries).
 
 A disabled or unknown workflow, a trigger the live version no longer declares, an event of
-another tenant: nothing starts, the result says why, and a log line records it. AWS failures
+another tenant: nothing starts, the result says why, and a log line records it. A workflow
+whose circuit breaker is open skips the run too, and the skip is also recorded as an item
+beside the breaker and counted in the ``RunSkipped`` metric; a half-open breaker lets one run
+through as its trial. AWS failures
 raise, so that Lambda's asynchronous retries deliver again (the idempotency key makes that
 safe).
 """
@@ -198,6 +201,7 @@ class Dispatcher:
         self, delivery: _Delivery, payload: Any, key: str, trigger_type: str
     ) -> DispatchResult:
         from relayflow.control.errors import ApiError, Conflict, NotFound
+        from relayflow.control.service import BreakerOpen
 
         try:
             started = self.control.start_run(
@@ -207,6 +211,9 @@ class Dispatcher:
                 idempotency_key=key,
                 trigger_type=trigger_type,
             )
+        except BreakerOpen as exc:
+            self._record_skip(delivery, key, trigger_type, exc)
+            return _result(delivery, "skipped", reason=exc.message)
         except (Conflict, NotFound) as exc:
             # Disabled or deleted between the check and the start.
             return _result(delivery, "skipped", reason=exc.message)
@@ -216,6 +223,33 @@ class Dispatcher:
             return _result(delivery, "skipped", reason=f"{exc.code}: {exc.message}")
         status: DispatchStatus = "started" if started.created else "duplicate"
         return _result(delivery, status, run_id=started.run_id)
+
+    def _record_skip(self, delivery: _Delivery, key: str, trigger_type: str, exc: Any) -> None:
+        """Keep a record of a run the open breaker did not let start (an item next to the
+        breaker, keyed by the idempotency key so a redelivery writes it once) and count it in
+        the ``RunSkipped`` metric. A failed write raises, and the delivery is retried."""
+        from relayflow.observability import logger, record_metric
+
+        details = exc.details or {}
+        self.control.breakers.record_skip(
+            delivery.tenant,
+            delivery.workflow_id,
+            idempotency_key=key,
+            trigger_type=trigger_type,
+            reason=exc.message,
+            reopens_at=details.get("reopens_at"),
+        )
+        logger.warning(
+            "run skipped: the workflow's circuit breaker is open",
+            extra={
+                "tenant": delivery.tenant,
+                "workflow_id": delivery.workflow_id,
+                "breaker_id": details.get("breaker_id"),
+                "reopens_at": details.get("reopens_at"),
+                "trigger_type": trigger_type,
+            },
+        )
+        record_metric("RunSkipped", 1, Reason="BreakerOpen")
 
 
 def _result(

@@ -13,6 +13,7 @@ import pytest
 from local_asl import machine, task
 
 from relayflow.local import LocalRuntime, compat
+from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +98,8 @@ def test_clients_talk_to_the_mocks():
         assert runtime.sfn_client.list_state_machines()["stateMachines"] == []
 
     # Then they share moto's in-process state
-    assert tables == ["t"]
+    # (next to the Relayflow table the runtime provisions for every function)
+    assert tables == sorted(["t", get_settings().table_name])
 
 
 def test_compat_refuses_another_moto_version(monkeypatch):

@@ -1,0 +1,198 @@
+"""Data access for step flow control: concurrency slots (leases) and rate windows.
+
+Both live in the one Relayflow table under the tenant's prefix, in partitions of their own per
+workflow, step and group (the rendered ``key``, see :func:`relayflow.reliability.flow.group_of`),
+with ``P = TENANT#<tenant>#FLOW#<workflow id>#<step key>#<group>``:
+
+* concurrency slot: pk ``P#CONC``, sk ``SLOT#<n>``; expires (TTL) an hour after its lease;
+* rate window: pk ``P#RATE#<window start, epoch seconds>``, sk ``RATE``; expires an hour
+  after the window.
+
+A concurrency limit of ``limit`` has the slots ``SLOT#0`` … ``SLOT#<limit-1>``. A slot is held
+by the lease written in it until ``lease_until`` (epoch milliseconds); claiming one is a
+single conditional ``PutItem`` (the slot is absent or its lease has run out), so two claims of
+one slot can never both succeed, and ``limit`` slots mean at most ``limit`` live leases.
+Releasing deletes the slot only while it still holds the caller's lease id. ``expires_at`` is
+the table's TTL, well after the lease ends: it only tidies slots nobody claimed again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from relayflow.dal import keys
+from relayflow.dal.errors import ConditionFailed
+from relayflow.dal.items import _Item
+from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+
+SLOT_SK_PREFIX = "SLOT#"
+RATE_SK = "RATE"
+#: Slots and rate windows are kept this long after their lease or window ends (to inspect).
+FLOW_RETENTION_SECONDS = 3600
+
+
+def flow_prefix(tenant: str, workflow_id: str, step_key: str, group: str) -> str:
+    """The start of every flow-control partition of one step and group."""
+    return (
+        f"{keys.tenant_prefix(tenant)}#FLOW#{keys._part(workflow_id, 'workflow id')}"
+        f"#{keys._part(step_key, 'step key')}#{keys._part(group, 'flow group')}"
+    )
+
+
+def slots_partition(tenant: str, workflow_id: str, step_key: str, group: str) -> str:
+    return f"{flow_prefix(tenant, workflow_id, step_key, group)}#CONC"
+
+
+def slot_sort(slot: int) -> str:
+    return f"{SLOT_SK_PREFIX}{int(slot)}"
+
+
+def rate_window_key(
+    tenant: str, workflow_id: str, step_key: str, group: str, window_start: int
+) -> keys.Key:
+    prefix = flow_prefix(tenant, workflow_id, step_key, group)
+    return {"pk": f"{prefix}#RATE#{int(window_start)}", "sk": RATE_SK}
+
+
+class FlowLeaseItem(_Item):
+    """One concurrency slot held by one step execution until ``lease_until``."""
+
+    kind: ClassVar[str] = "flow_lease"
+
+    tenant: str
+    workflow_id: str
+    step_key: str
+    group: str = Field(description="The rendered concurrency key (or its hash), '*' if none.")
+    slot: int = Field(ge=0)
+    lease_id: str = Field(description="Random id of the holder; release is conditional on it.")
+    lease_until: int = Field(description="Epoch milliseconds at which the lease runs out.")
+    acquired_at: int = Field(description="Epoch milliseconds.")
+    run_id: str | None = None
+    expires_at: int = Field(description="TTL: epoch seconds, after the lease ends.")
+
+    def key(self) -> keys.Key:
+        return {
+            "pk": slots_partition(self.tenant, self.workflow_id, self.step_key, self.group),
+            "sk": slot_sort(self.slot),
+        }
+
+
+class FlowDal:
+    """Concurrency slots and rate windows, through the table's :class:`Dal` (its client,
+    table name and error translation)."""
+
+    def __init__(self, dal: Dal | None = None) -> None:
+        self._dal = dal
+
+    @property
+    def dal(self) -> Dal:
+        return self._dal or get_dal()
+
+    # -- concurrency slots --------------------------------------------------------------------
+
+    def claim_slot(self, lease: FlowLeaseItem, *, now_ms: int) -> tuple[bool, FlowLeaseItem | None]:
+        """Write ``lease`` into its slot if the slot is free: absent, or holding a lease that
+        ran out at or before ``now_ms``. Returns whether it was claimed and, if so, the
+        expired lease it replaced (``None`` when the slot was empty)."""
+        dal = self.dal
+        try:
+            response = dal._call(
+                "put_item",
+                TableName=dal.table_name,
+                Item=serialize(lease.to_item()),
+                ConditionExpression="attribute_not_exists(#pk) OR #until <= :now",
+                ExpressionAttributeNames={"#pk": "pk", "#until": "lease_until"},
+                ExpressionAttributeValues=serialize({":now": now_ms}),
+                ReturnValues="ALL_OLD",
+            )
+        except ConditionFailed:
+            return False, None
+        old = response.get("Attributes")
+        return True, FlowLeaseItem.from_item(deserialize(old)) if old else None
+
+    def slot_leases(
+        self, tenant: str, workflow_id: str, step_key: str, group: str
+    ) -> list[FlowLeaseItem]:
+        """Every slot item of the group, live or expired (a strongly consistent Query)."""
+        dal = self.dal
+        params: dict[str, Any] = {
+            "TableName": dal.table_name,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :slot)",
+            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
+            "ExpressionAttributeValues": serialize(
+                {":pk": slots_partition(tenant, workflow_id, step_key, group), ":slot": "SLOT#"}
+            ),
+            "ConsistentRead": True,
+        }
+        leases: list[FlowLeaseItem] = []
+        while True:
+            response = dal._call("query", **params)
+            leases.extend(FlowLeaseItem.from_item(deserialize(raw)) for raw in response["Items"])
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return leases
+            params["ExclusiveStartKey"] = start
+
+    def release_slot(self, lease: FlowLeaseItem) -> bool:
+        """Free the slot while it still holds ``lease``; ``False`` when it does not (the lease
+        ran out and another execution claimed the slot, whose lease stays)."""
+        dal = self.dal
+        try:
+            dal._call(
+                "delete_item",
+                TableName=dal.table_name,
+                Key=serialize(lease.key()),
+                ConditionExpression="#lease = :lease",
+                ExpressionAttributeNames={"#lease": "lease_id"},
+                ExpressionAttributeValues=serialize({":lease": lease.lease_id}),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    # -- rate windows -------------------------------------------------------------------------
+
+    def hit_rate_window(
+        self,
+        tenant: str,
+        workflow_id: str,
+        step_key: str,
+        group: str,
+        *,
+        window_start: int,
+        window_seconds: int,
+        limit: int,
+    ) -> int | None:
+        """Count one start in the group's window; the count so far, or ``None`` when the
+        window already holds ``limit`` starts (nothing is counted then)."""
+        dal = self.dal
+        key = rate_window_key(tenant, workflow_id, step_key, group, window_start)
+        try:
+            response = dal._call(
+                "update_item",
+                TableName=dal.table_name,
+                Key=serialize(key),
+                UpdateExpression="SET #tenant = :tenant, #type = :type, #exp = :exp ADD #hits :one",
+                ConditionExpression="attribute_not_exists(#hits) OR #hits < :limit",
+                ExpressionAttributeNames={
+                    "#tenant": "tenant",
+                    "#type": "type",
+                    "#exp": "expires_at",
+                    "#hits": "hits",
+                },
+                ExpressionAttributeValues=serialize(
+                    {
+                        ":tenant": tenant,
+                        ":type": "flow_rate",
+                        ":exp": window_start + window_seconds + FLOW_RETENTION_SECONDS,
+                        ":one": 1,
+                        ":limit": limit,
+                    }
+                ),
+                ReturnValues="UPDATED_NEW",
+            )
+        except ConditionFailed:
+            return None
+        return int(deserialize(response.get("Attributes", {})).get("hits", 0))
