@@ -914,28 +914,13 @@ class ControlPlane:
 
 
 def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
-    return WorkflowSummary(
-        workflow_id=item.workflow_id,
-        name=item.name,
-        enabled=item.enabled,
-        live_version=item.live_version,
-        latest_version=item.latest_version,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
+    return WorkflowSummary.model_validate(
+        item.model_dump(include=set(WorkflowSummary.model_fields))
     )
 
 
 def _run_summary(item: RunItem) -> RunSummary:
-    return RunSummary(
-        run_id=item.run_id,
-        workflow_id=item.workflow_id,
-        version=item.version,
-        status=item.status,
-        started_at=item.started_at,
-        ended_at=item.ended_at,
-        duration_ms=item.duration_ms,
-        error=item.error,
-    )
+    return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
 
 
 def _step_entry(step: StepRun) -> StepEntry:
