@@ -41,6 +41,7 @@ test: lint sam-cli
 bench: venv
 	$(BIN)/python bench/compile_bench.py
 	$(BIN)/python bench/runtime_bench.py
+	$(BIN)/python bench/cost_bench.py
 
 sam-cli: $(SAM_STAMP)
 
