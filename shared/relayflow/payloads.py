@@ -20,6 +20,8 @@ from relayflow.errors import InvalidArgsError, PayloadTooLarge
 from relayflow.settings import get_settings
 
 REF_KEY = "$relayflow_ref"
+#: About the size of a reference in the document; smaller outputs are never offloaded.
+_REFERENCE_BYTES = 512
 
 
 def json_size(value: Any) -> int:
@@ -39,6 +41,10 @@ def offload_if_large(output: Any, *, task: StepTask) -> Any:
     size = json_size(output)
     doc_size = task._doc_bytes if task._doc_bytes is not None else json_size(task.doc)
     if size <= limit and size + doc_size <= limit:
+        return output
+    if size <= _REFERENCE_BYTES:
+        # A reference would be as large as the output: offloading saves nothing, and a
+        # routing Choice (a condition's result) must be able to read the value itself.
         return output
     run = task.doc.get("run") or {}
     step_key = task.step.key

@@ -458,3 +458,25 @@ def test_a_one_megabyte_output_is_offloaded_and_read_by_the_next_step(runtime):
     assert record["$relayflow_ref"]["size"] > 1_000_000
     assert outputs(result)["measure"] == {"keys": 10, "length": 100_000}
     assert len(json.dumps(result.output)) < 256 * 1024
+
+
+def test_a_small_output_is_never_offloaded_so_a_condition_can_route_near_the_limit(runtime):
+    # Given a document already near the offload threshold and a condition run in its Lambda
+    from relayflow.settings import override_settings
+
+    definition = """
+id: near-limit
+start: check
+steps:
+  check:
+    type: condition
+    expression: size(trigger.blob) > 10
+    on_true: big
+  big: {type: noop}
+"""
+    with override_settings(offload_threshold_bytes=300):
+        result = run(runtime, definition, {"blob": "x" * 400})
+    # Then its small result stays in the document and the route Choice reads it
+    assert result.status == "succeeded", (result.error, result.cause)
+    assert result.output["steps"]["check"]["output"] == {"result": True}
+    assert "big" in result.output["steps"]

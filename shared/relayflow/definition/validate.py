@@ -123,6 +123,8 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
         if err["type"] == "union_tag_invalid":
             if err["loc"] and err["loc"][0] == "triggers":
                 message = f"unknown trigger type; use one of: {', '.join(TRIGGER_TYPES)}"
+            elif "auth" in err["loc"]:
+                message = "unknown auth type; use one of: bearer, basic, api_key, hmac"
             else:
                 message = f"unknown step type; use one of: {', '.join(STEP_TYPES)}"
         problems.append(Problem(file, _loc_to_path(err["loc"]), _rule_for(err["type"]), message))
