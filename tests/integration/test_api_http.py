@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import tenant_client
 
 from relayflow.local.serve import LocalServer
 
@@ -73,15 +74,7 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     """A client of a second tenant, with a key created through the admin route."""
-    created = httpx.post(
-        f"{server.url}/admin/keys",
-        json={"tenant": OTHER_TENANT, "name": "tests"},
-        headers={"X-Admin-Token": server.admin_token},
-    )
-    assert created.status_code == 201, created.text
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}
-    ) as client:
+    with tenant_client(server, OTHER_TENANT) as client:
         yield client
 
 

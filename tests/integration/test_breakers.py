@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server
+from relayflow_testing import Received, Reply, Server, tenant_client
 
 from relayflow.dal.breakers import BreakerDal, iso_time
 from relayflow.errors import CircuitOpen, HttpError, InvalidArgsError, TransientError
@@ -86,15 +86,7 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
-    created = httpx.post(
-        f"{server.url}/admin/keys",
-        json={"tenant": OTHER_TENANT, "name": "tests"},
-        headers={"X-Admin-Token": server.admin_token},
-    )
-    assert created.status_code == 201, created.text
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}, timeout=30
-    ) as client:
+    with tenant_client(server, OTHER_TENANT, timeout=30) as client:
         yield client
 
 

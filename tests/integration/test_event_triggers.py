@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import tenant_client
 
 from relayflow.local.eventbridge import Delivery
 from relayflow.local.serve import LocalServer
@@ -40,14 +41,8 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     """A client of a second tenant."""
-    created = httpx.post(
-        f"{server.url}/admin/keys",
-        json={"tenant": OTHER_TENANT, "name": "tests"},
-        headers={"X-Admin-Token": server.admin_token},
-    )
-    assert created.status_code == 201, created.text
-    with httpx.Client(base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}) as c:
-        yield c
+    with tenant_client(server, OTHER_TENANT) as client:
+        yield client
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, load_event, load_handler
+from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
 
 from relayflow.errors import (
     ExpressionError,
@@ -42,10 +42,8 @@ TOKEN = "tok-7f3a-very-secret"
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    with override_settings(ssrf_allow=["127.0.0.1"]):
-        srv = Server()
+    with allowed_server() as srv:
         yield srv
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from relayflow_testing import Received, Reply, Server, load_event, load_handler
+from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
 
 from relayflow.errors import HttpError, SsrfBlocked, TransientError
 from relayflow.local import LocalRuntime
@@ -30,10 +30,8 @@ DECIDER_KEY = "decider-signing-key"
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    with override_settings(ssrf_allow=["127.0.0.1"]):
-        srv = Server()
+    with allowed_server() as srv:
         yield srv
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

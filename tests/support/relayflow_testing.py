@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -110,3 +111,32 @@ class Server:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@contextmanager
+def allowed_server() -> Iterator[Server]:
+    """A recording server the SSRF guard lets product code reach (127.0.0.1 allowed)."""
+    from relayflow.settings import override_settings
+
+    with override_settings(ssrf_allow=["127.0.0.1"]):
+        server = Server()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
+    """An ``httpx.Client`` for ``tenant`` on a ``relayflow serve`` test server, with a key
+    created through its admin route. Close it (or use it as a context manager)."""
+    import httpx
+
+    created = httpx.post(
+        f"{server.url}/admin/keys",
+        json={"tenant": tenant, "name": "tests"},
+        headers={"X-Admin-Token": server.admin_token},
+    )
+    assert created.status_code == 201, created.text
+    return httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}, **client_options
+    )
