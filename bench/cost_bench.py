@@ -14,7 +14,8 @@ order_fulfilment with its local resources. For each run the bench counts:
 
 It prints the cost per run and per 1,000,000 runs by service, then the same counts per step
 type, against the goal: a code-running step makes at most 1 Lambda invocation and at most 2
-DynamoDB writes per attempt; a native step makes none.
+DynamoDB writes to the Relayflow table per attempt (a tool's writes to the user's own tables
+are the step's work, shown but not held to the goal); a native step makes none.
 
 Counting rules and assumptions:
 
@@ -396,10 +397,14 @@ class TypeRow:
     reads: int = 0
     other: int = 0
     max_writes_per_invocation: int = 0
+    #: Writes to the Relayflow table only: the platform's own cost of a step (flow control,
+    #: breakers, recorded results). A tool's writes to the user's tables are its work.
+    max_own_writes_per_invocation: int = 0
 
 
 def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
     rows: dict[tuple[str, str], TypeRow] = defaultdict(TypeRow)
+    table = get_settings().table_name
     for usage in runs:
         for step in usage.steps:
             row = rows[(step.type, step.runner)]
@@ -411,6 +416,7 @@ def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
             kind = str(step.get("type")) if isinstance(step, dict) else "?"
             rows[(kind, usage.runners.get(key, "native"))].invocations += 1
         per_invocation: Counter[int] = Counter()
+        own_per_invocation: Counter[int] = Counter()
         for call in usage.calls:
             assert call.step is not None
             row = rows[(call.step.type, usage.runners.get(call.step.key, "native"))]
@@ -420,6 +426,11 @@ def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
                 row.max_writes_per_invocation = max(
                     row.max_writes_per_invocation, per_invocation[call.step.seq]
                 )
+                if call.table == table:
+                    own_per_invocation[call.step.seq] += call.units
+                    row.max_own_writes_per_invocation = max(
+                        row.max_own_writes_per_invocation, own_per_invocation[call.step.seq]
+                    )
             elif call.service == "dynamodb" and call.operation in DDB_READS:
                 row.reads += call.units
             else:
@@ -431,11 +442,12 @@ def print_step_types(runs: list[RunUsage]) -> bool:
     rows = step_type_rows(runs)
     print("\nper step type, all runs above (an execution is one step run, a for_each item each;")
     print("attempts = 1 + retries; the goal is checked per attempt: a code-running step makes at")
-    print("most 1 Lambda invocation and 2 DynamoDB writes per attempt, a native step 0 and 0)")
+    print("most 1 Lambda invocation and 2 DynamoDB writes to the Relayflow table per attempt,")
+    print("a native step 0 and 0; 'max writes' also counts writes to the user's tables)")
     header = (
         f"{'step type':<11} {'runs on':<12} {'execs':>5} {'attempts':>8} {'inv/exec':>8} "
-        f"{'inv/attempt':>11} {'writes/exec':>11} {'max writes':>10} {'reads/exec':>10} "
-        f"{'other/exec':>10}  goal"
+        f"{'inv/attempt':>11} {'writes/exec':>11} {'max writes':>10} {'max own':>7} "
+        f"{'reads/exec':>10} {'other/exec':>10}  goal"
     )
     print(header)
     all_ok = True
@@ -446,14 +458,15 @@ def print_step_types(runs: list[RunUsage]) -> bool:
             ok = row.invocations == 0 and row.writes == 0
             limit = "0 inv, 0 writes"
         else:
-            ok = per_attempt <= 1 and row.max_writes_per_invocation <= 2
-            limit = "<=1 inv, <=2 writes"
+            ok = per_attempt <= 1 and row.max_own_writes_per_invocation <= 2
+            limit = "<=1 inv, <=2 own writes"
         all_ok &= ok
         runs_on = runner if runner == "native" else f"λ {runner}"
         print(
             f"{kind:<11} {runs_on:<12} {row.executions:>5} {row.attempts:>8} "
             f"{row.invocations / execs:>8.2f} {per_attempt:>11.2f} {row.writes / execs:>11.2f} "
-            f"{row.max_writes_per_invocation:>10} {row.reads / execs:>10.2f} "
+            f"{row.max_writes_per_invocation:>10} {row.max_own_writes_per_invocation:>7} "
+            f"{row.reads / execs:>10.2f} "
             f"{row.other / execs:>10.2f}  {'met' if ok else 'MISSED'} ({limit})"
         )
     return all_ok
@@ -502,7 +515,8 @@ def main() -> None:
     failed = [u.label for u in runs if u.status != "succeeded"]
     verdict = "met by every step type" if all_ok else "MISSED (see the rows marked MISSED)"
     print(
-        "goal (code-running step: <=1 Lambda invocation and <=2 DynamoDB writes per attempt; "
+        "goal (code-running step: <=1 Lambda invocation and <=2 Relayflow-table writes per "
+        "attempt; "
         f"native step: 0 and 0): {verdict}"
     )
     if failed:

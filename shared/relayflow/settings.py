@@ -29,6 +29,12 @@ class Settings(BaseSettings):
         description="A step output (or the document it would join) above this goes to S3.",
     )
     http_timeout_seconds: float = Field(30.0, description="Default outbound HTTP timeout.")
+    step_result_ttl_days: int = Field(
+        30,
+        ge=1,
+        description="How long a side-effecting step's recorded result is kept: a duplicate "
+        "invocation or a restart of the run within this time replays it instead of acting.",
+    )
     ssrf_allow: list[str] = Field(
         default_factory=list,
         description="Hosts or CIDR ranges the SSRF guard lets through (local development and "
@@ -54,6 +60,22 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Step function ARNs by kind (condition, transform …) the compiler calls; "
         "an empty map uses relayflow.naming's defaults, which the local runtime serves.",
+    )
+    notification_sender: str | None = Field(
+        None,
+        description="Verified SES identity failure-notification emails come from when a "
+        "workflow's notifications.email names no sender.",
+    )
+    approval_signing_secret: str | None = Field(
+        None,
+        description="Secrets Manager secret whose value is the key guest approval links are "
+        "signed with; unset: relayflow-internal/<stage>/approval-signing-key. Keep it outside "
+        "the prefix tool steps may read.",
+    )
+    public_base_url: str | None = Field(
+        None,
+        description="Where the API is reached from outside (guest approval links start with "
+        "it); unset: notifications carry no guest links.",
     )
     code_cpu_seconds: int = 5
     code_memory_mb: int = 256

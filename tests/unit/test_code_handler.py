@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -14,6 +15,31 @@ from relayflow.errors import CodeError, CodeLimitExceeded
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = SimpleNamespace(function_name="relayflow-code", aws_request_id="req-1")
+
+
+@pytest.fixture(autouse=True)
+def step_results_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The code function records its step's result (relayflow.steps.idempotency): moto, in
+    process, answers for the table; each test's samples act afresh."""
+    from moto import mock_aws
+
+    from relayflow.adapters.aws import client, reset_clients
+    from relayflow.dal import create_table
+
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    reset_clients()
+    with mock_aws():
+        create_table(client("dynamodb"))
+        yield
+    reset_clients()
 
 
 def load_handler() -> ModuleType:

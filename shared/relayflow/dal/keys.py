@@ -104,6 +104,12 @@ def runs_sort(started_at: str, run_id: str) -> str:
     return f"{started_at}#{_part(run_id, 'run id')}"
 
 
+def step_results_partition(tenant: str, run_id: str) -> str:
+    """The partition of a run's recorded step results (``relayflow.steps.idempotency``); the
+    sort key is the Powertools idempotency key of one step execution."""
+    return f"{tenant_prefix(tenant)}#STEP#{_part(run_id, 'run id')}"
+
+
 # -------------------------------------------------------------------------------- triggers
 
 
@@ -116,3 +122,29 @@ def hook_key(slug: str) -> Key:
 def hooks_partition(tenant: str, workflow_id: str) -> str:
     """GSI1 partition of the webhook slugs a workflow registered (sorted by slug)."""
     return f"{workflow_partition(tenant, workflow_id)}#HOOKS"
+
+
+# -------------------------------------------------------------------------------- waits
+
+
+WAIT_SK = "WAIT"
+
+
+def wait_key(tenant: str, wait_id: str) -> Key:
+    """An approval request or a waitpoint (``TENANT#<t>#WAIT#<id>``; the approval and
+    waitpoint functions may write only partitions of this shape)."""
+    return {"pk": f"{tenant_prefix(tenant)}#WAIT#{_part(wait_id, 'wait id')}", "sk": WAIT_SK}
+
+
+def approvals_partition(tenant: str) -> str:
+    """GSI1 partition of a tenant's approval requests (sorted by creation, then id)."""
+    return f"{tenant_prefix(tenant)}#APPROVALS"
+
+
+def approvals_sort(created_at: str, approval_id: str) -> str:
+    return f"{created_at}#{_part(approval_id, 'approval id')}"
+
+
+def run_waitpoints_partition(tenant: str, run_id: str) -> str:
+    """GSI1 partition of the waitpoints a run waits (or waited) on (sorted like approvals)."""
+    return f"{tenant_prefix(tenant)}#RUN#{_part(run_id, 'run id')}#WAITPOINTS"

@@ -1,0 +1,226 @@
+"""Idempotent side effects and step-result caching for the steps that act on the world
+(tool, webhook_out, custom, code).
+
+A step execution is identified by the tenant, the run id (``doc.run.id``), the step key, the
+item position inside a ``for_each`` (``doc.index``) and the pass through a cycle
+(``doc.counters.steps``). Not by the Step Functions execution, nor by the attempt: so
+
+* a Lambda invoked twice for the same step execution acts once, and the second invocation
+  returns the recorded result;
+* a run restarted under the same run id (a new execution ``<run_id>_r2`` of the same input)
+  replays the results of the steps that already succeeded, pass by pass and item by item,
+  and acts only from the step that had not;
+* a failure is never recorded: Powertools deletes the in-progress record when the step
+  raises, so a retry or a restart acts again.
+
+Records are Powertools idempotency records (``aws_lambda_powertools.utilities.idempotency``,
+:class:`DynamoDBPersistenceLayer`) in the Relayflow table, under the partition
+``TENANT#<tenant>#STEP#<run id>`` (:func:`relayflow.dal.keys.step_results_partition`) with
+Powertools' idempotency key (``<step key>#<sha256 of the identity>``) as the sort key. They
+expire (``expires_at``, the table's TTL) ``step_result_ttl_days`` after they were written.
+An in-progress record expires with the invocation that wrote it (the Lambda context's
+remaining time), so a Lambda that died does not block the step for a month.
+
+A second invocation that finds the step still in progress elsewhere raises
+``Relayflow.Transient``: it passes on its own once the other invocation ends (its result is
+then replayed) or its time runs out (the step then acts). A table that cannot be reached is
+``Relayflow.Transient`` too: acting without a record could act twice.
+
+Dry runs are recorded like any other run: the steps act in a dry run today (no step reads
+``run.dry_run``), so a duplicate of a dry-run step must not act twice either. A ``for_each``
+cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.definition.validate``),
+so ``doc.index`` alone tells the iterations of a step apart: there are no nested loops.
+
+Powertools and boto3 are imported on the first invocation, not when a handler is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from relayflow.errors import InvalidArgsError, TransientError
+from relayflow.observability import Handler, logger
+
+#: The record's attributes: ``pk``/``sk`` are the table's keys, ``expires_at`` its TTL.
+KEY_ATTR = "pk"
+SORT_KEY_ATTR = "sk"
+EXPIRY_ATTR = "expires_at"
+#: How long an in-progress record blocks duplicates when the invocation has no Lambda context
+#: to tell its deadline (Lambda's longest timeout).
+FALLBACK_DEADLINE_MS = 15 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class StepIdentity:
+    """What makes one step execution: the same identity means the same effect."""
+
+    tenant: str
+    run_id: str
+    step_key: str
+    index: int | None = None
+    iteration: int | None = None
+
+    @property
+    def partition(self) -> str:
+        from relayflow.dal.keys import step_results_partition
+
+        try:
+            return step_results_partition(self.tenant, self.run_id)
+        except ValueError as exc:
+            raise InvalidArgsError(f"cannot record the step's result: {exc}") from exc
+
+    def key_data(self) -> dict[str, Any]:
+        """The value Powertools hashes into the idempotency key."""
+        return {
+            "tenant": self.tenant,
+            "run": self.run_id,
+            "step": self.step_key,
+            "index": self.index,
+            "iteration": self.iteration,
+        }
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def step_identity(event: Any) -> StepIdentity | None:
+    """The identity of the step execution a Task payload asks for; ``None`` for a payload
+    without a run or a step key (the step's own parsing reports a malformed payload)."""
+    if not isinstance(event, dict):
+        return None
+    step, doc = event.get("step"), event.get("doc")
+    if not isinstance(step, dict) or not isinstance(doc, dict):
+        return None
+    run = doc.get("run")
+    if not isinstance(run, dict):
+        return None
+    run_id, tenant, key = run.get("id"), run.get("tenant") or "local", step.get("key")
+    if not (isinstance(run_id, str) and run_id and isinstance(key, str) and key):
+        return None
+    if not isinstance(tenant, str):
+        return None
+    counters = doc.get("counters")
+    return StepIdentity(
+        tenant=tenant,
+        run_id=run_id,
+        step_key=key,
+        index=_int_or_none(doc.get("index")),
+        iteration=_int_or_none(counters.get("steps")) if isinstance(counters, dict) else None,
+    )
+
+
+class _Deadline:
+    """A stand-in Lambda context for invocations without one (tests, direct calls)."""
+
+    def __init__(self, millis: int) -> None:
+        self._millis = millis
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._millis
+
+
+_local = threading.local()
+
+
+def _store(partition: str) -> Any:
+    """This thread's persistence layer, pointed at ``partition``.
+
+    One layer per thread (the local runtime runs Map iterations in threads; Lambda runs one
+    invocation at a time) and per client, table and expiry: building one per invocation would
+    register another user-agent hook on the shared boto3 client every time."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from relayflow.adapters.aws import client
+    from relayflow.settings import get_settings
+
+    settings = get_settings()
+    dynamodb = client("dynamodb")
+    ident = (id(dynamodb), settings.table_name, settings.step_result_ttl_days)
+    layer = getattr(_local, "layer", None)
+    if layer is None or getattr(_local, "ident", None) != ident:
+        layer = DynamoDBPersistenceLayer(
+            table_name=settings.table_name,
+            key_attr=KEY_ATTR,
+            sort_key_attr=SORT_KEY_ATTR,
+            static_pk_value=partition,
+            expiry_attr=EXPIRY_ATTR,
+            boto3_client=dynamodb,
+        )
+        _local.layer, _local.ident = layer, ident
+    layer.static_pk_value = partition
+    return layer
+
+
+def _replayed(response: Any, record: Any) -> Any:
+    logger.info("step result replayed", extra={"recorded_key": record.idempotency_key})
+    return response
+
+
+def run_recorded(identity: StepIdentity, func: Handler, event: Any, context: Any) -> Any:
+    """Run ``func(event, context)`` at most once per ``identity``; return its recorded result
+    when it already succeeded."""
+    from aws_lambda_powertools.utilities.idempotency import (
+        IdempotencyConfig,
+        idempotent_function,
+    )
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyInconsistentStateError,
+        IdempotencyPersistenceLayerError,
+    )
+
+    from relayflow.settings import get_settings
+
+    partition = identity.partition
+    config = IdempotencyConfig(
+        expires_after_seconds=get_settings().step_result_ttl_days * 86_400,
+        hash_function="sha256",
+        response_hook=_replayed,
+    )
+    has_deadline = callable(getattr(context, "get_remaining_time_in_millis", None))
+    config.register_lambda_context(context if has_deadline else _Deadline(FALLBACK_DEADLINE_MS))
+
+    def act(*, step: dict[str, Any]) -> Any:
+        return func(event, context)
+
+    try:
+        store = _store(partition)
+    except Exception as exc:  # no region, no endpoint: the step must not act unrecorded
+        raise TransientError(f"the step-results table cannot be reached: {exc}") from exc
+    recorded = idempotent_function(
+        act,
+        data_keyword_argument="step",
+        persistence_store=store,
+        config=config,
+        key_prefix=identity.step_key,
+    )
+    try:
+        return recorded(step=identity.key_data())
+    except IdempotencyAlreadyInProgressError as exc:
+        raise TransientError(
+            f"step '{identity.step_key}' of run {identity.run_id} is already running in "
+            "another invocation; retry once it ends"
+        ) from exc
+    except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as exc:
+        raise TransientError(
+            f"the result of step '{identity.step_key}' could not be recorded: {exc}"
+        ) from exc
+
+
+def recorded_step(func: Handler) -> Handler:
+    """Decorate a side-effecting step handler (under ``@step_handler``, over
+    ``@flow_controlled``): act once per step execution, replay the recorded result after.
+    A replayed result never claims a flow-control slot."""
+
+    @functools.wraps(func)
+    def wrapper(event: dict[str, Any], context: Any) -> Any:
+        identity = step_identity(event)
+        if identity is None:
+            return func(event, context)
+        return run_recorded(identity, func, event, context)
+
+    return wrapper
