@@ -9,7 +9,6 @@ behind one lock (:func:`atomic_dynamodb`), which is the guarantee DynamoDB itsel
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from relayflow_testing import Received, Reply, Server, tenant_client
+from relayflow_testing import atomic_dynamodb as serialized_dynamodb
 
 from relayflow.dal.breakers import BreakerDal, iso_time
 from relayflow.errors import CircuitOpen, HttpError, InvalidArgsError, TransientError
@@ -45,26 +45,8 @@ T0 = 1_900_000_000.0
 
 @pytest.fixture(scope="module")
 def atomic_dynamodb() -> Iterator[None]:
-    """Serialize moto's DynamoDB operations, as DynamoDB serializes writes to one item."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    names = ("get_item", "put_item", "update_item", "delete_item", "query", "scan")
-    saved = {name: getattr(DynamoDBBackend, name) for name in (*names, "transact_write_items")}
-
-    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return method(self, *args, **kwargs)
-
-        return call
-
-    for name, method in saved.items():
-        setattr(DynamoDBBackend, name, locked(method))
-    yield
-    for name, method in saved.items():
-        setattr(DynamoDBBackend, name, method)
+    with serialized_dynamodb():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -140,3 +140,32 @@ def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
     return httpx.Client(
         base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}, **client_options
     )
+
+
+@contextmanager
+def atomic_dynamodb() -> Iterator[None]:
+    """Serialize moto's DynamoDB operations, as DynamoDB serializes writes to one item (moto's
+    conditional writes and transactions are not atomic under threads)."""
+    import functools
+
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    names = ("get_item", "put_item", "update_item", "delete_item", "query", "scan")
+    saved = {name: getattr(DynamoDBBackend, name) for name in (*names, "transact_write_items")}
+
+    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(self, *args, **kwargs)
+
+        return call
+
+    for name, method in saved.items():
+        setattr(DynamoDBBackend, name, locked(method))
+    try:
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(DynamoDBBackend, name, method)

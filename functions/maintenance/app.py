@@ -1,0 +1,11 @@
+"""The maintenance function: every minute, start the DLQ's automatic retries that are due."""
+
+from typing import Any
+
+from relayflow.control.service import get_control_plane
+from relayflow.observability import logger
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return get_control_plane().dlq.retry_due()

@@ -1,0 +1,356 @@
+"""The run DLQ end to end on ``relayflow serve``: archive, manual retry, automatic retry.
+
+A run fails at its second step (an HTTP endpoint that answers 503, a transient failure, or 400,
+a permanent one). The recorder archives it; a retry restarts it under the same run id, and the
+first step — which already succeeded — returns its recorded result instead of calling again.
+Automatic retries are driven through the maintenance function with a chosen ``now``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    allowed_server,
+    atomic_dynamodb,
+    tenant_client,
+)
+
+from relayflow.dal.dlq import DlqDal
+from relayflow.local.serve import LocalServer
+from relayflow.reliability.dlq import MAX_AUTO_RETRIES
+
+pytestmark = pytest.mark.integration
+
+
+class Remote:
+    """Two endpoints: /ok always answers 200; /flaky answers ``flaky_status`` until it is
+    set to 200."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.flaky_status = 503
+        server.reply = self.reply
+
+    def calls(self, path: str, run_id: str) -> int:
+        """Requests ``run_id``'s steps sent to ``path`` (webhook_out names the run and step in
+        X-Relayflow-Delivery)."""
+        return sum(
+            1
+            for r in self.server.to(path)
+            if r.headers.get("x-relayflow-delivery", "").startswith(f"{run_id}:")
+        )
+
+    def reply(self, received: Received) -> Reply:
+        if received.path == "/flaky" and self.flaky_status != 200:
+            return self.flaky_status, {"Content-Type": "application/json"}, b'{"error":"down"}'
+        return Server.echo(received)
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Remote]:
+    with allowed_server() as server:
+        yield Remote(server)
+
+
+@pytest.fixture(scope="module")
+def server(remote: Remote) -> Iterator[LocalServer]:
+    # Concurrent claims must meet DynamoDB's per-item atomicity, which moto lacks.
+    with atomic_dynamodb(), LocalServer(time_scale=0.001) as local:
+        local.set_rate_limit(per_second=1000, burst=10_000)
+        yield local
+
+
+@pytest.fixture(scope="module")
+def api(server: LocalServer) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
+        timeout=30,
+    ) as client:
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def reset_remote(remote: Remote) -> None:
+    remote.flaky_status = 503
+    remote.server.requests.clear()
+
+
+def definition(workflow_id: str, remote: Remote) -> dict[str, Any]:
+    return {
+        "id": workflow_id,
+        "start": "notify",
+        "steps": {
+            "notify": {
+                "type": "webhook_out",
+                "url": f"{remote.server.url}/ok",
+                "body": {"order": "{{ trigger.order }}"},
+                "on_success": "charge",
+            },
+            "charge": {
+                "type": "webhook_out",
+                "url": f"{remote.server.url}/flaky",
+                "body": {"order": "{{ trigger.order }}"},
+            },
+        },
+    }
+
+
+def wait_for_end(api: httpx.Client, run_id: str, timeout: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] != "running":
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} still running after {timeout} s")
+        time.sleep(0.05)
+
+
+def failed_run(server: LocalServer, api: httpx.Client, workflow_id: str, remote: Remote) -> str:
+    """PUT the workflow, run it to its failure at ``charge``, and let the recorder archive it."""
+    assert api.put(f"/workflows/{workflow_id}", json=definition(workflow_id, remote)).is_success
+    started = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"order": "o-1"}})
+    assert started.status_code == 201, started.text
+    run_id = started.json()["run_id"]
+    assert wait_for_end(api, run_id)["status"] == "failed"
+    server.settle()
+    return run_id
+
+
+def settled(server: LocalServer, api: httpx.Client, run_id: str) -> dict[str, Any]:
+    """The run once its current execution ended and the recorder settled its DLQ entry."""
+    run = wait_for_end(api, run_id)
+    server.settle()
+    return run
+
+
+def test_a_failed_run_is_archived_with_what_it_takes_to_understand_and_rerun_it(
+    server, api, remote
+):
+    # When a run fails at its second step with a transient error (503)
+    before = datetime.now(UTC)
+    run_id = failed_run(server, api, "archive-me", remote)
+    # Then the DLQ holds it: workflow, version, trigger payload, error, failing step, and
+    # the outputs of the step that succeeded
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert entry["workflow_id"] == "archive-me" and entry["version"] == 1
+    assert entry["input"] == {"order": "o-1"}
+    assert (entry["status"], entry["run_status"]) == ("pending", "failed")
+    assert entry["error"] == "Relayflow.Transient" and entry["failing_step"] == "charge"
+    assert entry["outputs"]["notify"]["status"] == 200
+    assert entry["transient"] is True and entry["attempts"] == 0
+    # And its first automatic retry is due 2 minutes after the failure
+    due = datetime.fromisoformat(entry["next_retry_at"].replace("Z", "+00:00"))
+    assert timedelta(minutes=2) <= due - before < timedelta(minutes=2, seconds=30)
+    # And it is listed, newest first, and filtered by status
+    listed = api.get("/dlq", params={"status": "pending"}).json()["items"]
+    assert run_id in [e["run_id"] for e in listed]
+    assert run_id not in [e["run_id"] for e in api.get("/dlq?status=retried").json()["items"]]
+
+
+def test_a_manual_retry_resumes_the_run_under_its_id_without_repeating_finished_steps(
+    server, api, remote
+):
+    # Given a run archived after /ok was called once and /flaky failed
+    run_id = failed_run(server, api, "resume-me", remote)
+    assert remote.calls("/ok", run_id) == 1 and remote.calls("/flaky", run_id) == 1
+    # When the endpoint recovers and the run is retried from the DLQ
+    remote.flaky_status = 200
+    retried = api.post(f"/dlq/{run_id}/retry")
+    # Then the same run restarts as attempt 2
+    assert retried.status_code == 202, retried.text
+    assert (retried.json()["run_id"], retried.json()["attempt"]) == (run_id, 2)
+    run = settled(server, api, run_id)
+    assert (run["status"], run["attempt"]) == ("succeeded", 2)
+    # And the step that had succeeded was not repeated: /ok still saw one request, and its
+    # recorded output is the step's output
+    assert remote.calls("/ok", run_id) == 1
+    assert remote.calls("/flaky", run_id) == 2
+    assert run["output"]["steps"]["notify"]["output"]["status"] == 200
+    # And the entry is retried; retrying it again is refused
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert (entry["status"], entry["attempts"], entry["last_retry_by"]) == ("retried", 1, "manual")
+    again = api.post(f"/dlq/{run_id}/retry")
+    assert again.status_code == 409 and again.json()["code"] == "dlq_entry_not_retryable"
+
+
+def test_transient_failures_retry_automatically_after_2_4_and_8_minutes_then_exhaust(
+    server, api, remote
+):
+    control = server.control()
+    run_id = failed_run(server, api, "auto-retry", remote)
+    failed_at = datetime.now(UTC)
+    # A maintenance pass before the first retry is due starts nothing
+    early = control.dlq.retry_due(now=failed_at + timedelta(minutes=1))
+    assert run_id not in [s["run_id"] for s in early["started"]]
+    offsets = (timedelta(minutes=3), timedelta(minutes=8), timedelta(minutes=17))
+    for attempt, offset in enumerate(offsets, start=1):
+        # When the maintenance function runs after the backoff (2, then 4, then 8 minutes)
+        result = control.dlq.retry_due(now=datetime.now(UTC) + offset)
+        # Then it restarts the run once, and the retry fails again
+        assert [s["run_id"] for s in result["started"] if s["run_id"] == run_id] == [run_id]
+        run = settled(server, api, run_id)
+        assert (run["status"], run["attempt"]) == ("failed", attempt + 1)
+        entry = api.get(f"/dlq/{run_id}").json()
+        assert (entry["auto_attempts"], entry["last_retry_by"]) == (attempt, "auto")
+        if attempt < MAX_AUTO_RETRIES:
+            # waiting for the next retry, twice as long as the last
+            assert entry["status"] == "pending"
+            failed = datetime.fromisoformat(run["ended_at"].replace("Z", "+00:00"))
+            due = datetime.fromisoformat(entry["next_retry_at"].replace("Z", "+00:00"))
+            assert due - failed == timedelta(minutes=2 * 2**attempt)
+    # After three automatic retries the entry is exhausted and no pass starts it again
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert (entry["status"], entry["next_retry_at"]) == ("exhausted", None)
+    later = control.dlq.retry_due(now=datetime.now(UTC) + timedelta(days=1))
+    assert run_id not in [s["run_id"] for s in later["started"]]
+    # The first step ran once over the four executions; the failing one four times
+    assert remote.calls("/ok", run_id) == 1 and remote.calls("/flaky", run_id) == 4
+    # A manual retry is still allowed, and succeeds once the endpoint is back
+    remote.flaky_status = 200
+    assert api.post(f"/dlq/{run_id}/retry").status_code == 202
+    assert settled(server, api, run_id)["status"] == "succeeded"
+    assert api.get(f"/dlq/{run_id}").json()["status"] == "retried"
+
+
+def test_a_permanent_failure_waits_for_a_manual_retry(server, api, remote):
+    # Given a run that failed with a 400 (Relayflow.HttpError: retrying cannot help)
+    remote.flaky_status = 400
+    run_id = failed_run(server, api, "permanent", remote)
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert (entry["error"], entry["transient"], entry["next_retry_at"]) == (
+        "Relayflow.HttpError",
+        False,
+        None,
+    )
+    # Then no maintenance pass retries it
+    result = server.control().dlq.retry_due(now=datetime.now(UTC) + timedelta(days=1))
+    assert run_id not in [s["run_id"] for s in result["started"]]
+    assert api.get(f"/runs/{run_id}").json()["attempt"] == 1
+
+
+def test_a_discarded_entry_leaves_the_depth_and_cannot_be_retried(server, api, remote):
+    store = DlqDal()
+    run_id = failed_run(server, api, "discard-me", remote)
+    depth = store.depth()
+    # When it is discarded
+    discarded = api.delete(f"/dlq/{run_id}")
+    # Then it is discarded, its automatic retry is gone, and the depth is one less
+    assert discarded.status_code == 200, discarded.text
+    assert (discarded.json()["status"], discarded.json()["next_retry_at"]) == ("discarded", None)
+    assert store.depth() == depth - 1
+    result = server.control().dlq.retry_due(now=datetime.now(UTC) + timedelta(hours=1))
+    assert run_id not in [s["run_id"] for s in result["started"]]
+    refused = api.post(f"/dlq/{run_id}/retry")
+    assert refused.status_code == 409 and refused.json()["details"]["status"] == "discarded"
+    assert api.delete(f"/dlq/{run_id}").status_code == 409
+
+
+def test_another_tenant_sees_nothing_of_the_dlq(server, api, remote):
+    run_id = failed_run(server, api, "private", remote)
+    with tenant_client(server, "other-dlq", timeout=30) as other:
+        assert other.get(f"/dlq/{run_id}").status_code == 404
+        assert other.post(f"/dlq/{run_id}/retry").status_code == 404
+        assert other.delete(f"/dlq/{run_id}").status_code == 404
+        assert run_id not in [e["run_id"] for e in other.get("/dlq").json()["items"]]
+    assert api.get(f"/dlq/{run_id}").json()["status"] == "pending"
+
+
+def test_concurrent_retries_of_one_entry_start_one_execution(server, api, remote):
+    # Given an archived run, and the endpoint back
+    run_id = failed_run(server, api, "race", remote)
+    remote.flaky_status = 200
+    # When a manual retry and two maintenance passes race for it
+    control = server.control()
+    answers: list[Any] = []
+    barrier = threading.Barrier(3)
+
+    def manual() -> None:
+        barrier.wait()
+        answers.append(api.post(f"/dlq/{run_id}/retry").status_code)
+
+    def maintenance() -> None:
+        barrier.wait()
+        answers.append(control.dlq.retry_due(now=datetime.now(UTC) + timedelta(minutes=3)))
+
+    threads = [threading.Thread(target=f) for f in (manual, maintenance, maintenance)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Then exactly one of them restarted the run
+    started = sum(1 for a in answers if a == 202) + sum(
+        1 for a in answers if isinstance(a, dict) for s in a["started"] if s["run_id"] == run_id
+    )
+    assert started == 1, answers
+    run = settled(server, api, run_id)
+    assert (run["status"], run["attempt"]) == ("succeeded", 2)
+    assert remote.calls("/flaky", run_id) == 2
+
+
+def test_the_maintenance_admin_route_runs_the_function(server, api, remote):
+    answer = httpx.post(
+        f"{server.url}/admin/maintenance", headers={"X-Admin-Token": server.admin_token}
+    )
+    assert answer.status_code == 200, answer.text
+    assert set(answer.json()) == {"started", "postponed", "skipped", "depth"}
+    assert answer.json()["depth"] == DlqDal().depth()
+
+
+def test_a_late_event_of_the_earlier_execution_does_not_touch_the_retried_run(server, api, remote):
+    from relayflow.control.recorder import record_status_change, status_change_event
+
+    # Given a run that failed, was retried from the DLQ and succeeded
+    run_id = failed_run(server, api, "late-event", remote)
+    first = server.control().dal.get_run("local", run_id).execution_arn
+    remote.flaky_status = 200
+    assert api.post(f"/dlq/{run_id}/retry").status_code == 202
+    assert settled(server, api, run_id)["status"] == "succeeded"
+    # When EventBridge delivers the first execution's FAILED event again
+    described = server.runtime.sfn_client.describe_execution(executionArn=first)
+    result = record_status_change(status_change_event(described), control=server.control())
+    # Then it is ignored: the run stays succeeded and its entry retried
+    assert not result["recorded"] and "earlier execution" in result["reason"]
+    run = api.get(f"/runs/{run_id}").json()
+    assert (run["status"], run["attempt"], run["error"]) == ("succeeded", 2, None)
+    assert api.get(f"/dlq/{run_id}").json()["status"] == "retried"
+
+
+def test_the_recorder_sends_the_workflow_failure_notification_once_per_failed_execution(
+    server, api, remote
+):
+    import json
+
+    # Given a workflow that notifies a webhook of its failed runs
+    workflow = definition("notified", remote)
+    workflow["notifications"] = {"webhook": {"url": f"{remote.server.url}/alerts"}}
+    assert api.put("/workflows/notified", json=workflow).is_success
+    # When a run fails, and its retry fails again
+    run_id = api.post("/workflows/notified/runs", json={"input": {"order": "o-9"}}).json()["run_id"]
+    settled(server, api, run_id)
+    assert api.post(f"/dlq/{run_id}/retry").status_code == 202
+    settled(server, api, run_id)
+    # Then the webhook received one notification per failed execution, naming the workflow,
+    # the run, the failing step and the error
+    alerts = [json.loads(r.body) for r in remote.server.to("/alerts")]
+    mine = [a for a in alerts if a["data"]["run_id"] == run_id]
+    assert [a["data"]["attempt"] for a in mine] == [1, 2]
+    data = mine[0]["data"]
+    assert (data["workflow_id"], data["status"], data["failing_step"], data["error"]) == (
+        "notified",
+        "failed",
+        "charge",
+        "Relayflow.Transient",
+    )
+    assert mine[0]["event"] == "relayflow.run.failed" and mine[0]["id"] != mine[1]["id"]
