@@ -10,7 +10,7 @@ SAM_VENV := $(VENV)/tools/sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser
 
 venv: $(STAMP)
 
@@ -34,14 +34,23 @@ format: venv
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first.
-test: lint sam-cli
+# tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first. The guest
+# approval page is tested in headless Chromium: the browser comes first too.
+test: lint sam-cli browser
 	$(BIN)/python -m pytest -n auto -q
 
 bench: venv
 	$(BIN)/python bench/compile_bench.py
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/cost_bench.py
+
+# Debian's Chromium for tests/integration/test_approval_page_browser.py (run as root, as CI
+# does); nothing happens when it is installed already.
+browser:
+	@test -x /usr/bin/chromium || { \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+			> /dev/null; }
 
 sam-cli: $(SAM_STAMP)
 

@@ -133,6 +133,38 @@ def _print_table(result: Any, out: TextIO) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)), file=out)
 
 
+def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
+    """The workflows ``workflow``'s sub_workflow steps start (and theirs, in turn), found by
+    ``id`` among the definitions in ``directory``. Files that do not load are skipped unless
+    one of them is needed."""
+    wanted = {s.workflow_id for s in workflow.steps.values() if s.type == "sub_workflow"}
+    if not wanted - {workflow.id}:
+        return {}
+    available: dict[str, Workflow] = {}
+    for path in sorted(directory.glob("*")):
+        if path.suffix not in (".yaml", ".yml", ".json"):
+            continue
+        try:
+            found = load_workflow(path)
+        except (DefinitionError, OSError):
+            continue
+        available.setdefault(found.id, found)
+    found_all: dict[str, Workflow] = {}
+    pending = sorted(wanted - {workflow.id})
+    while pending:
+        workflow_id = pending.pop()
+        if workflow_id in found_all:
+            continue
+        if workflow_id not in available:
+            raise UsageError(
+                f"sub_workflow names workflow '{workflow_id}': no definition with that id in "
+                f"{directory} (choose the folder with --workflows)"
+            )
+        child = found_all[workflow_id] = available[workflow_id]
+        pending += [s.workflow_id for s in child.steps.values() if s.type == "sub_workflow"]
+    return found_all
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.runner import run_workflow
 
@@ -161,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             on_event=None if args.json else _progress,
             resources=resources,
+            workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
         )
     except TimeoutError:
         print(
@@ -483,6 +516,202 @@ def cmd_runs_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_dlq_list(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"limit": args.limit}
+    if args.status:
+        params["status"] = args.status
+    if args.next_token:
+        params["next_token"] = args.next_token
+    with _api_client(args) as api:
+        _, page = api.call("GET", "/dlq", params=params)
+    if args.json:
+        _print_json(page)
+        return EXIT_OK
+    headers = ("run", "workflow", "status", "step", "error", "retries", "next retry")
+    rows = [
+        (
+            entry["run_id"],
+            entry["workflow_id"],
+            entry["status"],
+            entry.get("failing_step") or "",
+            entry.get("error") or "",
+            str(entry["attempts"]),
+            entry.get("next_retry_at") or "",
+        )
+        for entry in page["items"]
+    ]
+    _table(headers, rows, sys.stdout)
+    if page.get("next_token"):
+        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_dlq_get(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, entry = api.call("GET", f"/dlq/{quote(args.run_id, safe='')}")
+    _print_json(entry)
+    return EXIT_OK
+
+
+def cmd_dlq_retry(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, result = api.call("POST", f"/dlq/{quote(args.run_id, safe='')}/retry")
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"run {result['run_id']} restarted (attempt {result['attempt']})")
+    return EXIT_OK
+
+
+def cmd_dlq_discard(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, entry = api.call("DELETE", f"/dlq/{quote(args.run_id, safe='')}")
+    if args.json:
+        _print_json(entry)
+    else:
+        print(f"run {entry['run_id']} discarded from the DLQ")
+    return EXIT_OK
+
+
+def _json_option(value: str | None, option: str) -> Any:
+    """A ``--data`` value: JSON text, or ``@file`` holding it; ``None`` when not given."""
+    if value is None:
+        return None
+    try:
+        text = Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value
+    except OSError as exc:
+        raise UsageError(f"{option} {value}: {exc.strerror}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+
+
+def _approval_line(approval: dict[str, Any]) -> str:
+    decision = approval.get("decision") or {}
+    decided = f"  {decision['option']} by {decision['responder']}" if decision else ""
+    return f"{approval['approval_id']}  {approval['status']}  {approval['title']}{decided}"
+
+
+def cmd_approvals_list(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"limit": args.limit, "status": args.status}
+    if args.next_token:
+        params["next_token"] = args.next_token
+    with _api_client(args) as api:
+        _, page = api.call("GET", "/approvals", params=params)
+    if args.json:
+        _print_json(page)
+        return EXIT_OK
+    headers = ("approval", "status", "workflow", "step", "title", "options", "expires")
+    rows = [
+        (
+            a["approval_id"],
+            a["status"],
+            a["workflow_id"],
+            a["step"],
+            a["title"],
+            "/".join(a["options"]),
+            a.get("expires_at") or "",
+        )
+        for a in page["items"]
+    ]
+    _table(headers, rows, sys.stdout)
+    if page.get("next_token"):
+        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_approvals_get(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, approval = api.call("GET", f"/approvals/{quote(args.approval_id, safe='')}")
+    _print_json(approval)
+    return EXIT_OK
+
+
+def cmd_approvals_respond(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    body: dict[str, Any] = {"option": args.option}
+    data = _json_option(args.data, "--data")
+    if data is not None:
+        body["data"] = data
+    with _api_client(args) as api:
+        _, approval = api.call(
+            "POST", f"/approvals/{quote(args.approval_id, safe='')}/respond", json=body
+        )
+    if args.json:
+        _print_json(approval)
+    else:
+        print(_approval_line(approval))
+    return EXIT_OK
+
+
+def _waitpoint_line(waitpoint: dict[str, Any]) -> str:
+    return (
+        f"{waitpoint['waitpoint_id']}  {waitpoint['status']}  run {waitpoint['run_id']}  "
+        f"{waitpoint.get('label') or waitpoint['step']}"
+    )
+
+
+def cmd_waitpoints_list(args: argparse.Namespace) -> int:
+    params = {"run_id": args.run} if args.run else {"idempotency_key": args.key}
+    with _api_client(args) as api:
+        _, page = api.call("GET", "/waitpoints", params=params)
+    if args.json:
+        _print_json(page)
+    else:
+        for waitpoint in page["items"]:
+            print(_waitpoint_line(waitpoint))
+    return EXIT_OK
+
+
+def cmd_waitpoints_get(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    with _api_client(args) as api:
+        _, waitpoint = api.call("GET", f"/waitpoints/{quote(args.waitpoint_id, safe='')}")
+    _print_json(waitpoint)
+    return EXIT_OK
+
+
+def cmd_waitpoints_complete(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    body = {"data": _json_option(args.data, "--data")}
+    with _api_client(args) as api:
+        _, waitpoint = api.call(
+            "POST", f"/waitpoints/{quote(args.waitpoint_id, safe='')}/complete", json=body
+        )
+    if args.json:
+        _print_json(waitpoint)
+    else:
+        print(_waitpoint_line(waitpoint))
+    return EXIT_OK
+
+
+def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    body = {"error": args.error, "message": args.message}
+    with _api_client(args) as api:
+        _, waitpoint = api.call(
+            "POST", f"/waitpoints/{quote(args.waitpoint_id, safe='')}/fail", json=body
+        )
+    if args.json:
+        _print_json(waitpoint)
+    else:
+        print(_waitpoint_line(waitpoint))
+    return EXIT_OK
+
+
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]], out: TextIO) -> None:
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
@@ -566,6 +795,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             rate_per_second=args.rate_limit,
             rate_burst=max(1, int(args.rate_limit * 4)),
             access_log=sys.stderr,
+            maintenance_interval=60.0,
         )
         server.__enter__()
     except OSError as exc:
@@ -650,6 +880,70 @@ def _add_api_commands(sub: Any) -> None:
     _api_options(p)
     p.set_defaults(func=cmd_runs_cancel)
 
+    dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
+        dest="dlq_command", required=True
+    )
+    p = dlq.add_parser("list", help="the dead-letter queue, newest first")
+    p.add_argument("--status", choices=("pending", "retrying", "retried", "exhausted", "discarded"))
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--next-token")
+    _api_options(p)
+    p.set_defaults(func=cmd_dlq_list)
+    for name, func, text in (
+        ("get", cmd_dlq_get, "one entry: error, failing step, outputs so far, retry state"),
+        ("retry", cmd_dlq_retry, "restart the run under its run id; finished steps are kept"),
+        ("discard", cmd_dlq_discard, "no more retries for this run"),
+    ):
+        p = dlq.add_parser(name, help=text)
+        p.add_argument("run_id")
+        _api_options(p)
+        p.set_defaults(func=func)
+
+    approvals = sub.add_parser(
+        "approvals", help="list and decide approval requests"
+    ).add_subparsers(dest="approvals_command", required=True)
+    p = approvals.add_parser("list", help="approval requests, oldest first (default: pending)")
+    p.add_argument("--status", choices=("pending", "decided", "expired"), default="pending")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--next-token")
+    _api_options(p)
+    p.set_defaults(func=cmd_approvals_list)
+    p = approvals.add_parser("get", help="one approval request")
+    p.add_argument("approval_id")
+    _api_options(p)
+    p.set_defaults(func=cmd_approvals_get)
+    p = approvals.add_parser("respond", help="decide an approval request; the run resumes")
+    p.add_argument("approval_id")
+    p.add_argument("--option", required=True, help="one of the request's options")
+    p.add_argument("--data", help="form data as JSON, or @file")
+    _api_options(p)
+    p.set_defaults(func=cmd_approvals_respond)
+
+    waitpoints = sub.add_parser(
+        "waitpoints", help="find, complete and fail waitpoints"
+    ).add_subparsers(dest="waitpoints_command", required=True)
+    p = waitpoints.add_parser("list", help="a run's waitpoints, or the one a key names")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run", help="a run id")
+    which.add_argument("--key", help="a rendered idempotency key")
+    _api_options(p)
+    p.set_defaults(func=cmd_waitpoints_list)
+    p = waitpoints.add_parser("get", help="one waitpoint")
+    p.add_argument("waitpoint_id")
+    _api_options(p)
+    p.set_defaults(func=cmd_waitpoints_get)
+    p = waitpoints.add_parser("complete", help="complete a waitpoint; the run resumes")
+    p.add_argument("waitpoint_id")
+    p.add_argument("--data", help="the step's output as JSON, or @file")
+    _api_options(p)
+    p.set_defaults(func=cmd_waitpoints_complete)
+    p = waitpoints.add_parser("fail", help="fail a waitpoint; the run takes its failure route")
+    p.add_argument("waitpoint_id")
+    p.add_argument("--error", help="a short error code")
+    p.add_argument("--message", help="what went wrong")
+    _api_options(p)
+    p.set_defaults(func=cmd_waitpoints_fail)
+
     keys = sub.add_parser("keys", help="create and revoke API keys").add_subparsers(
         dest="keys_command", required=True
     )
@@ -703,6 +997,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--resources",
         help="YAML file of tables, queues, buses, identities and secrets to create in moto first",
+    )
+    p.add_argument(
+        "--workflows",
+        help="folder holding the definitions its sub_workflow steps start (default: the "
+        "file's folder)",
     )
     p.set_defaults(func=cmd_run)
 

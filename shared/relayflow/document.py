@@ -5,6 +5,9 @@ Execution input (built only by :func:`execution_input`)::
     {"run": {"id", "workflow_id", "version", "tenant", "dry_run", "started_at", "depth"},
      "trigger": <trigger payload>, "steps": {}}
 
+A child run's input (built in ASL by a compiled ``sub_workflow`` step) has the same shape, with
+``depth`` one more than its parent's and ``run.parent = {run_id, workflow_id, step}``.
+
 Each finished step writes ``$.steps.<key> = {"output": …, "status": "succeeded"}`` through its
 own ``ResultPath``. An error route receives the error at ``$.error`` (``{Error, Cause}``).
 Inside a ``for_each`` iteration the document also holds ``item`` and ``index``.
@@ -22,6 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 ROOTS = ("trigger", "steps", "run", "item", "index", "error")
 
 
+class ParentRun(BaseModel):
+    """Where a child run (started by a ``sub_workflow`` step) comes from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    workflow_id: str
+    step: str
+
+
 class RunInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -32,6 +45,9 @@ class RunInfo(BaseModel):
     dry_run: bool = False
     started_at: str = Field(description="ISO-8601 UTC start time.")
     depth: int = Field(default=0, description="Sub-workflow nesting depth.")
+    parent: ParentRun | None = Field(
+        default=None, description="The run and step that started this run (a sub_workflow)."
+    )
 
 
 def new_run_id() -> str:
@@ -58,7 +74,12 @@ def execution_input(
         started_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         depth=depth,
     )
-    return {"run": run.model_dump(), "trigger": trigger if trigger is not None else {}, "steps": {}}
+    # ``parent`` is set only in a child's input, which the compiled sub_workflow step builds.
+    return {
+        "run": run.model_dump(exclude={"parent"}),
+        "trigger": trigger if trigger is not None else {},
+        "steps": {},
+    }
 
 
 class StepRef(BaseModel):
@@ -99,17 +120,20 @@ class StepResult(BaseModel):
     branch: str | None = None
 
 
-def task_parameters(function_arn: str, step: StepRef) -> dict[str, Any]:
-    """ASL ``Parameters`` for a ``lambda:invoke`` Task that runs ``step``."""
-    return {
-        "FunctionName": function_arn,
-        "Payload": {
-            "step": step.model_dump(),
-            "doc.$": "$",
-            "context": {
-                "execution_id.$": "$$.Execution.Id",
-                "state.$": "$$.State.Name",
-                "attempt.$": "$$.State.RetryCount",
-            },
+def task_parameters(
+    function_arn: str, step: StepRef, *, task_token: bool = False
+) -> dict[str, Any]:
+    """ASL ``Parameters`` for a ``lambda:invoke`` Task that runs ``step``. With
+    ``task_token`` (a ``.waitForTaskToken`` Task) the payload also carries ``task_token``."""
+    payload: dict[str, Any] = {
+        "step": step.model_dump(),
+        "doc.$": "$",
+        "context": {
+            "execution_id.$": "$$.Execution.Id",
+            "state.$": "$$.State.Name",
+            "attempt.$": "$$.State.RetryCount",
         },
     }
+    if task_token:
+        payload["task_token.$"] = "$$.Task.Token"
+    return {"FunctionName": function_arn, "Payload": payload}

@@ -120,6 +120,21 @@ class TooManyItems(RelayflowError):
     error_name = "Relayflow.TooManyItems"
 
 
+class SubWorkflowDepth(RelayflowError):
+    """A sub_workflow step would start a child deeper than the nesting limit (runaway
+    recursion). Raised by the compiled state machine before any child starts; retrying cannot
+    change the depth."""
+
+    error_name = "Relayflow.SubWorkflowDepth"
+
+
+class SubWorkflowFailed(RelayflowError):
+    """A sub_workflow step's child run failed, timed out or was aborted. The compiled Cause is
+    JSON: ``{"child_run_id", "status", "error", "cause"}`` (the child's error and cause)."""
+
+    error_name = "Relayflow.SubWorkflowFailed"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

@@ -13,7 +13,16 @@ LOCAL_REGION = "us-east-1"
 FUNCTION_PREFIX = "relayflow-"
 
 #: Step types whose work runs in a Lambda function, by function folder (functions/<name>/).
-STEP_FUNCTIONS = ("condition", "transform", "tool", "webhook_out", "custom", "code")
+STEP_FUNCTIONS = (
+    "condition",
+    "transform",
+    "tool",
+    "webhook_out",
+    "custom",
+    "code",
+    "approval",
+    "waitpoint",
+)
 
 
 def function_name(kind: str) -> str:

@@ -7,11 +7,12 @@ step timeline from the execution history.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
@@ -78,24 +79,68 @@ def run_workflow(
     timeout: float = 300,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     resources: LocalResources | None = None,
+    workflows: Mapping[str, Workflow] | None = None,
 ) -> RunResult:
     """Compile and run ``workflow`` locally. Pass a ``runtime`` to reuse one (tests do);
     otherwise a runtime is started for this run and stopped after it. ``resources`` are
-    created in moto first (tables, queues, buses … that the workflow's tools use)."""
+    created in moto first (tables, queues, buses … that the workflow's tools use).
+    ``workflows`` (by id) are the ones its sub_workflow steps may start: each, and the
+    workflow itself when it has sub_workflow steps, is published as a state machine version
+    with the ``live`` alias pointing at it (see :func:`publish_local`)."""
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
     compiled = compile_workflow(workflow)
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id)
+    published = dict(workflows or {})
+    if any(step.type == "sub_workflow" for step in workflow.steps.values()):
+        published[workflow.id] = workflow
     if runtime is None:
         with LocalRuntime(time_scale=time_scale) as owned:
             if resources is not None:
                 provision(resources)
+            for item in published.values():
+                publish_local(owned, item)
             return _run(owned, workflow, compiled, document, run_id, timeout, on_event)
     if resources is not None:
         provision(resources)
+    for item in published.values():
+        publish_local(runtime, item)
     return _run(runtime, workflow, compiled, document, run_id, timeout, on_event)
+
+
+def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
+    """Create or update ``workflow``'s local state machine, publish its definition as a
+    version (an unchanged definition keeps its version) and point the ``live`` alias at it;
+    returns the version ARN. A sub_workflow step without a pinned version starts ``live``."""
+    import json
+
+    from relayflow.local.runtime import LOCAL_ROLE_ARN
+
+    definition = json.dumps(compile_workflow(workflow).asl)
+    name = local_state_machine_name(workflow.id)
+    sfn = runtime.sfn_client
+    arn = f"arn:aws:states:{runtime.region}:{runtime.account}:stateMachine:{name}"
+    existing = {m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]}
+    if arn in existing:
+        response = sfn.update_state_machine(
+            stateMachineArn=arn, definition=definition, roleArn=LOCAL_ROLE_ARN, publish=True
+        )
+    else:
+        response = sfn.create_state_machine(
+            name=name, definition=definition, roleArn=LOCAL_ROLE_ARN, publish=True
+        )
+    version_arn = str(response["stateMachineVersionArn"])
+    routing = [{"stateMachineVersionArn": version_arn, "weight": 100}]
+    aliases = sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"]
+    if any(a["stateMachineAliasArn"] == f"{arn}:{LIVE_ALIAS}" for a in aliases):
+        sfn.update_state_machine_alias(
+            stateMachineAliasArn=f"{arn}:{LIVE_ALIAS}", routingConfiguration=routing
+        )
+    else:
+        sfn.create_state_machine_alias(name=LIVE_ALIAS, routingConfiguration=routing)
+    return version_arn
 
 
 def _run(
@@ -109,7 +154,7 @@ def _run(
 ) -> RunResult:
     before = len(runtime.invocations)
     record = runtime.run(
-        f"relayflow-{workflow.id}",
+        local_state_machine_name(workflow.id),
         compiled.asl,
         document,
         execution_name=run_id,

@@ -103,7 +103,27 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         assert name.removeprefix("RELAYFLOW_").lower() in Settings.model_fields, name
 
 
-def test_the_code_function_role_can_only_write_its_own_log_group():
+#: The one statement on step-result records (relayflow.steps.idempotency) each function that
+#: runs side-effecting steps holds: exact-key item access, no Query or Scan.
+STEP_RESULT_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+]
+
+
+def _step_result_statement() -> dict:
+    return {
+        "Sid": "StepResultItems",
+        "Effect": "Allow",
+        "Action": STEP_RESULT_ACTIONS,
+        "Resource": DEV.resolve({"Fn::GetAtt": ["RelayflowTable", "Arn"]}),
+        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["TENANT#*#STEP#*"]}},
+    }
+
+
+def test_the_code_function_role_can_only_write_its_own_logs_and_record_step_results():
     code = props(FUNCTIONS["code"])
     assert code["Role"] == {"Fn::GetAtt": ["CodeFunctionRole", "Arn"]}
     assert "Policies" not in code
@@ -119,7 +139,8 @@ def test_the_code_function_role_can_only_write_its_own_log_group():
             "Resource": (
                 "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/relayflow-dev-code:*"
             ),
-        }
+        },
+        _step_result_statement(),
     ]
 
 
@@ -157,12 +178,20 @@ def test_step_functions_reach_only_their_own_items_in_the_table(kind):
     assert not any("DynamoDBCrudPolicy" in p or "DynamoDBReadPolicy" in p for p in policies)
     assert on_table
     expected = ["TENANT#*#FLOW#*"] + (["TENANT#*#BREAKER#*"] if kind == "tool" else [])
+    step_results = [s for s in on_table if s.get("Sid") == "StepResultItems"]
     for statement in on_table:
+        if statement in step_results:
+            continue
         leading = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
         assert leading == expected
+    # And the functions that act on the world also record their steps' results, nothing more
+    if kind in ("tool", "webhook_out", "custom"):
+        assert step_results == [_step_result_statement()]
+    else:
+        assert step_results == []
 
 
-def test_the_code_function_has_no_table_access_and_code_steps_refuse_flow_control():
+def test_code_steps_refuse_flow_control():
     from relayflow.definition import validate_data
 
     _, problems = validate_data(
@@ -293,7 +322,8 @@ def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
 def test_only_the_api_description_is_public():
     events = props("ApiFunction")["Events"]
     public = {e["Properties"]["Path"] for e in events.values() if "Auth" in e["Properties"]}
-    assert public == {"/openapi.json", "/swagger"}
+    # and the guest approval page, whose signed link is checked by the function
+    assert public == {"/openapi.json", "/swagger", "/guest/approvals/{id}"}
     assert all(
         e["Properties"]["Auth"] == {"Authorizer": "NONE"}
         for e in events.values()
@@ -371,6 +401,32 @@ def test_the_recorder_hears_only_this_stage_and_keeps_what_it_cannot_take():
         "arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme-orders:run1",
     )
     assert not allows(statements, "states:StopExecution", "*")
+
+
+def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secrets():
+    # Given the recorder's policies and environment
+    statements = _inline_statements("recorder")
+    policies = props("RecorderFunction")["Policies"]
+    env = props("RecorderFunction")["Environment"]["Variables"]
+    # Then it sends email from identities of this account and region only
+    identity = "arn:aws:ses:us-east-1:123456789012:identity/alerts@example.com"
+    assert allows(statements, "ses:SendEmail", identity)
+    assert not allows(statements, "ses:SendEmail", "arn:aws:ses:eu-west-1:999999999999:identity/x")
+    # And reads signing secrets under the prefix, decrypting only through the services
+    secret_policy = "AWSSecretsManagerGetSecretValuePolicy"
+    secrets = [p[secret_policy] for p in policies if secret_policy in p]
+    ssm = [p["SSMParameterReadPolicy"] for p in policies if "SSMParameterReadPolicy" in p]
+    assert DEV.resolve(secrets[0]["SecretArn"]) == (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/*"
+    )
+    assert DEV.resolve(ssm[0]["ParameterName"]) == "relayflow/*"
+    assert not [p for p in DEV.resolve(policies) if "kms" in json.dumps(p)]
+    with_key = Resolver(TEMPLATE, Stage="dev", SecretsKmsKeyArn="arn:aws:kms:us-east-1:1:key/k")
+    (granted,) = [p for p in with_key.resolve(policies) if "kms" in json.dumps(p)]
+    assert granted["Statement"][0]["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
+    # And its default sender is a setting
+    assert env == {"RELAYFLOW_NOTIFICATION_SENDER": {"Ref": "NotificationSender"}}
+    assert "notification_sender" in Settings.model_fields
 
 
 def test_the_dashboard_is_json_and_draws_the_metrics_under_the_names_the_code_emits():

@@ -177,6 +177,16 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/events": ["post"],
         "/breakers": ["get"],
         "/breakers/{breaker_id}/reset": ["post"],
+        "/dlq": ["get"],
+        "/dlq/{run_id}": ["delete", "get"],
+        "/dlq/{run_id}/retry": ["post"],
+        "/approvals": ["get"],
+        "/approvals/{approval_id}": ["get"],
+        "/approvals/{approval_id}/respond": ["post"],
+        "/waitpoints": ["get"],
+        "/waitpoints/{waitpoint_id}": ["get"],
+        "/waitpoints/{waitpoint_id}/complete": ["post"],
+        "/waitpoints/{waitpoint_id}/fail": ["post"],
     }
     assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKey"}
     put_body = document["paths"]["/workflows/{workflow_id}"]["put"]["requestBody"]["content"]

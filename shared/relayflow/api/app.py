@@ -48,6 +48,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from relayflow.api import openapi
 from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
 from relayflow.control.models import (
+    DlqEntryInfo,
+    DlqRetryResult,
     Page,
     PutWorkflowResult,
     RunDetail,
@@ -56,6 +58,7 @@ from relayflow.control.models import (
     WorkflowDetail,
     WorkflowSummary,
 )
+from relayflow.control.waits import ApprovalView, WaitpointView
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 
@@ -71,6 +74,9 @@ MAX_VERSION = 9_999_999_999
 #: Routes API Gateway serves without the authorizer (template.yaml: ``Auth: NONE``); every
 #: other path reaches this function through the ``/{proxy+}`` resource.
 PUBLIC_RESOURCES = frozenset({"/openapi.json", "/swagger"})
+#: The public guest approval page (template.yaml: GET and POST, ``Auth: NONE``): the signed
+#: link in its query is the credential (relayflow.approvals).
+GUEST_APPROVAL_RESOURCE = "/guest/approvals/{id}"
 
 _YAML_MEDIA_TYPES = frozenset(
     {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
@@ -562,6 +568,238 @@ def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[P
 )
 def reset_breaker(breaker_id: BreakerId) -> Response[BreakerInfo]:
     return _reply(200, _control().reset_breaker(_tenant(), breaker_id))
+
+
+@app.get(
+    "/dlq",
+    summary="List the dead-letter queue",
+    description="Failed and timed-out runs of the tenant, newest first: why each failed, where, "
+    "the outputs of the steps that succeeded, and its retry state (pending, retrying, retried, "
+    "exhausted, discarded). Transient failures are retried automatically after 2, 4 and 8 "
+    "minutes.",
+    responses=_docs({200: "A page of DLQ entries"}, Page[DlqEntryInfo]),
+    tags=["dlq"],
+)
+def list_dlq(
+    status: Annotated[
+        Literal["pending", "retrying", "retried", "exhausted", "discarded"] | None,
+        Query(description="Only entries in this status."),
+    ] = None,
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> Response[Page[DlqEntryInfo]]:
+    page = _control().dlq.list_entries(_tenant(), status=status, limit=limit, next_token=next_token)
+    return _reply(200, page)
+
+
+@app.get(
+    "/dlq/<run_id>",
+    summary="Get a DLQ entry",
+    responses=_docs({200: "The entry"}, DlqEntryInfo, 404),
+    tags=["dlq"],
+)
+def get_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
+    return _reply(200, _control().dlq.get_entry(_tenant(), run_id))
+
+
+@app.post(
+    "/dlq/<run_id>/retry",
+    summary="Retry a run from the DLQ",
+    description="Restarts the run under the same run id (a new execution of the same version "
+    "with the same trigger payload). Steps that already succeeded return their recorded "
+    "results instead of acting again, so the run resumes at the step that failed.",
+    responses=_docs({202: "The retry started"}, DlqRetryResult, 404, 409),
+    tags=["dlq"],
+)
+def retry_dlq_entry(run_id: RunId) -> Response[DlqRetryResult]:
+    return _reply(202, _control().dlq.retry(_tenant(), run_id))
+
+
+@app.delete(
+    "/dlq/<run_id>",
+    summary="Discard a DLQ entry",
+    description="No more retries, automatic or manual; the entry stays readable as discarded.",
+    responses=_docs({200: "The entry, discarded"}, DlqEntryInfo, 404, 409),
+    tags=["dlq"],
+)
+def discard_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
+    return _reply(200, _control().dlq.discard(_tenant(), run_id))
+
+
+class RespondRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    option: str = Field(min_length=1, max_length=200, description="One of the request's options.")
+    data: Any = Field(None, description="Form data; checked against the request's form_schema.")
+
+
+class CompleteWaitpointRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    data: Any = Field(None, description="The waitpoint step's output.")
+
+
+class FailWaitpointRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    error: str | None = Field(None, max_length=256, description="A short error code.")
+    message: str | None = Field(None, max_length=8192, description="What went wrong.")
+
+
+WaitId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="The request's id.")]
+
+
+def _waits() -> Any:
+    from relayflow.control.waits import get_wait_service
+
+    return get_wait_service()
+
+
+def _responder() -> str:
+    """Who answers an authenticated request: the API key's id and name (from the authorizer's
+    context when it passes them, else looked up from the key the request presents)."""
+    context = (app.current_event.get("requestContext") or {}).get("authorizer") or {}
+    key_id, name = context.get("key_id"), context.get("key_name")
+    if not key_id:
+        from relayflow.api.auth import extract_secret
+        from relayflow.control.service import hash_secret
+
+        secret = extract_secret(app.current_event.headers)
+        item = _control().dal.get_api_key(hash_secret(secret)) if secret else None
+        key_id, name = (item.key_id, item.name) if item is not None else (None, None)
+    if not key_id:
+        return f"api:{_tenant()}"
+    return f"{key_id} ({name})" if name else str(key_id)
+
+
+@app.get(
+    "/approvals",
+    summary="List approval requests",
+    description="The tenant's approval requests, oldest first; by default those still waiting "
+    "for a decision.",
+    responses=_docs({200: "A page of approval requests"}, Page[ApprovalView]),
+    tags=["approvals"],
+)
+def list_approvals(
+    status: Annotated[
+        Literal["pending", "decided", "expired"] | None,
+        Query(description="Only requests in this status (default: pending)."),
+    ] = "pending",
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> Response[Page[ApprovalView]]:
+    page = _waits().list_approvals(_tenant(), status=status, limit=limit, next_token=next_token)
+    return _reply(200, page)
+
+
+@app.get(
+    "/approvals/<approval_id>",
+    summary="Get an approval request",
+    responses=_docs({200: "The approval request"}, ApprovalView, 404),
+    tags=["approvals"],
+)
+def get_approval(approval_id: WaitId) -> Response[ApprovalView]:
+    return _reply(200, _waits().get_approval(_tenant(), approval_id))
+
+
+@app.post(
+    "/approvals/<approval_id>/respond",
+    summary="Decide an approval request",
+    description="Records the decision (the option, and form data checked against the "
+    "request's form_schema) and resumes the run. 409 APPROVAL_DECIDED when it was decided "
+    "already (by whom and when), 409 APPROVAL_EXPIRED after its expiry.",
+    responses=_docs({200: "Decided; the run resumes"}, ApprovalView, 404, 409, 413, 415, 422),
+    tags=["approvals"],
+)
+def respond_approval(
+    approval_id: WaitId, request: Annotated[RespondRequest, Body()]
+) -> Response[ApprovalView]:
+    tenant = _tenant()
+    view = _waits().respond(
+        tenant, approval_id, request.option, request.data, responder=_responder()
+    )
+    return _reply(200, view)
+
+
+@app.get(
+    "/waitpoints",
+    summary="Find waitpoints",
+    description="The waitpoints of a run (run_id), or the one an idempotency key names.",
+    responses=_docs({200: "The waitpoints"}, Page[WaitpointView]),
+    tags=["waitpoints"],
+)
+def list_waitpoints(
+    run_id: Annotated[str | None, Query(max_length=80, description="A run's id.")] = None,
+    idempotency_key: Annotated[
+        str | None, Query(max_length=512, description="The waitpoint's rendered key.")
+    ] = None,
+) -> Response[Page[WaitpointView]]:
+    items = _waits().list_waitpoints(_tenant(), run_id=run_id, idempotency_key=idempotency_key)
+    return _reply(200, Page[WaitpointView](items=items))
+
+
+@app.get(
+    "/waitpoints/<waitpoint_id>",
+    summary="Get a waitpoint",
+    responses=_docs({200: "The waitpoint"}, WaitpointView, 404),
+    tags=["waitpoints"],
+)
+def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
+    return _reply(200, _waits().get_waitpoint(_tenant(), waitpoint_id))
+
+
+@app.post(
+    "/waitpoints/<waitpoint_id>/complete",
+    summary="Complete a waitpoint",
+    description="Resumes the run; data becomes the waitpoint step's output. 409 "
+    "WAITPOINT_COMPLETED when it was completed or failed already, 409 WAITPOINT_EXPIRED after "
+    "its expiry.",
+    responses=_docs({200: "Completed; the run resumes"}, WaitpointView, 404, 409, 413, 415, 422),
+    tags=["waitpoints"],
+)
+def complete_waitpoint(
+    waitpoint_id: WaitId, request: Annotated[CompleteWaitpointRequest | None, Body()] = None
+) -> Response[WaitpointView]:
+    data = request.data if request is not None else None
+    return _reply(200, _waits().complete_waitpoint(_tenant(), waitpoint_id, data))
+
+
+@app.post(
+    "/waitpoints/<waitpoint_id>/fail",
+    summary="Fail a waitpoint",
+    description="The waitpoint step fails with Relayflow.WaitpointFailed (cause: error and "
+    "message) and the run takes its failure route.",
+    responses=_docs({200: "Failed; the run goes on"}, WaitpointView, 404, 409, 413, 415, 422),
+    tags=["waitpoints"],
+)
+def fail_waitpoint(
+    waitpoint_id: WaitId, request: Annotated[FailWaitpointRequest | None, Body()] = None
+) -> Response[WaitpointView]:
+    request = request or FailWaitpointRequest()
+    view = _waits().fail_waitpoint(_tenant(), waitpoint_id, request.message, error=request.error)
+    return _reply(200, view)
+
+
+@app.route("/guest/approvals/<approval_id>", method=["GET", "POST"], include_in_schema=False)
+def guest_approval(approval_id: str) -> Response[str]:
+    """The guest approval page (text/html, no API key; see relayflow.approvals.page)."""
+    from relayflow.approvals.page import handle_guest
+
+    event = app.current_event
+    page = handle_guest(
+        event.http_method,
+        approval_id,
+        event.query_string_parameters or {},
+        body=event.decoded_body,
+        content_type=event.headers.get("content-type"),
+    )
+    headers = {k: v for k, v in page.headers.items() if k.lower() != "content-type"}
+    return Response(
+        status_code=page.status,
+        content_type=page.headers["Content-Type"],
+        body=page.body,
+        headers=headers,
+    )
 
 
 @app.get("/openapi.json", include_in_schema=False)

@@ -11,7 +11,7 @@ State names: every step's main state is named by the step key. Auxiliary states 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,14 +37,28 @@ from relayflow.definition.models import (
     NoopStep,
     ParallelStep,
     RetryPolicy,
+    SubWorkflowStep,
     TransformStep,
     Workflow,
 )
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import NON_RETRYABLE_ERRORS, MaxStepsExceeded, Throttled, TooManyItems
+from relayflow.errors import (
+    NON_RETRYABLE_ERRORS,
+    MaxStepsExceeded,
+    SubWorkflowDepth,
+    SubWorkflowFailed,
+    Throttled,
+    TooManyItems,
+)
 from relayflow.expressions import condition_to_choice, expression_jsonpath, template_to_parameters
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+#: A sub_workflow step: start the child execution and wait for it (output as JSON).
+START_EXECUTION_SYNC = "arn:aws:states:::states:startExecution.sync:2"
+#: Deepest nesting of sub_workflow runs: a run at this depth cannot start a child.
+MAX_SUB_WORKFLOW_DEPTH = 5
+#: The alias a sub_workflow without a pinned version starts (control/stepfunctions.LIVE_ALIAS).
+LIVE_ALIAS = "live"
 #: Errors of the Lambda service itself (not of the step's code), retried on every Task as AWS
 #: recommends; they do not use up the step's own retry policy.
 LAMBDA_SERVICE_ERRORS = [
@@ -77,17 +91,29 @@ _NOT_CONFIG = {
 }
 
 
+def local_state_machine_name(workflow_id: str) -> str:
+    """The state machine the local runner (``relayflow run``) creates for a workflow."""
+    return f"relayflow-{workflow_id}"
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """Deployment facts the compiler needs. ``function_arns`` maps a function kind
-    (``condition``, ``transform``…) to its ARN; missing kinds follow :mod:`relayflow.naming`."""
+    (``condition``, ``transform``…) to its ARN; missing kinds follow :mod:`relayflow.naming`.
+    ``state_machine_name`` maps a workflow id to its state machine's name (the target of a
+    sub_workflow step): the control plane passes its per-stage, per-tenant naming."""
 
     function_arns: Mapping[str, str] = field(default_factory=dict)
     region: str = naming.LOCAL_REGION
     account: str = naming.LOCAL_ACCOUNT
+    state_machine_name: Callable[[str], str] = local_state_machine_name
 
     def arn(self, kind: str) -> str:
         return self.function_arns.get(kind) or naming.function_arn(kind, self.region, self.account)
+
+    def state_machine_arn(self, workflow_id: str) -> str:
+        name = self.state_machine_name(workflow_id)
+        return f"arn:aws:states:{self.region}:{self.account}:stateMachine:{name}"
 
 
 @dataclass
@@ -122,12 +148,19 @@ class _Compiler:
         self.graph = StepGraph(raw, workflow.start, workflow.errors.on_failure)
         self.scopes, _ = self.graph.scopes()
         self.runners: dict[str, str] = {}
+        #: Workflow ids the sub_workflow steps start (for the IAM statements).
+        self.children: set[str] = set()
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
 
     def entry_state(self, key: str) -> str:
         """The state a route into step ``key`` enters: its main state, or the item-count
-        check in front of a for_each's Map."""
-        return f"{key}.size" if self.wf.steps[key].type == "for_each" else key
+        check in front of a for_each's Map, or the depth guard in front of a sub_workflow."""
+        step_type = self.wf.steps[key].type
+        if step_type == "for_each":
+            return f"{key}.size"
+        if step_type == "sub_workflow":
+            return f"{key}.depth"
+        return key
 
     # ------------------------------------------------------------------ scopes
 
@@ -269,9 +302,13 @@ class _ScopeContext:
         retry.append(rule)
         return retry
 
-    def catchers(self, key: str, policy: RetryPolicy | None) -> list[dict[str, Any]]:
+    def catchers(
+        self, key: str, policy: RetryPolicy | None, *, failure_state: str | None = None
+    ) -> list[dict[str, Any]]:
+        """``failure_state``: where a failure goes (after retries) instead of the step's
+        failure route, e.g. a state that renames the error first."""
         catch: list[dict[str, Any]] = []
-        failure = self.failure_target(key)
+        failure = failure_state or self.failure_target(key)
         linear = policy is not None and policy.backoff == "linear" and policy.max_attempts > 1
         if linear:
             assert policy is not None
@@ -290,7 +327,8 @@ class _ScopeContext:
                     "Next": self.emit_linear_retry(key, policy, failure),
                 }
             )
-            if policy.retry_on and "States.ALL" in policy.retry_on:
+            if "States.ALL" in (policy.retry_on or ["States.ALL"]):
+                # Nothing reaches a later catcher (and ASL wants States.ALL last and alone).
                 return catch
         if self.mode == "item" and self.item_continue:
             name = f"{key}.item_failed"
@@ -479,6 +517,132 @@ class _ScopeContext:
         ]
         self.machine.add(route, Choice(choices=choices, default=default))
 
+    def callback_task(
+        self, key: str, step: Any, config: dict[str, Any], result_selector: dict[str, Any]
+    ) -> Task:
+        """A ``lambda:invoke.waitForTaskToken`` Task: the step's function stores the request
+        with ``$$.Task.Token``; the control API's ``SendTaskSuccess`` is the Task's result.
+        Only the function's own transient failures are retried (each attempt gets a new
+        token); the step's ``timeout_seconds`` is the expiry."""
+        from relayflow.errors import TransientError
+
+        self.c.runners[key] = step.type
+        ref = StepRef(key=key, type=step.type, config=config)
+        transient = {
+            "ErrorEquals": [TransientError.error_name],
+            "IntervalSeconds": 1,
+            "MaxAttempts": 3,
+            "BackoffRate": 2.0,
+            "JitterStrategy": "FULL",
+        }
+        return Task(
+            resource=f"{LAMBDA_INVOKE}.waitForTaskToken",
+            parameters=task_parameters(self.c.options.arn(step.type), ref, task_token=True),
+            result_selector=result_selector,
+            result_path=f"$.steps.{key}",
+            timeout_seconds=step.timeout_seconds,
+            retry=[*self.retriers(None), transient],
+            catch=self.catchers(key, None),
+        )
+
+    def emit_approval(self, key: str, step: Any) -> None:
+        """The decision ``{approved, option, data, responder, responded_at, timed_out}`` lands
+        at ``$.steps.<key>.output``; a Choice routes on the option (``branches``), then on
+        ``approved`` (``on_approve`` / ``on_reject``). Expiry (``States.Timeout``): ``fail``
+        takes the failure route; ``approve`` / ``reject`` write that decision with
+        ``timed_out: true`` and route like one; ``route`` takes ``on_timeout``."""
+        config = step.model_dump(
+            mode="json",
+            include={
+                "title",
+                "description",
+                "prompt",
+                "options",
+                "form_schema",
+                "assigned_to",
+                "assigned_role",
+                "timeout_action",
+                "timeout_seconds",
+                "notification_channels",
+            },
+            exclude_none=True,
+        )
+        task = self.callback_task(key, step, config, {"output.$": "$", "status": SUCCEEDED})
+        route = f"{key}.route"
+        output = f"$.steps.{key}.output"
+        choices: list[dict[str, Any]] = [
+            {
+                "And": [
+                    {"Variable": f"{output}.option", "IsString": True},
+                    {"Variable": f"{output}.option", "StringEquals": name},
+                ],
+                "Next": self.route(key, target),
+            }
+            for name, target in sorted((step.branches or {}).items())
+        ]
+        for decided, target in ((True, step.on_approve), (False, step.on_reject)):
+            if target:
+                choices.append(
+                    {
+                        "Variable": f"{output}.approved",
+                        "BooleanEquals": decided,
+                        "Next": self.route(key, target),
+                    }
+                )
+        timeout_catch: dict[str, Any] | None = None
+        if step.timeout_action in ("approve", "reject"):
+            timed_out = f"{key}.timed_out"
+            decision = {
+                "approved": step.timeout_action == "approve",
+                "option": step.timeout_action if step.timeout_action in step.options else None,
+                "data": None,
+                "responder": None,
+                "responded_at": None,
+                "timed_out": True,
+            }
+            self.machine.add(
+                timed_out,
+                Pass(
+                    result={"output": decision, "status": SUCCEEDED},
+                    result_path=f"$.steps.{key}",
+                    next=route if choices else None,
+                    end=not choices,
+                ),
+            )
+            timeout_catch = {"ErrorEquals": ["States.Timeout"], "ResultPath": None}
+            timeout_catch["Next"] = timed_out
+        elif step.timeout_action == "route" and step.on_timeout:
+            timeout_catch = {
+                "ErrorEquals": ["States.Timeout"],
+                "ResultPath": "$.error",
+                "Next": self.route(key, step.on_timeout),
+            }
+        if timeout_catch is not None:
+            task.catch = [timeout_catch, *task.catch]
+        if not choices:
+            self.machine.add(key, self.flow(task, key, None))
+            return
+        task.next = route
+        self.machine.add(key, task)
+        self.machine.add(route, Choice(choices=choices, default=self.end_state(key)))
+
+    def emit_waitpoint(self, key: str, step: Any) -> None:
+        """The completion data is the output; ``/fail`` fails the step with
+        ``Relayflow.WaitpointFailed`` (routed like any failure); expiry takes ``on_timeout``
+        when set, else fails the step with ``States.Timeout``."""
+        config = step.model_dump(
+            mode="json", include={"label", "idempotency_key", "timeout_seconds"}, exclude_none=True
+        )
+        task = self.callback_task(key, step, config, {"output.$": "$.data", "status": SUCCEEDED})
+        if step.on_timeout:
+            timeout_catch = {
+                "ErrorEquals": ["States.Timeout"],
+                "ResultPath": "$.error",
+                "Next": self.route(key, step.on_timeout),
+            }
+            task.catch = [timeout_catch, *task.catch]
+        self.machine.add(key, self.flow(task, key, step.on_success))
+
     def emit_condition(self, key: str, step: ConditionStep) -> None:
         on_true = self.route(key, step.on_true) or self.end_state(key)
         on_false = self.route(key, step.on_false) or self.end_state(key)
@@ -590,6 +754,182 @@ class _ScopeContext:
         )
         self.machine.add(key, self.flow(state, key, step.on_success))
 
+    def emit_sub_workflow(self, key: str, step: SubWorkflowStep) -> None:
+        """Start the child workflow's state machine (a pinned version, or the ``live`` alias)
+        with ``startExecution.sync:2`` and wait for it.
+
+        ``<key>.depth`` refuses to go deeper than :data:`MAX_SUB_WORKFLOW_DEPTH`;
+        ``<key>.prepare`` draws the child's run id (``$.steps.<key>.run_id``), and each attempt
+        runs as ``<run id>-<retry count>`` so a retried step starts a fresh child. The child's
+        input is a standard state document (``run.depth`` one more, ``run.parent`` set). The
+        step output is ``{"run_id", "steps"}``: the child's run id and its final ``steps``.
+        A child failure (``States.TaskFailed``, whose Cause is the child's DescribeExecution)
+        is re-raised as ``Relayflow.SubWorkflowFailed`` with a JSON Cause
+        ``{child_run_id, status, error, cause}``, after the step's retries.
+        """
+        self.c.runners[key] = "native"
+        self.c.children.add(step.workflow_id)
+        failure = self.failure_target(key)
+        guard, too_deep, prepare = f"{key}.depth", f"{key}.too_deep", f"{key}.prepare"
+        self.machine.add(
+            guard,
+            Choice(
+                choices=[
+                    {
+                        "Variable": "$.run.depth",
+                        "NumericGreaterThanEquals": MAX_SUB_WORKFLOW_DEPTH,
+                        "Next": too_deep,
+                    }
+                ],
+                default=prepare,
+            ),
+        )
+        self.raise_error(
+            too_deep,
+            SubWorkflowDepth.error_name,
+            f"sub_workflow '{key}' would start '{step.workflow_id}' deeper than "
+            f"{MAX_SUB_WORKFLOW_DEPTH} levels of nesting",
+            failure,
+        )
+        self.machine.add(
+            prepare,
+            Pass(
+                parameters={"run_id.$": "States.UUID()", "status": "started"},
+                result_path=f"$.steps.{key}",
+                next=key,
+            ),
+        )
+        target = self.c.options.state_machine_arn(step.workflow_id)
+        target += f":{step.version}" if step.version is not None else f":{LIVE_ALIAS}"
+        child_run_id = f"States.Format('{{}}-{{}}', $.steps.{key}.run_id, $$.State.RetryCount)"
+        trigger = template_to_parameters({"trigger": step.input})
+        assert trigger is not None  # validation refuses an input that is not native
+        policy = step.retry
+        if policy is not None and policy.retry_on:
+            # The child's failure reaches Retry as States.TaskFailed; it is renamed after.
+            renamed = [
+                "States.TaskFailed" if name == SubWorkflowFailed.error_name else name
+                for name in policy.retry_on
+            ]
+            policy = policy.model_copy(update={"retry_on": renamed})
+        failed = self.emit_sub_workflow_failure(key, failure)
+        task = Task(
+            resource=START_EXECUTION_SYNC,
+            parameters={
+                "StateMachineArn": target,
+                "Name.$": child_run_id,
+                "Input": {
+                    "run": {
+                        "id.$": child_run_id,
+                        "workflow_id": step.workflow_id,
+                        "version": step.version,
+                        "tenant.$": "$.run.tenant",
+                        "dry_run.$": "$.run.dry_run",
+                        "started_at.$": "$$.State.EnteredTime",
+                        "depth.$": "States.MathAdd($.run.depth, 1)",
+                        "parent": {
+                            "run_id.$": "$.run.id",
+                            "workflow_id.$": "$.run.workflow_id",
+                            "step": key,
+                        },
+                    },
+                    **trigger,
+                    "steps": {},
+                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+                },
+            },
+            result_selector={
+                "output": {"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
+                "status": SUCCEEDED,
+            },
+            result_path=f"$.steps.{key}",
+            timeout_seconds=step.timeout_seconds,
+            retry=[
+                rule
+                for rule in self.retriers(policy)
+                if rule["ErrorEquals"] != LAMBDA_SERVICE_ERRORS
+            ],
+            catch=self.catchers(key, policy, failure_state=failed),
+        )
+        wait = self.machine.states.get(f"{key}.retry_wait")
+        if isinstance(wait, Wait):
+            # A linear retry starts a fresh child (a new run id), like an ASL retry does.
+            wait.next = prepare
+        self.machine.add(key, self.flow(task, key, step.on_success))
+
+    def emit_sub_workflow_failure(self, key: str, failure: str | None) -> str:
+        """States that turn a child's failure into ``Relayflow.SubWorkflowFailed`` and take the
+        step's failure route (or fail the run). Any other error (a timeout, a refused start)
+        passes unchanged."""
+        check, parse, merge, pick, raise_ = (
+            f"{key}.child_failed",
+            f"{key}.child_parse",
+            f"{key}.child_merge",
+            f"{key}.child_pick",
+            f"{key}.child_raise",
+        )
+        onward = failure or self.reraise_state(key)
+        self.machine.add(
+            check,
+            Choice(
+                choices=[
+                    {
+                        "And": [
+                            {"Variable": "$.error.Error", "StringEquals": "States.TaskFailed"},
+                            {"Variable": "$.error.Cause", "StringMatches": "{*}"},
+                        ],
+                        "Next": parse,
+                    }
+                ],
+                default=onward,
+            ),
+        )
+        # Error and Cause are absent from a DescribeExecution that has none: default to null.
+        self.machine.add(
+            parse,
+            Pass(
+                parameters={
+                    "defaults": {"Error": None, "Cause": None},
+                    "child.$": "States.StringToJson($.error.Cause)",
+                },
+                result_path="$.error",
+                next=merge,
+            ),
+        )
+        self.machine.add(
+            merge,
+            Pass(
+                parameters={"child.$": "States.JsonMerge($.error.defaults, $.error.child, false)"},
+                result_path="$.error",
+                next=pick,
+            ),
+        )
+        self.machine.add(
+            pick,
+            Pass(
+                parameters={
+                    "child_run_id.$": "$.error.child.Name",
+                    "status.$": "$.error.child.Status",
+                    "error.$": "$.error.child.Error",
+                    "cause.$": "$.error.child.Cause",
+                },
+                result_path="$.error",
+                next=raise_,
+            ),
+        )
+        self.machine.add(
+            raise_,
+            Pass(
+                parameters={
+                    "Error": SubWorkflowFailed.error_name,
+                    "Cause.$": "States.JsonToString($.error)",
+                },
+                result_path="$.error",
+                next=onward,
+            ),
+        )
+        return check
+
     def emit_loop_guard(self, header: str, size: int) -> None:
         """On every edge that closes a cycle: count the cycle's steps, stop past the limit."""
         loop, guard, exceeded = f"{header}.loop", f"{header}.guard", f"{header}.exceeded"
@@ -619,7 +959,9 @@ class _ScopeContext:
         )
 
 
-def _iam_statements(options: CompileOptions, functions: list[str]) -> list[dict[str, Any]]:
+def _iam_statements(
+    options: CompileOptions, functions: list[str], children: list[str]
+) -> list[dict[str, Any]]:
     statements: list[dict[str, Any]] = []
     if functions:
         arns = [options.arn(k) for k in functions]
@@ -630,6 +972,34 @@ def _iam_statements(options: CompileOptions, functions: list[str]) -> list[dict[
                 "Resource": sorted({*arns, *(f"{a}:*" for a in arns)}),
             }
         )
+    if children:
+        machines = [options.state_machine_arn(c) for c in children]
+        executions = [
+            f"arn:aws:states:{options.region}:{options.account}:execution:"
+            f"{options.state_machine_name(c)}:*"
+            for c in children
+        ]
+        rule = (
+            f"arn:aws:events:{options.region}:{options.account}:"
+            "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule"
+        )
+        statements += [
+            {
+                "Effect": "Allow",
+                "Action": ["states:StartExecution"],
+                "Resource": sorted({*machines, *(f"{m}:*" for m in machines)}),
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["states:DescribeExecution", "states:StopExecution"],
+                "Resource": sorted(executions),
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+                "Resource": [rule],
+            },
+        ]
     statements.append(
         {
             "Effect": "Allow",
@@ -654,5 +1024,7 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
     runners = dict(sorted(compiler.runners.items()))
     functions = sorted({r for r in runners.values() if r != "native"})
     return CompiledWorkflow(
-        asl=asl, iam_statements=_iam_statements(options, functions), step_runners=runners
+        asl=asl,
+        iam_statements=_iam_statements(options, functions, sorted(compiler.children)),
+        step_runners=runners,
     )

@@ -62,6 +62,9 @@ class RunSummary(BaseModel):
     ended_at: str | None = None
     duration_ms: float | None = None
     error: str | None = None
+    attempt: int = Field(
+        1, description="Executions of the run: more than 1 after a retry from the DLQ."
+    )
 
 
 class RunDetail(RunSummary):
@@ -91,3 +94,38 @@ class ApiKeyInfo(BaseModel):
 
 class NewApiKey(ApiKeyInfo):
     secret: str = Field(description="Shown once; only its sha256 is stored.")
+
+
+class DlqEntryInfo(BaseModel):
+    """A DLQ entry as the API shows it."""
+
+    run_id: str
+    workflow_id: str
+    version: int | None = None
+    status: str = Field(description="pending, retrying, retried, exhausted or discarded.")
+    run_status: str = Field(description="How the run's last execution ended: failed or timed_out.")
+    error: str | None = None
+    cause: str | None = None
+    failing_step: str | None = None
+    trigger_type: str
+    input: Any = Field(None, description="The run's trigger payload.")
+    outputs: dict[str, Any] | None = Field(
+        None, description="Outputs of the steps that succeeded (absent when too large to keep)."
+    )
+    transient: bool = Field(description="Whether it is retried automatically.")
+    attempts: int = Field(description="Retries started so far (automatic and manual).")
+    auto_attempts: int
+    max_auto_attempts: int = Field(3, description="Automatic retries at most.")
+    archived_at: str
+    updated_at: str
+    next_retry_at: str | None = Field(None, description="When the next automatic retry is due.")
+    last_retry_at: str | None = None
+    last_retry_by: str | None = None
+    resolved_at: str | None = None
+
+
+class DlqRetryResult(BaseModel):
+    run_id: str
+    attempt: int = Field(description="The run's execution number: 2 for the first retry.")
+    status: str = Field(description="The run's status: running.")
+    entry: DlqEntryInfo

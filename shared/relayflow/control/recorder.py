@@ -43,6 +43,8 @@ from relayflow.control.service import (
     parse_iso,
 )
 from relayflow.control.stepfunctions import StepFunctionsError
+from relayflow.control.timeline import StepRun
+from relayflow.control.timeline import failing_step as last_failing_step
 from relayflow.dal import DataAccessError, RunItem
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
@@ -68,6 +70,8 @@ RUN_METRICS = {
 #: Runs the recorder finds without a run item (started by something other than the control
 #: plane) are recorded with this trigger type.
 EXTERNAL_TRIGGER = "external"
+#: ... and children a ``sub_workflow`` step started (their input names the parent run).
+SUB_WORKFLOW_TRIGGER = "sub_workflow"
 
 
 class LifecycleEventNotPublished(Exception):
@@ -150,6 +154,8 @@ def record_status_change(
     logger.append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
     try:
         run = _run_item(control, ref, detail)
+        if _stale(run, detail):
+            return _ignored("an earlier execution of a run that was retried")
         if detail.status == "RUNNING":
             published = _record_start(control, run, change, events)
         else:
@@ -244,6 +250,14 @@ def _machine_of_tenant(state_machine_arn: str, tenant: str) -> bool:
     return name.startswith(f"relayflow-{get_settings().stage}-{tenant}_")
 
 
+def _stale(run: RunItem, detail: StatusChangeDetail) -> bool:
+    """Whether the event is of an execution the run has moved on from (a DLQ retry restarts a
+    run under its run id as a new execution, ``<run id>_r<attempt>``)."""
+    if not run.execution_arn:
+        return False
+    return run.execution_arn.rsplit(":", 1)[-1] != detail.execution_arn.rsplit(":", 1)[-1]
+
+
 def _epoch_ms_iso(value: int | None) -> str | None:
     if value is None:
         return None
@@ -258,6 +272,8 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
     started_at = ref.started_at or _epoch_ms_iso(detail.start_date) or now_iso()
     document = _parse_input(detail.input) if _included(detail.input_details) else None
     trigger = document.get("trigger") if isinstance(document, dict) else None
+    info = document.get("run") if isinstance(document, dict) else None
+    parent = info.get("parent") if isinstance(info, dict) else None
     run = RunItem(
         run_id=ref.id,
         tenant=ref.tenant,
@@ -267,7 +283,7 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         execution_arn=detail.execution_arn,
         input=json.dumps(trigger, separators=(",", ":")) if trigger is not None else None,
         started_at=started_at,
-        trigger_type=EXTERNAL_TRIGGER,
+        trigger_type=SUB_WORKFLOW_TRIGGER if parent else EXTERNAL_TRIGGER,
         expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
     )
     if control.dal.create_run(run):
@@ -313,10 +329,12 @@ def _record_end(
     ):
         output = detail.output
     failing = None
+    steps: list[StepRun] = []
     if status in ("failed", "timed_out"):
         run.execution_arn = run.execution_arn or detail.execution_arn
         try:
-            failing = control.failing_step(run)
+            steps = control.run_steps(run)
+            failing = last_failing_step(steps)
         except StepFunctionsError as exc:  # the run is still recorded without it
             logger.warning("failing step not found", extra={"reason": str(exc)})
     values: dict[str, Any] = {
@@ -348,6 +366,7 @@ def _record_end(
         return None
     detail_type = LIFECYCLE_TYPES[detail.status]
     try:
+        _settle_dlq(control, updated, steps)
         _publish(events, detail_type, updated, change)
     except Exception:
         control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
@@ -356,7 +375,44 @@ def _record_end(
     if updated.duration_ms is not None:
         record_metric("RunDuration", updated.duration_ms, "Milliseconds")
     _settle_breaker(control, updated)
+    _notify(control, updated)
     return detail_type
+
+
+def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> None:
+    """Archive a failed or timed-out run in the DLQ, or settle the entry of a retried run.
+    Raises when the table cannot be reached (the end's claim is released and the delivery
+    retried, so no failed run goes unarchived)."""
+    from relayflow.control.dlq import Dlq
+
+    if run.status in ("failed", "timed_out") or (run.status == "aborted" and run.attempt > 1):
+        entry = Dlq(control).archive(run, steps)
+        if entry is not None and run.attempt == 1:
+            logger.info(
+                "run archived in the DLQ",
+                extra={"transient": entry.transient, "next_retry_at": entry.next_retry_at},
+            )
+    elif run.status == "succeeded" and run.attempt > 1:
+        Dlq(control).settle_success(run)
+
+
+def _notify(control: ControlPlane, run: RunItem) -> None:
+    """Send the failure notifications the run's version declares. Never raises: the end is
+    recorded and published by now."""
+    if run.status == "succeeded" or run.version is None:
+        return
+    try:
+        version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+        config = json.loads(version.definition).get("notifications") if version else None
+        if not config:
+            return
+        from relayflow.notify.failure import notify_run_end
+
+        notify_run_end(run, config)
+    except Exception as exc:  # a notification is best effort, and its failure is logged
+        logger.warning(
+            "failure notification not sent", extra={"reason": f"{type(exc).__name__}: {exc}"}
+        )
 
 
 def _settle_breaker(control: ControlPlane, run: RunItem) -> None:

@@ -83,6 +83,7 @@ from relayflow.reliability.breakers import (
 from relayflow.settings import get_settings
 
 if TYPE_CHECKING:
+    from relayflow.control.dlq import Dlq
     from relayflow.triggers.sync import TriggerPlan
 
 P = ParamSpec("P")
@@ -241,14 +242,15 @@ def _check_limit(limit: int) -> None:
         raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
 
 
-#: Parts of a definition the compiled ASL does not hold (the trigger function and the control
-#: plane read them from the version).
-_OUTSIDE_ASL = ("triggers", "breaker")
+#: Parts of a definition the compiled ASL does not hold (the trigger function, the control
+#: plane and the recorder read them from the version).
+_OUTSIDE_ASL = ("triggers", "breaker", "notifications")
 
 
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:
-    """Triggers and the workflow breaker are not part of the compiled ASL: a definition whose
-    triggers or breaker changed is a new version even when its state machine is not."""
+    """Triggers, the workflow breaker and failure notifications are not part of the compiled
+    ASL: a definition whose triggers, breaker or notifications changed is a new version even
+    when its state machine is not."""
     stored, new = json.loads(stored_definition), json.loads(definition_json)
     return all(stored.get(part) == new.get(part) for part in _OUTSIDE_ASL)
 
@@ -275,6 +277,13 @@ class ControlPlane:
     @property
     def dal(self) -> Dal:
         return self._dal or get_dal()
+
+    @property
+    def dlq(self) -> Dlq:
+        """The run dead-letter queue (:mod:`relayflow.control.dlq`)."""
+        from relayflow.control.dlq import Dlq
+
+        return Dlq(self)
 
     # -- workflows ---------------------------------------------------------------------------
 
@@ -314,8 +323,18 @@ class ControlPlane:
             )
         assert definition_json is not None
         settings = get_settings()
+        self._check_sub_workflows(tenant, workflow)
         compiled = compile_workflow(
-            workflow, CompileOptions(function_arns=dict(settings.function_arns))
+            workflow,
+            CompileOptions(
+                function_arns=dict(settings.function_arns),
+                region=settings.region,
+                # The state machines live in the account of the role they run with.
+                account=settings.state_machine_role_arn.split(":")[4],
+                state_machine_name=functools.partial(
+                    sfn_api.state_machine_name, settings.stage, tenant
+                ),
+            ),
         )
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
@@ -397,6 +416,41 @@ class ControlPlane:
             created=head is None,
             warnings=item.warnings,
         )
+
+    def _check_sub_workflows(self, tenant: str, workflow: Any) -> None:
+        """Every workflow (and pinned version) a sub_workflow step starts must be the
+        tenant's; a workflow may start itself (the compiled depth guard bounds recursion).
+        Raises :class:`InvalidDefinition` naming each missing one."""
+        from relayflow.definition.problems import Problem
+
+        problems = []
+        for key, step in workflow.steps.items():
+            if step.type != "sub_workflow" or step.workflow_id == workflow.id:
+                continue
+            path = f"steps.{key}"
+            if self.dal.get_workflow(tenant, step.workflow_id) is None:
+                problems.append(
+                    Problem(
+                        None,
+                        f"{path}.workflow_id",
+                        "unknown-workflow",
+                        f"workflow '{step.workflow_id}' does not exist; create it first",
+                    )
+                )
+            elif (
+                step.version is not None
+                and self.dal.get_version(tenant, step.workflow_id, step.version) is None
+            ):
+                problems.append(
+                    Problem(
+                        None,
+                        f"{path}.version",
+                        "unknown-workflow-version",
+                        f"workflow '{step.workflow_id}' has no version {step.version}",
+                    )
+                )
+        if problems:
+            raise InvalidDefinition.from_problems(problems)
 
     def _make_live_again(
         self, head: WorkflowItem, latest: VersionItem, name: str | None, now: str

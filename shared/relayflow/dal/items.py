@@ -164,6 +164,11 @@ class RunItem(_Item):
     recorded_status: str | None = Field(
         None, description="The terminal status the recorder published a lifecycle event for."
     )
+    attempt: int = Field(
+        1,
+        description="Executions of the run so far: a DLQ retry restarts it under the same run "
+        "id as execution <run id>_r<attempt>.",
+    )
 
     def key(self) -> keys.Key:
         return keys.run_key(self.tenant, self.run_id)

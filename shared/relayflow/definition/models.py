@@ -8,10 +8,21 @@ in :mod:`relayflow.definition.validate`, which runs after these models parse.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -347,18 +358,35 @@ class WebhookOutStep(_Routed):
 
 
 class ApprovalStep(_StepBase):
+    """Pauses the run until a person picks one of ``options`` (a callback Task). The request
+    is stored for the tenant; ``GET /approvals`` lists it and ``POST /approvals/{id}/respond``
+    decides it. ``timeout_seconds`` is the expiry; ``timeout_action`` says what expiry does."""
+
     type: Literal["approval"]
-    title: Template
+    title: Template = Field(description="Shown to the approver (templated).")
     prompt: Template | None = Field(None, description="What the approver is asked.")
-    options: list[str] = Field(default_factory=lambda: ["approve", "reject"], min_length=1)
-    form_schema: dict[str, Any] | None = None
-    assigned_to: str | None = None
-    assigned_role: str | None = None
-    timeout_action: Literal["fail", "approve", "reject", "route"] = "fail"
+    options: list[str] = Field(
+        default_factory=lambda: ["approve", "reject"],
+        min_length=1,
+        max_length=20,
+        description="The choices; 'approve' (or else the first option) counts as approved.",
+    )
+    form_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema the response's data must satisfy."
+    )
+    assigned_to: str | None = Field(None, max_length=200)
+    assigned_role: str | None = Field(None, max_length=200)
+    timeout_action: Literal["fail", "approve", "reject", "route"] = Field(
+        "fail",
+        description="On expiry: fail the step (States.Timeout), decide approve or reject, or "
+        "take on_timeout (route).",
+    )
     on_timeout: StepKey | None = None
     on_approve: StepKey | None = None
     on_reject: StepKey | None = None
-    branches: dict[str, StepKey] | None = None
+    branches: dict[str, StepKey] | None = Field(
+        None, description="One route per option (option → step); takes precedence."
+    )
     notification_channels: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -377,10 +405,19 @@ class CustomStep(_StepBase):
 
 
 class WaitpointStep(_Routed):
+    """Pauses the run until another system completes (or fails) the waitpoint through
+    ``POST /waitpoints/{id}/complete`` or ``/fail``; the completion data is the output."""
+
     type: Literal["waitpoint"]
-    label: str | None = None
-    idempotency_key: Template | None = None
-    on_timeout: StepKey | None = None
+    label: str | None = Field(None, max_length=200)
+    idempotency_key: Template | None = Field(
+        None,
+        description="A second waitpoint with the same rendered key in the tenant reuses the "
+        "first one's id (its token then resumes the newer run).",
+    )
+    on_timeout: StepKey | None = Field(
+        None, description="Where an expired waitpoint goes; without it the step fails."
+    )
 
 
 Step = Annotated[
@@ -433,6 +470,9 @@ AVAILABLE_STEP_TYPES = frozenset(
         "webhook_out",
         "custom",
         "code",
+        "approval",
+        "waitpoint",
+        "sub_workflow",
     }
 )
 
@@ -520,6 +560,90 @@ Trigger = Annotated[
 # --------------------------------------------------------------------------- workflow
 
 
+_EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
+
+
+def _email_address(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise PydanticCustomError(
+            "email", "'{value}' is not an email address, e.g. ops@example.com", {"value": value}
+        )
+    return value
+
+
+EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email_address)]
+#: Run outcomes a workflow can be notified of.
+NotifyOn = Literal["failed", "timed_out", "aborted"]
+
+
+class NotificationWebhook(_Model):
+    """POST one signed JSON document per notification (``docs/reliability.md``)."""
+
+    url: str = Field(
+        max_length=2048,
+        description="A literal http(s) URL; no placeholders (a run that ended has no state "
+        "document to render them from).",
+    )
+    secret: SecretRef | None = Field(
+        None, description="Signs the body: X-Relayflow-Signature: sha256=<hex HMAC>."
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
+
+    @field_validator("url")
+    @classmethod
+    def _literal_http_url(cls, value: str) -> str:
+        if "{{" in value:
+            raise PydanticCustomError(
+                "notification-url",
+                "a notification URL is literal: placeholders cannot be rendered once a run "
+                "has ended",
+            )
+        try:
+            parts = urlsplit(value.strip())
+            host = parts.hostname
+        except ValueError:
+            host = None
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not host:
+            raise PydanticCustomError(
+                "url",
+                "must be an http(s) URL with a host, e.g. https://hooks.example.com/relayflow",
+            )
+        return value.strip()
+
+
+class NotificationEmail(_Model):
+    """An email (SES) per notification."""
+
+    to: list[EmailAddress] = Field(min_length=1, max_length=50, description="Recipients.")
+    sender: EmailAddress | None = Field(
+        None,
+        alias="from",
+        description="A verified SES identity; default: the deployment's notification sender.",
+    )
+
+
+class NotificationSettings(_Model):
+    """Tell someone when a run of this workflow ends badly: a webhook, an email, or both.
+    Sent by the recorder once per run end; not part of the compiled state machine."""
+
+    on: list[NotifyOn] = Field(
+        default_factory=lambda: ["failed", "timed_out"],
+        min_length=1,
+        description="Run outcomes that notify: failed, timed_out, aborted.",
+    )
+    webhook: NotificationWebhook | None = None
+    email: NotificationEmail | None = None
+
+    @model_validator(mode="after")
+    def _a_channel(self) -> NotificationSettings:
+        if self.webhook is None and self.email is None:
+            raise PydanticCustomError(
+                "notification-channel", "notifications need a webhook, an email or both"
+            )
+        return self
+
+
 class ErrorSettings(_Model):
     on_failure: StepKey | None = Field(
         None, description="Default error route for steps that declare no on_failure."
@@ -546,6 +670,9 @@ class Workflow(_Model):
         None,
         description="Workflow circuit breaker: consecutive failed runs open it; while open, API "
         "starts get 409 and scheduled or event runs are skipped and recorded.",
+    )
+    notifications: NotificationSettings | None = Field(
+        None, description="Webhook and/or email when a run fails, times out or is aborted."
     )
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."

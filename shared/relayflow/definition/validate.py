@@ -50,7 +50,7 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "llm_batch": ("items", "prompt_template"),
     "sub_workflow": ("input",),
     "webhook_out": ("url", "headers", "body"),
-    "approval": ("title", "prompt"),
+    "approval": ("title", "prompt", "description"),
     "custom": ("url", "headers"),
     "code": ("input",),
     "waitpoint": ("idempotency_key",),
@@ -66,6 +66,12 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
     # The code function holds no permissions (user code could read its credentials), so it
     # cannot keep flow-control leases in the table.
     "code": ("concurrency", "rate_limit"),
+    # A callback Task is retried only on its own transient failures (compiled in): a policy
+    # would also re-open a request that expired or that a caller failed on purpose.
+    "approval": ("retry", "concurrency", "rate_limit"),
+    "waitpoint": ("retry", "concurrency", "rate_limit"),
+    # A sub_workflow is a native Task (no step Lambda to hold flow-control leases).
+    "sub_workflow": ("concurrency", "rate_limit"),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
 FOR_EACH_TARGET_TYPES = frozenset(
@@ -167,6 +173,7 @@ class _Checker:
         if isinstance(start, str) and start in self.steps:
             self.check_scopes(graph)
         self.check_templates()
+        self.check_waits()
         self.check_tools()
         self.check_triggers()
         return self.problems
@@ -335,6 +342,8 @@ class _Checker:
                         "items must be one placeholder naming a list, e.g. "
                         "'{{ trigger.orders }}' or '{{ steps.fetch.output.items }}'",
                     )
+            if step_type == "sub_workflow" and raw.get("input") is not None:
+                self.check_sub_workflow_input(f"steps.{key}.input", raw["input"])
             if step_type == "delay" and isinstance(raw.get("until"), str):
                 self.check_until(f"steps.{key}.until", raw["until"])
             if step_type == "delay" and isinstance(raw.get("seconds"), str):
@@ -346,6 +355,80 @@ class _Checker:
                         "seconds must be a whole number or one placeholder naming one, "
                         "e.g. '{{ trigger.wait_seconds }}'",
                     )
+
+    def check_waits(self) -> None:
+        """Approval options, branches and timeout routing; waitpoint timeout routing."""
+        for key, raw in self.steps.items():
+            step_type = raw.get("type")
+            base = f"steps.{key}"
+            action = raw.get("timeout_action", "fail")
+            expires = bool(raw.get("timeout_seconds"))
+            if step_type == "waitpoint" and raw.get("on_timeout") and not expires:
+                self.add(f"{base}.on_timeout", "timeout", "on_timeout needs timeout_seconds")
+            if step_type != "approval":
+                continue
+            options = raw.get("options", ["approve", "reject"])
+            options = options if isinstance(options, list) else []
+            dupes = sorted({o for o in options if isinstance(o, str) and options.count(o) > 1})
+            if dupes:
+                self.add(f"{base}.options", "unique", f"options repeat: {', '.join(dupes)}")
+            branches = raw.get("branches")
+            if isinstance(branches, Mapping):
+                for name in branches:
+                    if name not in options:
+                        self.add(
+                            f"{base}.branches.{name}",
+                            "approval-branch",
+                            f"'{name}' is not one of the options ({', '.join(map(str, options))})",
+                        )
+            branches = branches if isinstance(branches, Mapping) else {}
+            if action != "fail" and not raw.get("timeout_seconds"):
+                self.add(
+                    f"{base}.timeout_action",
+                    "timeout",
+                    f"timeout_action {action} needs timeout_seconds (the approval's expiry)",
+                )
+            if (action == "route") != bool(raw.get("on_timeout")):
+                self.add(
+                    f"{base}.on_timeout",
+                    "timeout",
+                    "on_timeout is required with timeout_action route, and only then",
+                )
+            for decided in ("approve", "reject"):
+                if action == decided and not (raw.get(f"on_{decided}") or decided in branches):
+                    self.add(
+                        f"{base}.timeout_action",
+                        "timeout",
+                        f"timeout_action {decided} needs on_{decided} or a '{decided}' branch "
+                        "to route to",
+                    )
+            schema = raw.get("form_schema")
+            if isinstance(schema, Mapping):
+                from jsonschema import SchemaError
+                from jsonschema.validators import validator_for
+
+                try:
+                    validator_for(schema).check_schema(schema)
+                except SchemaError as exc:
+                    self.add(f"{base}.form_schema", "json-schema", exc.message)
+
+    def check_sub_workflow_input(self, path: str, value: Any) -> None:
+        """A child's input is built natively in ASL (no Lambda runs a sub_workflow), so it may
+        hold only literals, plain-path placeholders and text mixing the two."""
+        from relayflow.expressions import template_to_parameters
+
+        try:
+            native = template_to_parameters({"trigger": value})
+        except (TemplateSyntaxError, ExpressionSyntaxError):
+            return  # reported by check_template_field
+        if native is None:
+            self.add(
+                path,
+                "sub-workflow-input",
+                "a sub_workflow input may hold only literals, placeholders naming a value "
+                "(e.g. '{{ steps.fetch.output.order }}') and text mixing the two; compute "
+                "anything else in a transform step first",
+            )
 
     def check_until(self, path: str, value: str) -> None:
         """``until`` is an ISO-8601 timestamp with a zone, or one placeholder naming one:

@@ -152,8 +152,8 @@ class LocalRuntime:
 
     def provision(self) -> None:
         """Create, in moto, the resources every function expects to exist: the payload bucket
-        for offloaded outputs and the Relayflow table (flow-control leases, breakers, runs).
-        Idempotent."""
+        for offloaded outputs, the Relayflow table (flow-control leases, breakers, runs) and
+        the approval signing key. Idempotent."""
         from relayflow.dal import create_table
         from relayflow.settings import get_settings
 
@@ -162,6 +162,21 @@ class LocalRuntime:
         if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
             s3.create_bucket(Bucket=bucket)
         create_table(self.dynamodb_client)
+        self._provision_approval_key()
+
+    def _provision_approval_key(self) -> None:
+        """The guest-link signing key (template.yaml generates it in AWS): a random value,
+        created once per runtime."""
+        import secrets
+
+        from relayflow.approvals.links import signing_secret_name
+
+        name = signing_secret_name()
+        manager = self.client("secretsmanager")
+        try:
+            manager.describe_secret(SecretId=name)
+        except manager.exceptions.ResourceNotFoundException:
+            manager.create_secret(Name=name, SecretString=secrets.token_urlsafe(48))
 
     def __exit__(
         self,

@@ -9,7 +9,9 @@ One process plays every part of the deployed stack:
   and its ``context.tenant`` goes into ``requestContext.authorizer``; then ``functions/api``'s
   handler answers. A refused key is a 401, a per-key token bucket answers 429 with
   ``Retry-After`` (API Gateway's throttling, locally). ``POST /hooks/{slug}`` is public: it
-  goes straight to ``functions/webhook``'s handler;
+  goes straight to ``functions/webhook``'s handler; ``GET``/``POST /guest/approvals/{id}`` (the
+  guest approval page, signed links) reach ``functions/api`` without the authorizer, and
+  guest links point at this server's URL unless ``RELAYFLOW_PUBLIC_BASE_URL`` is set;
 * EventBridge's delivery to Lambda targets: ``server.events``, a ``LocalEventRouter``
   (:mod:`relayflow.local.eventbridge`), hands every event put on the bus (``POST /events``)
   to the trigger function of each subscription rule that matches it;
@@ -40,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -306,6 +309,10 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     parts = path.strip("/").split("/")
     if len(parts) == 2 and parts[0] == "hooks" and parts[1]:
         return WEBHOOK_RESOURCE, {"slug": parts[1]}
+    if len(parts) == 3 and parts[:2] == ["guest", "approvals"] and parts[2]:
+        from relayflow.api.app import GUEST_APPROVAL_RESOURCE
+
+        return GUEST_APPROVAL_RESOURCE, {"id": parts[2]}
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
 
 
@@ -325,6 +332,7 @@ class LocalServer:
         admin_token: str | None = None,
         functions_dir: Path | None = None,
         access_log: TextIO | None = None,
+        maintenance_interval: float | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -345,6 +353,13 @@ class LocalServer:
         self._api_lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._settings_override: AbstractContextManager[Any] | None = None
+        #: Seconds between calls of the maintenance function (DLQ auto-retries), as its
+        #: schedule does on AWS; ``None``: only on ``POST /admin/maintenance``.
+        self.maintenance_interval = maintenance_interval
+        self._maintenance: Handler | None = None
+        self._maintenance_stop = threading.Event()
+        self._maintenance_thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -361,7 +376,7 @@ class LocalServer:
     def _open(self) -> None:
         assert self.runtime is not None
         from relayflow.dal.schema import create_table
-        from relayflow.settings import get_settings
+        from relayflow.settings import get_settings, override_settings
 
         _forget_cached_services()
         settings = get_settings()
@@ -378,6 +393,7 @@ class LocalServer:
         self._authorizer = _required(registry, "authorizer")
         self._webhook = _required(registry, "webhook")
         recorder = _required(registry, "recorder")
+        self._maintenance = _required(registry, "maintenance")
 
         self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
         self.recorder = StatusRecorder(self.runtime, recorder)
@@ -388,10 +404,41 @@ class LocalServer:
         host, port = self._httpd.server_address[:2]
         self.port = int(port)
         self.url = f"http://{host}:{self.port}"
+        if not settings.public_base_url:  # guest approval links point at this server
+            self._settings_override = override_settings(public_base_url=self.url)
+            self._settings_override.__enter__()
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="relayflow-serve", daemon=True
         )
         self._thread.start()
+        if self.maintenance_interval:
+            self._maintenance_stop.clear()
+            self._maintenance_thread = threading.Thread(
+                target=self._maintain, name="relayflow-maintenance", daemon=True
+            )
+            self._maintenance_thread.start()
+
+    def run_maintenance(self) -> dict[str, Any]:
+        """Call the maintenance function once (what its one-minute schedule does on AWS)."""
+        assert self._maintenance is not None and self.runtime is not None
+        context = LambdaContext(
+            function_name=function_name("maintenance"),
+            invoked_function_arn=function_arn("maintenance", self.runtime.region),
+        )
+        result: dict[str, Any] = self._maintenance({}, context)
+        if self.recorder is not None and result.get("started"):
+            self.recorder.poke()
+        return result
+
+    def _maintain(self) -> None:
+        assert self.maintenance_interval
+        while not self._maintenance_stop.wait(self.maintenance_interval):
+            try:
+                self.run_maintenance()
+            except Exception as exc:  # the schedule fires again next interval
+                from relayflow.observability import logger
+
+                logger.warning("maintenance failed", extra={"reason": str(exc)})
 
     def __exit__(
         self,
@@ -406,6 +453,10 @@ class LocalServer:
                 self._thread = None
             self._httpd.server_close()
             self._httpd = None
+        if self._maintenance_thread is not None:
+            self._maintenance_stop.set()
+            self._maintenance_thread.join(timeout=5)
+            self._maintenance_thread = None
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
@@ -415,6 +466,9 @@ class LocalServer:
         if self.runtime is not None:
             self.runtime.__exit__(exc_type, exc, tb)
             self.runtime = None
+        if self._settings_override is not None:
+            self._settings_override.__exit__(None, None, None)
+            self._settings_override = None
         _forget_cached_services()
 
     def control(self) -> Any:
@@ -636,6 +690,8 @@ class LocalServer:
                 raise Unprocessable("pass ?tenant=<tenant id>")
             keys = control.list_api_keys(tenant)
             return _json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
+        if parts == ["admin", "maintenance"] and method == "POST":
+            return _json_response(200, self.run_maintenance())
         if len(parts) == 3 and parts[:2] == ["admin", "keys"] and method == "DELETE":
             revoked = control.revoke_api_key(parts[2])
             return _json_response(200, revoked.model_dump(mode="json"))

@@ -1,0 +1,134 @@
+"""The approval step: record a request for a person's decision and let the run wait for it.
+
+The step is a ``lambda:invoke.waitForTaskToken`` Task: this function renders the request from
+the state document, stores it (with the task token, which never leaves the table) and returns
+at once. Step Functions keeps the Task open until the control API's ``respond`` sends the
+decision with ``SendTaskSuccess`` (:mod:`relayflow.control.waits`), or until the Task's
+``TimeoutSeconds`` (the approval's expiry) end it with ``States.Timeout``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from relayflow.errors import InvalidArgsError, TransientError
+from relayflow.expressions import render
+from relayflow.expressions.templates import text_form
+from relayflow.steps.task import parse_task, result
+
+DEFAULT_OPTIONS = ["approve", "reject"]
+
+
+def iso(value: datetime) -> str:
+    """ISO-8601 UTC to the millisecond with ``Z`` (every time in the table)."""
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def lifetime(now: datetime, timeout_seconds: int | None) -> tuple[str | None, int]:
+    """The decision deadline (``None`` without a timeout) and the item's TTL (epoch seconds):
+    kept :data:`~relayflow.dal.waits.WAIT_RETENTION_SECONDS` beyond the deadline."""
+    from relayflow.dal.waits import WAIT_MAX_AGE_SECONDS, WAIT_RETENTION_SECONDS
+
+    if not timeout_seconds:
+        return None, int(now.timestamp()) + WAIT_MAX_AGE_SECONDS
+    deadline = now + timedelta(seconds=int(timeout_seconds))
+    return iso(deadline), int(deadline.timestamp()) + WAIT_RETENTION_SECONDS
+
+
+def task_token(event: Any) -> str:
+    """The ``$$.Task.Token`` the compiler adds to a callback Task's payload."""
+    token = event.get("task_token") if isinstance(event, dict) else None
+    if not isinstance(token, str) or not token:
+        raise InvalidArgsError("a callback step's payload carries no task_token")
+    return token
+
+
+def approved(option: str, options: list[str]) -> bool:
+    """``approve`` is the approving option; without one, the first option is."""
+    return option == "approve" if "approve" in options else option == options[0]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else text_form(value)
+
+
+def run(event: Any) -> dict[str, Any]:
+    """Render and store the approval request, notify its channels; the output (ignored by
+    the waiting Task) names the request."""
+    from relayflow.dal.errors import DataAccessError
+    from relayflow.dal.waits import ApprovalItem, WaitDal
+
+    token = task_token(event)
+    task = parse_task(event)
+    config = task.step.config
+    run_info = task.doc.get("run") or {}
+    now = datetime.now(UTC)
+    deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
+    options = list(config.get("options") or DEFAULT_OPTIONS)
+    item = ApprovalItem(
+        approval_id=uuid.uuid4().hex,
+        tenant=str(run_info.get("tenant") or "local"),
+        workflow_id=str(run_info.get("workflow_id") or ""),
+        run_id=str(run_info.get("id") or ""),
+        step=task.step.key,
+        execution_id=task.context.execution_id,
+        title=_text(render(config.get("title") or "Approval required", task.doc)) or "",
+        description=_text(render(config.get("description"), task.doc)),
+        prompt=_text(render(config.get("prompt"), task.doc)),
+        options=options,
+        form_schema=config.get("form_schema"),
+        assigned_to=config.get("assigned_to"),
+        assigned_role=config.get("assigned_role"),
+        timeout_action=str(config.get("timeout_action") or "fail"),
+        created_at=iso(now),
+        deadline=deadline,
+        task_token=token,
+        expires_at=expires_at,
+    )
+    try:
+        WaitDal().put_approval(item)
+    except DataAccessError as exc:
+        raise TransientError(
+            f"could not store the approval request of step {task.step.key!r}"
+        ) from exc
+    notify(item, config.get("notification_channels") or [])
+    return result({"approval_id": item.approval_id, "expires_at": deadline})
+
+
+def notify(item: Any, channels: list[dict[str, Any]]) -> None:
+    """Tell the request's notification channels that it waits. Each entry of
+    ``notification_channels`` is a mapping like a workflow's ``notifications`` (``webhook:
+    {url, secret?, headers?}`` and/or ``email: {to, from?}``). Channels never raise; a failed
+    delivery is logged (the request is stored and can be decided either way)."""
+    if not channels:
+        return
+    from relayflow.notify import Notification, channels_from_config
+    from relayflow.observability import logger
+
+    notification = Notification(
+        event="relayflow.approval.requested",
+        id=f"approval:{item.approval_id}",
+        tenant=item.tenant,
+        subject=item.title,
+        text="\n\n".join(t for t in (item.title, item.description, item.prompt) if t),
+        data={
+            "approval_id": item.approval_id,
+            "workflow_id": item.workflow_id,
+            "run_id": item.run_id,
+            "step": item.step,
+            "options": item.options,
+            "expires_at": item.deadline,
+            "assigned_to": item.assigned_to,
+            "assigned_role": item.assigned_role,
+        },
+    )
+    for config in channels:
+        for channel in channels_from_config(config):
+            delivery = channel.send(notification)
+            if not delivery.ok:
+                logger.warning(
+                    "approval notification not delivered",
+                    extra={"channel": delivery.channel, "detail": delivery.detail},
+                )

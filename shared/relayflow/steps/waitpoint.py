@@ -1,0 +1,120 @@
+"""The waitpoint step: pause the run until another system completes or fails it.
+
+A ``lambda:invoke.waitForTaskToken`` Task, like the approval step. The waitpoint gets its own
+id; the task token stays in the table, and callers resume the run through
+``POST /waitpoints/{id}/complete`` or ``/fail`` (:mod:`relayflow.control.waits`).
+
+Idempotency key: the rendered ``idempotency_key`` names the waitpoint within the tenant (its
+id is derived from tenant and key), so a second waitpoint created with the same key reuses the
+first one's id:
+
+* still pending (or expired): it now waits for *this* execution (the token is replaced, so a
+  completion resumes the newest run; an earlier run that still waits runs into its timeout);
+* already completed or failed: that outcome stands, and this execution resumes with it at
+  once (completing a waitpoint is a fact about the outside world, not about one run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from relayflow.errors import InvalidArgsError, TransientError
+from relayflow.expressions import render
+from relayflow.expressions.templates import text_form
+from relayflow.steps.approval import iso, lifetime, task_token
+from relayflow.steps.task import parse_task, result
+
+#: The error a failed waitpoint fails its step with (ASL Catch/Retry match on it).
+WAITPOINT_FAILED = "Relayflow.WaitpointFailed"
+MAX_KEY_LENGTH = 512
+
+
+def waitpoint_id(tenant: str, idempotency_key: str | None) -> str:
+    """A fresh uuid4 hex, or the first 32 hex digits of sha256(tenant, key) for a key."""
+    if idempotency_key is None:
+        return uuid.uuid4().hex
+    return hashlib.sha256(f"{tenant}\n{idempotency_key}".encode()).hexdigest()[:32]
+
+
+def completion_output(data: Any) -> str:
+    """The ``SendTaskSuccess`` output of a completion: the data wrapped, so that any JSON
+    value (not only an object) can be a step's output."""
+    return json.dumps({"data": data}, separators=(",", ":"))
+
+
+def run(event: Any) -> dict[str, Any]:
+    """Create (or, for a known idempotency key, re-arm) the waitpoint; the output (ignored
+    by the waiting Task) names it."""
+    from relayflow.dal.errors import DataAccessError
+    from relayflow.dal.waits import WaitDal, WaitpointItem
+
+    token = task_token(event)
+    task = parse_task(event)
+    config = task.step.config
+    run_info = task.doc.get("run") or {}
+    tenant = str(run_info.get("tenant") or "local")
+    key: str | None = None
+    if config.get("idempotency_key") is not None:
+        key = text_form(render(config["idempotency_key"], task.doc))
+        if not key or len(key) > MAX_KEY_LENGTH:
+            raise InvalidArgsError(
+                f"the idempotency key of step {task.step.key!r} renders to an empty or "
+                f"over-long ({MAX_KEY_LENGTH}+) text",
+                step=task.step.key,
+            )
+    now = datetime.now(UTC)
+    deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
+    item = WaitpointItem(
+        waitpoint_id=waitpoint_id(tenant, key),
+        tenant=tenant,
+        workflow_id=str(run_info.get("workflow_id") or ""),
+        run_id=str(run_info.get("id") or ""),
+        step=task.step.key,
+        execution_id=task.context.execution_id,
+        label=config.get("label") or task.step.key,
+        idempotency_key=key,
+        created_at=iso(now),
+        deadline=deadline,
+        task_token=token,
+        expires_at=expires_at,
+    )
+    dal = WaitDal()
+    try:
+        if not dal.put_waitpoint(item):
+            rearmed = dal.rearm_waitpoint(item, now=iso(now))
+            if rearmed is None:
+                existing = dal.get_waitpoint(tenant, item.waitpoint_id)
+                if existing is not None:
+                    _resume_with(existing, token)
+                    return result({"waitpoint_id": existing.waitpoint_id, "reused": True})
+                raise TransientError("the waitpoint changed while it was re-armed; retry")
+    except DataAccessError as exc:
+        raise TransientError(f"could not store the waitpoint of step {task.step.key!r}") from exc
+    return result({"waitpoint_id": item.waitpoint_id, "expires_at": deadline})
+
+
+def _resume_with(existing: Any, token: str) -> None:
+    """Resume this execution with the outcome an earlier completion already recorded."""
+    from botocore.exceptions import ClientError
+
+    from relayflow.adapters.aws import client
+
+    sfn = client("stepfunctions")
+    try:
+        if existing.status == "completed":
+            sfn.send_task_success(taskToken=token, output=completion_output(existing.result))
+        else:
+            from relayflow.control.waits import failure_cause
+
+            error = existing.error or {}
+            sfn.send_task_failure(
+                taskToken=token,
+                error=WAITPOINT_FAILED,
+                cause=failure_cause(error.get("error"), error.get("message")),
+            )
+    except ClientError as exc:
+        raise TransientError("could not resume with the waitpoint's earlier outcome") from exc

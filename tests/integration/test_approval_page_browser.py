@@ -1,0 +1,327 @@
+"""A person approves through the guest page in a real browser: headless Chromium (Debian's
+``chromium`` package, installed by ``make browser``) opens the guest link that a waiting
+approval step produced, fills the form, clicks the button and sees the outcome; then the run
+continues on its ``on_approve`` route with the form data in the step's output.
+
+Chromium is driven over the DevTools protocol through ``--remote-debugging-pipe`` (file
+descriptors 3 and 4, NUL-separated JSON): no driver binary, no Python package and nothing
+downloaded, so it only depends on the browser the system package installs. In CI
+(``CI=true``) a missing Chromium fails the test; elsewhere it is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from relayflow.approvals.links import approval_guest_links
+from relayflow.local.serve import LocalServer
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = os.environ.get("RELAYFLOW_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--no-default-browser-check",
+    "--remote-debugging-pipe",
+)
+TIMEOUT = 30.0
+
+
+def _require_chromium() -> str:
+    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    if found:
+        return found
+    reason = f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class CdpError(RuntimeError):
+    pass
+
+
+def _high_pipe() -> tuple[int, int]:
+    """A pipe whose ends are above 9, so moving them onto fds 3 and 4 cannot clobber them."""
+    ends = []
+    for fd in os.pipe():
+        ends.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10))
+        os.close(fd)
+    return ends[0], ends[1]
+
+
+class Browser:
+    """Headless Chromium and one page, over the DevTools pipe."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        commands_read, self._commands = _high_pipe()
+        self._replies, replies_write = _high_pipe()
+        # bash (dash takes one-digit fds only) moves the pipe ends onto fds 3 (commands in)
+        # and 4 (replies out), then execs Chromium.
+        script = (
+            f'exec "$0" "$@" 3<&{commands_read} 4>&{replies_write} '
+            f"{commands_read}<&- {replies_write}>&-"
+        )
+        self.process = subprocess.Popen(
+            ["/bin/bash", "-c", script, binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"],
+            pass_fds=(commands_read, replies_write),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(commands_read)
+        os.close(replies_write)
+        self._buffer = b""
+        self._next_id = 0
+        self._events: list[dict[str, Any]] = []
+        self.session: str | None = None
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+        self.session = attached["sessionId"]
+        self.call("Page.enable")
+
+    # -- protocol ----------------------------------------------------------------------------
+
+    def _read_message(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CdpError("Chromium did not answer in time")
+            ready, _, _ = select.select([self._replies], [], [], left)
+            if ready:
+                chunk = os.read(self._replies, 65536)
+                if not chunk:
+                    raise CdpError(f"Chromium closed the pipe (exit {self.process.poll()})")
+                self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._next_id += 1
+        request: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
+        if self.session and not method.startswith("Target."):
+            request["sessionId"] = self.session
+        os.write(self._commands, json.dumps(request).encode() + b"\0")
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            message = self._read_message(deadline)
+            if message.get("id") == self._next_id:
+                if "error" in message:
+                    raise CdpError(f"{method}: {message['error']}")
+                return message.get("result") or {}
+            if "method" in message:
+                self._events.append(message)
+
+    def wait_event(self, method: str) -> dict[str, Any]:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            for index, event in enumerate(self._events):
+                if event["method"] == method:
+                    return self._events.pop(index)
+            message = self._read_message(deadline)
+            if "method" in message:
+                self._events.append(message)
+
+    # -- page --------------------------------------------------------------------------------
+
+    def open(self, url: str) -> None:
+        self._events.clear()
+        navigated = self.call("Page.navigate", {"url": url})
+        if navigated.get("errorText"):
+            raise CdpError(f"navigation failed: {navigated['errorText']}")
+        self.wait_event("Page.loadEventFired")
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise CdpError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def text(self, selector: str) -> str | None:
+        return self.evaluate(
+            f"(e => e ? e.textContent : null)(document.querySelector({json.dumps(selector)}))"
+        )
+
+    def type_into(self, selector: str, text: str) -> None:
+        """Focus the field and type, as a keyboard would."""
+        self.evaluate(f"document.querySelector({json.dumps(selector)}).focus()")
+        self.call("Input.insertText", {"text": text})
+
+    def click(self, selector: str) -> None:
+        """A real mouse click in the middle of the element."""
+        box = self.evaluate(
+            f"(r => [r.x + r.width / 2, r.y + r.height / 2])"
+            f"(document.querySelector({json.dumps(selector)}).getBoundingClientRect())"
+        )
+        x, y = box
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+            )
+
+    def wait_for(self, selector: str) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            found = self.text(selector)
+            if found is not None:
+                return found
+            time.sleep(0.05)
+        raise CdpError(f"{selector} never appeared; page: {self.text('body')!r}")
+
+    def screenshot(self, path: Path) -> None:
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        with contextlib.suppress(CdpError):
+            self.call("Browser.close")
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        os.close(self._commands)
+        os.close(self._replies)
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    binary = _require_chromium()
+    chromium = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(time_scale=0.01) as local:
+        yield local
+
+
+def refund_workflow() -> dict[str, Any]:
+    return {
+        "id": "refund-browser",
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "approval",
+                "title": "Refund order {{ trigger.order }}",
+                "description": "The customer asks for their money back.",
+                "prompt": "Refund {{ trigger.amount }} EUR?",
+                "timeout_seconds": 600,
+                "form_schema": {
+                    "type": "object",
+                    "properties": {
+                        "note": {"type": "string", "title": "Note for the customer"},
+                        "goodwill": {"type": "boolean", "title": "Add a goodwill voucher"},
+                    },
+                    "required": ["note"],
+                },
+                "on_approve": "pay",
+                "on_reject": "keep",
+            },
+            "pay": {"type": "transform", "mapping": {"refunded": True}},
+            "keep": {"type": "transform", "mapping": {"refunded": False}},
+        },
+    }
+
+
+def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
+    from relayflow.control.waits import get_wait_service
+    from relayflow.dal.waits import WaitDal
+
+    assert api.put("/workflows/refund-browser", json=refund_workflow()).status_code in (200, 201)
+    started = api.post(
+        "/workflows/refund-browser/runs", json={"input": {"order": "A-42", "amount": 120}}
+    )
+    assert started.status_code == 201, started.text
+    run_id = started.json()["run_id"]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for view in get_wait_service().list_approvals("local", limit=100).items:
+            if view.run_id == run_id:
+                return run_id, WaitDal().get_approval("local", view.approval_id)
+        time.sleep(0.05)
+    raise AssertionError("the run never waited for its approval")
+
+
+def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] != "running":
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} is still running")
+
+
+# ----------------------------------------------------------------------------- the test
+
+
+def test_a_guest_approves_in_chromium_and_the_run_continues(server, browser, tmp_path):
+    with httpx.Client(base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}) as api:
+        # Given a run waiting for a refund approval, and the guest link for "approve"
+        run_id, approval = waiting_approval(server, api)
+        link = approval_guest_links(approval)["approve"]
+        assert link.startswith(f"{server.url}/guest/approvals/{approval.approval_id}?")
+
+        # When a person opens the link in Chromium
+        browser.open(link)
+        # Then the page shows the request and the form
+        assert browser.text("h1") == "Refund order A-42"
+        assert browser.text(".prompt") == "Refund 120 EUR?"
+        assert browser.text("#respond") == "Approve"
+
+        # When they fill in the note, tick the voucher and click Approve
+        browser.type_into("#field-note", "Sorry for the delay")
+        browser.click("#field-goodwill")
+        browser.screenshot(tmp_path / "request.png")
+        browser.click("#respond")
+        # Then the outcome page says the workflow continues
+        outcome = browser.wait_for("#outcome")
+        browser.screenshot(tmp_path / "outcome.png")
+        assert outcome.startswith("Approved — the workflow continues")
+        assert (tmp_path / "outcome.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # And the run continues on on_approve with the decision and the form data
+        run = finished(api, run_id)
+        assert run["status"] == "succeeded"
+        assert [step["key"] for step in run["steps"]] == ["ask", "pay"]
+        decision = run["output"]["steps"]["ask"]["output"]
+        assert decision["option"] == "approve" and decision["approved"] is True
+        assert decision["data"] == {"note": "Sorry for the delay", "goodwill": True}
+        assert decision["responder"] == "guest:approve"
+        assert run["output"]["steps"]["pay"]["output"] == {"refunded": True}
+
+        # When the link is opened again, the page says it was already decided
+        browser.open(link)
+        assert browser.text("h1") == "Already decided"
+        assert "by guest:approve" in (browser.text("#outcome") or "")
