@@ -77,6 +77,12 @@ class Settings(BaseSettings):
         description="Where the API is reached from outside (guest approval links start with "
         "it); unset: notifications carry no guest links.",
     )
+    public_base_url_parameter: str | None = Field(
+        None,
+        description="SSM parameter holding public_base_url, read when public_base_url is "
+        "unset (the stack writes the API's URL there: a function cannot name the API it is "
+        "part of without a dependency cycle).",
+    )
     code_cpu_seconds: int = 5
     code_memory_mb: int = 256
     code_wall_seconds: float = 10.0

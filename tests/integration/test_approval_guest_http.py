@@ -258,3 +258,37 @@ def test_a_form_body_over_64_kb_is_refused(api):
     response = httpx.post(link, data={"f.note": "x" * 70_000})
     assert response.status_code == 413
     assert stored("local", approval.approval_id).status == "pending"
+
+
+def test_the_approval_notification_carries_a_working_guest_link_per_option(api):
+    import json
+
+    from relayflow_testing import allowed_server
+
+    with allowed_server() as hook:
+        # Given a refund approval that notifies a webhook
+        workflow = refund_workflow("notified-refund")
+        workflow["steps"]["ask"]["notification_channels"] = [{"webhook": {"url": hook.url}}]
+        assert api.put("/workflows/notified-refund", json=workflow).is_success
+        run_id = api.post(
+            "/workflows/notified-refund/runs", json={"input": {"order": "o-7", "amount": 5}}
+        )
+        run_id = run_id.json()["run_id"]
+        deadline = time.monotonic() + 20
+        while not hook.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # Then the notification names the request and carries one signed link per option
+        (received,) = hook.requests
+        note = json.loads(received.body)
+        assert note["event"] == "relayflow.approval.requested"
+        assert note["data"]["run_id"] == run_id
+        links = note["data"]["guest_links"]
+        assert set(links) == {"approve", "reject"}
+        assert links["reject"] in note["text"]
+        # And following the approve link answers the request: the run takes on_approve
+        assert httpx.get(links["approve"]).status_code == 200
+        answered = httpx.post(links["approve"], data={})
+        assert answered.status_code == 200, answered.text
+        run = finished(api, run_id)
+        assert run["status"] == "succeeded"
+        assert run["output"]["steps"]["pay"]["output"] == {"refunded": True}

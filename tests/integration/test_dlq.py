@@ -354,3 +354,34 @@ def test_the_recorder_sends_the_workflow_failure_notification_once_per_failed_ex
         "Relayflow.Transient",
     )
     assert mine[0]["event"] == "relayflow.run.failed" and mine[0]["id"] != mine[1]["id"]
+
+
+def test_an_approval_that_expired_waits_for_a_manual_retry(server, api):
+    # Given an approval that fails its run when nobody answers within a second
+    workflow = {
+        "id": "expiring",
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "approval",
+                "title": "Refund?",
+                "timeout_seconds": 1,
+                "timeout_action": "fail",
+                "on_approve": "done",
+                "on_reject": "done",
+            },
+            "done": {"type": "noop"},
+        },
+    }
+    put = api.put("/workflows/expiring", json=workflow)
+    assert put.is_success, put.text
+    run_id = api.post("/workflows/expiring/runs", json={"input": {}}).json()["run_id"]
+    run = settled(server, api, run_id)
+    assert (run["status"], run["error"]) == ("failed", "States.Timeout")
+    # Then its DLQ entry is not transient: asking the approver again is a person's decision
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert (entry["failing_step"], entry["transient"], entry["next_retry_at"]) == (
+        "ask",
+        False,
+        None,
+    )

@@ -143,7 +143,7 @@ def test_a_second_response_is_refused_as_already_decided(runtime, waits):
     with pytest.raises(ApprovalDecided) as refused:
         waits.respond(TENANT, pending.approval_id, "reject", responder="bob")
     # Then he learns it was decided, by whom, and the run kept alice's decision
-    assert refused.value.status == 409 and refused.value.code == "APPROVAL_DECIDED"
+    assert refused.value.status == 409 and refused.value.code == "approval_decided"
     assert "already decided" in refused.value.message and "alice" in refused.value.message
     assert run.steps()["ask"]["option"] == "approve"
 
@@ -254,7 +254,7 @@ def test_expiry_takes_the_timeout_action(runtime, waits, action, taken):
     # And a late response is refused as expired, and the item says so
     with pytest.raises(ApprovalExpired) as late:
         waits.respond(TENANT, pending.approval_id, "approve", responder="slowpoke")
-    assert late.value.code == "APPROVAL_EXPIRED"
+    assert late.value.code == "approval_expired"
     assert WaitDal().get_approval(TENANT, pending.approval_id).status == "expired"
 
 
@@ -301,7 +301,7 @@ def test_completing_a_waitpoint_resumes_the_run_with_its_data(runtime, waits):
     # And a second completion is refused
     with pytest.raises(WaitpointCompleted) as twice:
         waits.complete_waitpoint(TENANT, waitpoint.waitpoint_id, {"by": "someone else"})
-    assert twice.value.code == "WAITPOINT_COMPLETED" and twice.value.status == 409
+    assert twice.value.code == "waitpoint_completed" and twice.value.status == 409
     with pytest.raises(WaitpointCompleted):
         waits.fail_waitpoint(TENANT, waitpoint.waitpoint_id, "too late")
 
@@ -324,7 +324,7 @@ def test_an_expired_waitpoint_takes_on_timeout_and_refuses_completion(runtime, w
     assert "late" in steps and "done" not in steps
     with pytest.raises(WaitpointExpired) as late:
         waits.complete_waitpoint(TENANT, waitpoint.waitpoint_id, {})
-    assert late.value.code == "WAITPOINT_EXPIRED"
+    assert late.value.code == "waitpoint_expired"
 
 
 def test_another_tenants_waitpoint_is_not_found(runtime, waits):

@@ -130,7 +130,7 @@ def test_an_approval_is_listed_decided_once_and_resumes_the_run(client, server):
     # And a second answer is a clear 409
     again = client.post(f"{path}/respond", json={"option": "reject"})
     assert again.status_code == 409
-    assert again.json()["code"] == "APPROVAL_DECIDED"
+    assert again.json()["code"] == "approval_decided"
     assert "already decided" in again.json()["message"]
     assert client.get(path).json()["status"] == "decided"
 
@@ -161,7 +161,7 @@ def test_waitpoint_complete_twice_and_fail_over_http(client):
     assert done.status_code == 200 and done.json()["status"] == "completed"
     assert finished(client, run_id)["output"]["steps"]["done"]["output"] == {"got": [1, 2]}
     twice = client.post(f"{path}/complete", json={"data": 3})
-    assert twice.status_code == 409 and twice.json()["code"] == "WAITPOINT_COMPLETED"
+    assert twice.status_code == 409 and twice.json()["code"] == "waitpoint_completed"
     # A second run is failed on purpose: it takes its failure route with the message
     run_id = start(client, "callback")
     (waitpoint,) = eventually(

@@ -158,3 +158,45 @@ def test_guest_links_sign_one_verifiable_link_per_option():
         assert link.option == option and link.tenant == "acme"
         assert link.expires_at == NOW + 3600  # the deadline
         link.verify(KEY, now=NOW)
+
+
+def test_deployed_links_start_with_the_url_the_stack_put_in_ssm(monkeypatch):
+    # On AWS the approval function cannot name the API (a dependency cycle): the stack writes
+    # the API's URL to an SSM parameter, which the function reads by name.
+    import secrets as random
+
+    from moto import mock_aws
+
+    from relayflow.adapters.aws import client, reset_clients
+    from relayflow.approvals.links import approval_guest_links
+    from relayflow.settings import override_settings
+
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SSM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    reset_clients()
+    base = "https://abc123.execute-api.us-east-1.amazonaws.com/prod"
+    parameter = f"/relayflow/{random.token_hex(4)}/public-base-url"
+    secret = f"relayflow-internal/{random.token_hex(4)}/approval-signing-key"
+    approval = {
+        "approval_id": "a" * 32,
+        "tenant": "acme",
+        "options": ["approve", "reject"],
+        "deadline": "2099-01-01T00:00:00.000Z",
+    }
+    try:
+        with mock_aws():
+            client("ssm").put_parameter(Name=parameter, Value=base, Type="String")
+            client("secretsmanager").create_secret(Name=secret, SecretString="k" * 64)
+            with override_settings(
+                public_base_url=None,
+                public_base_url_parameter=parameter,
+                approval_signing_secret=secret,
+            ):
+                links = approval_guest_links(approval)
+    finally:
+        reset_clients()
+    assert set(links) == {"approve", "reject"}
+    assert all(url.startswith(f"{base}/guest/approvals/{'a' * 32}?") for url in links.values())

@@ -75,7 +75,7 @@ class FakeWaits:
         if self.reject_data:
             raise Unprocessable("bad data", [{"path": "data", "message": self.reject_data}])
         if item["status"] != "pending":
-            raise Conflict("already decided", {"code": "APPROVAL_DECIDED"})
+            raise Conflict("already decided", {"code": "approval_decided"})
         self.responses.append((tenant, approval_id, option, data, responder))
         item["status"] = "decided"
         item["decision"] = {
@@ -284,7 +284,7 @@ def test_an_approval_past_its_deadline_is_410():
 def test_an_expired_conflict_from_the_service_is_410():
     class Expiring(FakeWaits):
         def respond(self, *args, **kwargs):
-            raise Conflict("expired", {"code": "APPROVAL_EXPIRED"})
+            raise Conflict("expired", {"code": "approval_expired"})
 
     assert call(Expiring(approval()), "POST").status == 410
 

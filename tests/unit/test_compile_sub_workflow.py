@@ -79,7 +79,7 @@ def test_the_child_input_is_a_state_document_one_level_deeper():
     # Then the execution name and run id are one per attempt, drawn by the prepare state
     assert asl["call.prepare"]["Parameters"]["run_id.$"] == "States.UUID()"
     assert asl["call.prepare"]["Next"] == "call"
-    name = "States.Format('{}-{}', $.steps.call.run_id, $$.State.RetryCount)"
+    name = "States.Hash(States.Format('{}-{}', $.steps.call.run_id, $$.State.RetryCount), 'MD5')"
     assert params["Name.$"] == name
     document = params["Input"]
     assert document["run"]["id.$"] == name

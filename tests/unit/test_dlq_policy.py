@@ -41,6 +41,12 @@ def test_other_failures_wait_for_a_manual_retry(status, error):
     assert not is_transient(status, error)
 
 
+@pytest.mark.parametrize("step_type", ["approval", "waitpoint"])
+def test_an_expired_approval_or_waitpoint_is_not_asked_again_automatically(step_type):
+    assert not is_transient("failed", "States.Timeout", step_type)
+    assert is_transient("failed", "States.Timeout", "webhook_out")
+
+
 def test_automatic_retries_back_off_2_4_8_minutes_then_stop():
     assert [next_auto_retry(T0, n) for n in range(4)] == [
         T0 + timedelta(minutes=2),

@@ -706,8 +706,8 @@ def get_approval(approval_id: WaitId) -> Response[ApprovalView]:
     "/approvals/<approval_id>/respond",
     summary="Decide an approval request",
     description="Records the decision (the option, and form data checked against the "
-    "request's form_schema) and resumes the run. 409 APPROVAL_DECIDED when it was decided "
-    "already (by whom and when), 409 APPROVAL_EXPIRED after its expiry.",
+    "request's form_schema) and resumes the run. 409 approval_decided when it was decided "
+    "already (by whom and when), 409 approval_expired after its expiry.",
     responses=_docs({200: "Decided; the run resumes"}, ApprovalView, 404, 409, 413, 415, 422),
     tags=["approvals"],
 )
@@ -752,7 +752,7 @@ def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
     "/waitpoints/<waitpoint_id>/complete",
     summary="Complete a waitpoint",
     description="Resumes the run; data becomes the waitpoint step's output. 409 "
-    "WAITPOINT_COMPLETED when it was completed or failed already, 409 WAITPOINT_EXPIRED after "
+    "waitpoint_completed when it was completed or failed already, 409 waitpoint_expired after "
     "its expiry.",
     responses=_docs({200: "Completed; the run resumes"}, WaitpointView, 404, 409, 413, 415, 422),
     tags=["waitpoints"],

@@ -266,7 +266,12 @@ def approval_guest_links(approval: Any, *, now: float | None = None) -> dict[str
     ``public_base_url`` is set (then notifications carry no guest links)."""
     from relayflow.settings import get_settings
 
-    base_url = get_settings().public_base_url
+    settings = get_settings()
+    base_url = settings.public_base_url
+    if not base_url and settings.public_base_url_parameter:
+        from relayflow.tools.secrets import resolve_secret
+
+        base_url = resolve_secret({"name": settings.public_base_url_parameter, "source": "ssm"})
     if not base_url:
         return {}
     return guest_links(approval, base_url, signing_key(), time.time() if now is None else now)

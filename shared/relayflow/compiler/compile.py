@@ -760,7 +760,8 @@ class _ScopeContext:
 
         ``<key>.depth`` refuses to go deeper than :data:`MAX_SUB_WORKFLOW_DEPTH`;
         ``<key>.prepare`` draws the child's run id (``$.steps.<key>.run_id``), and each attempt
-        runs as ``<run id>-<retry count>`` so a retried step starts a fresh child. The child's
+        runs as ``md5(<run id>-<retry count>)`` (32 hex digits, an API run id) so a retried step
+        starts a fresh child. The child's
         input is a standard state document (``run.depth`` one more, ``run.parent`` set). The
         step output is ``{"run_id", "steps"}``: the child's run id and its final ``steps``.
         A child failure (``States.TaskFailed``, whose Cause is the child's DescribeExecution)
@@ -801,7 +802,12 @@ class _ScopeContext:
         )
         target = self.c.options.state_machine_arn(step.workflow_id)
         target += f":{step.version}" if step.version is not None else f":{LIVE_ALIAS}"
-        child_run_id = f"States.Format('{{}}-{{}}', $.steps.{key}.run_id, $$.State.RetryCount)"
+        # 32 hex digits, like every run id the API accepts: a hash of the attempt's own UUID
+        # and retry count, so each attempt (and each for_each item or loop pass) is new.
+        child_run_id = (
+            f"States.Hash(States.Format('{{}}-{{}}', $.steps.{key}.run_id, "
+            "$$.State.RetryCount), 'MD5')"
+        )
         trigger = template_to_parameters({"trigger": step.input})
         assert trigger is not None  # validation refuses an input that is not native
         policy = step.retry

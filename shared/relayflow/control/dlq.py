@@ -80,7 +80,8 @@ class Dlq:
 
         now = now or _now()
         failed_at = parse_iso(run.ended_at) if run.ended_at else now
-        transient = is_transient(run.status, run.error)
+        failing_type = next((s.type for s in steps or [] if s.key == run.failing_step), None)
+        transient = is_transient(run.status, run.error, failing_type)
         outputs = _outputs_json(steps or [])
         if run.attempt > 1:
             entry = self.store.get(run.tenant, run.run_id)

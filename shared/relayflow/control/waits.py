@@ -4,10 +4,10 @@ waitpoints, and so resume the runs that wait for them.
 Every method takes the tenant first and builds keys from it only, so another tenant's ids
 raise :class:`NotFound` exactly like ids that do not exist. A decision is *claimed* in
 DynamoDB first (one conditional write: of two racing responses one wins, the other gets
-``409 APPROVAL_DECIDED`` / ``WAITPOINT_COMPLETED``), then sent to Step Functions with the
+``409 approval_decided`` / ``waitpoint_completed``), then sent to Step Functions with the
 task token stored on the item. When Step Functions no longer knows the token (the Task timed
 out, or the run ended) the item becomes ``expired`` and the caller gets ``409
-APPROVAL_EXPIRED`` / ``WAITPOINT_EXPIRED``; when the call fails for another reason the
+approval_expired`` / ``waitpoint_expired``; when the call fails for another reason the
 claim is released, so the same response can be sent again. The token is never part of a
 view, a message or a log line.
 """
@@ -51,25 +51,25 @@ MAX_FAILURE_TEXT = 32_768
 class ApprovalDecided(Conflict):
     """409: the approval has a decision already (by whom and when is in the message)."""
 
-    code = "APPROVAL_DECIDED"
+    code = "approval_decided"
 
 
 class ApprovalExpired(Conflict):
     """409: the approval expired (deadline passed, or its run no longer waits)."""
 
-    code = "APPROVAL_EXPIRED"
+    code = "approval_expired"
 
 
 class WaitpointCompleted(Conflict):
     """409: the waitpoint was completed or failed already."""
 
-    code = "WAITPOINT_COMPLETED"
+    code = "waitpoint_completed"
 
 
 class WaitpointExpired(Conflict):
     """409: the waitpoint expired (deadline passed, or its run no longer waits)."""
 
-    code = "WAITPOINT_EXPIRED"
+    code = "waitpoint_expired"
 
 
 # ----------------------------------------------------------------------------- views

@@ -40,9 +40,18 @@ TRANSIENT_RUN_ERRORS: frozenset[str] = frozenset(
 )
 
 
-def is_transient(status: str, error: str | None) -> bool:
-    """Whether a run that ended with ``status`` and ``error`` is retried automatically. A run
-    that ran out of its own time (``timed_out``) is not: it would most likely do it again."""
+#: Step types whose timeout is a decision, not a hiccup: a person or a caller did not answer in
+#: time. Retrying would ask again; the run waits for a manual retry instead.
+WAITING_STEP_TYPES = frozenset({"approval", "waitpoint"})
+
+
+def is_transient(status: str, error: str | None, failing_step_type: str | None = None) -> bool:
+    """Whether a run that ended with ``status`` and ``error`` (at a step of
+    ``failing_step_type``) is retried automatically. A run that ran out of its own time
+    (``timed_out``) is not: it would most likely do it again; nor is an approval or waitpoint
+    that expired."""
+    if failing_step_type in WAITING_STEP_TYPES:
+        return False
     return status == "failed" and (error or "") in TRANSIENT_RUN_ERRORS
 
 

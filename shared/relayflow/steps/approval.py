@@ -104,15 +104,20 @@ def notify(item: Any, channels: list[dict[str, Any]]) -> None:
     delivery is logged (the request is stored and can be decided either way)."""
     if not channels:
         return
+    from relayflow.approvals.links import approval_guest_links
     from relayflow.notify import Notification, channels_from_config
     from relayflow.observability import logger
 
+    links = approval_guest_links(item)
+    text = "\n\n".join(t for t in (item.title, item.description, item.prompt) if t)
+    if links:
+        text += "\n\n" + "\n".join(f"{option}: {url}" for option, url in links.items())
     notification = Notification(
         event="relayflow.approval.requested",
         id=f"approval:{item.approval_id}",
         tenant=item.tenant,
         subject=item.title,
-        text="\n\n".join(t for t in (item.title, item.description, item.prompt) if t),
+        text=text,
         data={
             "approval_id": item.approval_id,
             "workflow_id": item.workflow_id,
@@ -122,6 +127,7 @@ def notify(item: Any, channels: list[dict[str, Any]]) -> None:
             "expires_at": item.deadline,
             "assigned_to": item.assigned_to,
             "assigned_role": item.assigned_role,
+            "guest_links": links,
         },
     )
     for config in channels:
