@@ -208,3 +208,88 @@ def test_cli_lists_and_responds_to_approvals_and_completes_waitpoints(client, ap
     assert main([*fail, *api]) == 0
     capsys.readouterr()
     assert finished(client, run_id)["output"]["steps"]["broken"]["output"] == {"why": "E1: no"}
+
+
+TARGETS: dict[str, Any] = {
+    "yes": {"type": "noop"},
+    "no": {"type": "noop"},
+    "late": {"type": "noop"},
+    "broken": {"type": "transform", "mapping": {"error": "{{ error.Error }}"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("action", "route", "taken"),
+    [
+        ("approve", {"on_approve": "yes", "on_reject": "no"}, "yes"),
+        ("reject", {"on_approve": "yes", "on_reject": "no"}, "no"),
+        ("route", {"on_approve": "yes", "on_reject": "no", "on_timeout": "late"}, "late"),
+        ("fail", {"on_approve": "yes", "on_reject": "no", "on_failure": "broken"}, "broken"),
+    ],
+)
+def test_an_expired_approval_takes_its_timeout_action_and_refuses_answers(
+    client, action, route, taken
+):
+    # Given an approval that expires after a second with this timeout action
+    workflow_id = f"expiring-{action}"
+    definition = {
+        "id": workflow_id,
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "approval",
+                "title": "Ship it?",
+                "timeout_seconds": 1,
+                "timeout_action": action,
+                **route,
+            },
+            **{key: TARGETS[key] for key in route.values()},
+        },
+    }
+    put = client.put(f"/workflows/{workflow_id}", json=definition)
+    assert put.status_code in (200, 201), put.text
+    run_id = start(client, workflow_id)
+    approval = pending_approval(client, run_id)
+    # When nobody answers in time
+    run = eventually(
+        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
+    )
+    # Then the run took the timeout action's route
+    assert run["status"] == "succeeded", run
+    assert taken in run["output"]["steps"]
+    if action in ("approve", "reject"):
+        output = run["output"]["steps"]["ask"]["output"]
+        assert (output["approved"], output["timed_out"]) == (action == "approve", True)
+    if action == "fail":
+        assert run["output"]["steps"]["broken"]["output"] == {"error": "States.Timeout"}
+    # And a late answer is refused: the approval expired
+    late = client.post(f"/approvals/{approval['approval_id']}/respond", json={"option": "approve"})
+    assert late.status_code == 409 and late.json()["code"] == "approval_expired"
+
+
+def test_a_waitpoint_that_times_out_takes_on_timeout_and_refuses_completion(client):
+    definition = {
+        "id": "late-callback",
+        "start": "wait",
+        "steps": {
+            "wait": {
+                "type": "waitpoint",
+                "timeout_seconds": 1,
+                "on_timeout": "gave_up",
+                "on_success": "done",
+            },
+            "gave_up": {"type": "noop"},
+            "done": {"type": "noop"},
+        },
+    }
+    assert client.put("/workflows/late-callback", json=definition).is_success
+    run_id = start(client, "late-callback")
+    (waitpoint,) = eventually(
+        lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+    )
+    run = eventually(
+        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
+    )
+    assert run["status"] == "succeeded" and "gave_up" in run["output"]["steps"]
+    late = client.post(f"/waitpoints/{waitpoint['waitpoint_id']}/complete", json={"data": 1})
+    assert late.status_code == 409 and late.json()["code"] == "waitpoint_expired"
