@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relayflow.api import openapi
 from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
 from relayflow.control.models import (
+    ApprovalView,
     DlqEntryInfo,
     DlqRetryResult,
     Page,
@@ -55,10 +56,10 @@ from relayflow.control.models import (
     RunDetail,
     RunSummary,
     StartRunResult,
+    WaitpointView,
     WorkflowDetail,
     WorkflowSummary,
 )
-from relayflow.control.waits import ApprovalView, WaitpointView
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 

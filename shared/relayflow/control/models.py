@@ -129,3 +129,49 @@ class DlqRetryResult(BaseModel):
     attempt: int = Field(description="The run's execution number: 2 for the first retry.")
     status: str = Field(description="The run's status: running.")
     entry: DlqEntryInfo
+
+
+class Decision(BaseModel):
+    option: str
+    approved: bool
+    data: Any = None
+    responder: str
+    responded_at: str
+
+
+class ApprovalView(BaseModel):
+    """An approval request as callers see it (never with its task token)."""
+
+    approval_id: str
+    workflow_id: str
+    run_id: str
+    step: str
+    title: str
+    description: str | None = None
+    prompt: str | None = None
+    options: list[str]
+    form_schema: dict[str, Any] | None = None
+    assigned_to: str | None = None
+    assigned_role: str | None = None
+    status: str = Field(description="pending, decided or expired.")
+    created_at: str
+    expires_at: str | None = Field(None, description="Decision deadline; none: never expires.")
+    timeout_action: str = Field(description="What expiry does: fail, approve, reject, route.")
+    decision: Decision | None = None
+
+
+class WaitpointView(BaseModel):
+    """A waitpoint as callers see it (never with its task token)."""
+
+    waitpoint_id: str
+    workflow_id: str
+    run_id: str
+    step: str
+    label: str | None = None
+    idempotency_key: str | None = None
+    status: str = Field(description="pending, completed, failed or expired.")
+    created_at: str
+    expires_at: str | None = Field(None, description="Deadline; none: never expires.")
+    completed_at: str | None = None
+    result: Any = Field(None, description="The completion data.")
+    error: dict[str, Any] | None = Field(None, description="{error, message} of a failure.")

@@ -20,8 +20,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
     BadRequest,
@@ -31,7 +29,7 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
-from relayflow.control.models import Page
+from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
 from relayflow.control.service import _check_limit, _check_tenant, _translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
@@ -73,52 +71,6 @@ class WaitpointExpired(Conflict):
 
 
 # ----------------------------------------------------------------------------- views
-
-
-class Decision(BaseModel):
-    option: str
-    approved: bool
-    data: Any = None
-    responder: str
-    responded_at: str
-
-
-class ApprovalView(BaseModel):
-    """An approval request as callers see it (never with its task token)."""
-
-    approval_id: str
-    workflow_id: str
-    run_id: str
-    step: str
-    title: str
-    description: str | None = None
-    prompt: str | None = None
-    options: list[str]
-    form_schema: dict[str, Any] | None = None
-    assigned_to: str | None = None
-    assigned_role: str | None = None
-    status: str = Field(description="pending, decided or expired.")
-    created_at: str
-    expires_at: str | None = Field(None, description="Decision deadline; none: never expires.")
-    timeout_action: str = Field(description="What expiry does: fail, approve, reject, route.")
-    decision: Decision | None = None
-
-
-class WaitpointView(BaseModel):
-    """A waitpoint as callers see it (never with its task token)."""
-
-    waitpoint_id: str
-    workflow_id: str
-    run_id: str
-    step: str
-    label: str | None = None
-    idempotency_key: str | None = None
-    status: str = Field(description="pending, completed, failed or expired.")
-    created_at: str
-    expires_at: str | None = Field(None, description="Deadline; none: never expires.")
-    completed_at: str | None = None
-    result: Any = Field(None, description="The completion data.")
-    error: dict[str, Any] | None = Field(None, description="{error, message} of a failure.")
 
 
 def _now() -> str:
