@@ -385,3 +385,70 @@ def test_an_approval_that_expired_waits_for_a_manual_retry(server, api):
         False,
         None,
     )
+
+
+def wait_for(find: Any, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = find()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("nothing appeared in time")
+
+
+def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(server, api, remote):
+    # Given a run that was approved, got its partner's callback, then failed at the next step
+    workflow = {
+        "id": "approved-then-failed",
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "approval",
+                "title": "Charge order {{ trigger.order }}?",
+                "timeout_seconds": 600,
+                "on_approve": "partner",
+                "on_reject": "stop",
+            },
+            "partner": {"type": "waitpoint", "timeout_seconds": 600, "on_success": "charge"},
+            "charge": {
+                "type": "webhook_out",
+                "url": f"{remote.server.url}/flaky",
+                "body": {"order": "{{ trigger.order }}", "ref": "{{ steps.partner.output.ref }}"},
+            },
+            "stop": {"type": "noop"},
+        },
+    }
+    assert api.put("/workflows/approved-then-failed", json=workflow).is_success
+    run_id = api.post(
+        "/workflows/approved-then-failed/runs", json={"input": {"order": "o-5"}}
+    ).json()["run_id"]
+
+    def pending_approval() -> Any:
+        items = api.get("/approvals").json()["items"]
+        return next((a for a in items if a["run_id"] == run_id), None)
+
+    approval = wait_for(pending_approval)
+    answer = api.post(f"/approvals/{approval['approval_id']}/respond", json={"option": "approve"})
+    assert answer.status_code == 200, answer.text
+    (waitpoint,) = wait_for(
+        lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+    )
+    done = api.post(
+        f"/waitpoints/{waitpoint['waitpoint_id']}/complete", json={"data": {"ref": "p-1"}}
+    )
+    assert done.status_code == 200, done.text
+    assert settled(server, api, run_id)["status"] == "failed"
+    # When the run is retried from the DLQ once the endpoint is back
+    remote.flaky_status = 200
+    assert api.post(f"/dlq/{run_id}/retry").status_code == 202
+    # Then it resumes with the recorded decision and callback data: nobody is asked again
+    run = settled(server, api, run_id)
+    assert (run["status"], run["attempt"]) == ("succeeded", 2), run
+    assert run["output"]["steps"]["ask"]["output"]["option"] == "approve"
+    assert run["output"]["steps"]["partner"]["output"] == {"ref": "p-1"}
+    assert pending_approval() is None
+    assert api.get(f"/approvals/{approval['approval_id']}").json()["status"] == "decided"
+    waitpoints = api.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+    assert [w["status"] for w in waitpoints] == ["completed"]
+    assert remote.calls("/flaky", run_id) == 2

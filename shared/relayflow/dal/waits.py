@@ -233,10 +233,38 @@ class WaitDal:
             return False
         return True
 
-    def rearm_waitpoint(self, item: WaitpointItem, *, now: str) -> WaitpointItem | None:
-        """Point an existing waitpoint with ``item``'s id at ``item``'s run and token: while
-        it is pending and not past its deadline, or when it expired (it then waits afresh).
-        ``None`` when it was completed or failed (that outcome stands)."""
+    def rearm_approval(self, item: ApprovalItem) -> ApprovalItem | None:
+        """Point an existing, undecided request with ``item``'s id at ``item``'s execution
+        and token (a restarted run, or a repeated invocation), with ``item``'s deadline: it
+        waits afresh. ``None`` when it was decided (that decision stands)."""
+        fields = {
+            "task_token": item.task_token,
+            "execution_id": item.execution_id,
+            "deadline": item.deadline,
+            "expires_at": item.expires_at,
+            "status": "pending",
+        }
+        names = {f"#{name}": name for name in fields}
+        sets = [f"#{n} = :{n}" for n, v in fields.items() if v is not None]
+        removed = [f"#{n}" for n, v in fields.items() if v is None]
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
+        values = {f":{n}": v for n, v in fields.items() if v is not None}
+        raw = self._update(
+            item.key(),
+            update,
+            "#status IN (:pending, :expired)",
+            names,
+            {**values, ":pending": "pending", ":expired": "expired"},
+        )
+        return ApprovalItem.from_item(raw) if raw is not None else None
+
+    def rearm_waitpoint(
+        self, item: WaitpointItem, *, now: str, after_failure: bool = False
+    ) -> WaitpointItem | None:
+        """Point an existing waitpoint with ``item``'s id at ``item``'s run and token while
+        it is pending or expired (it then waits afresh) — and, with ``after_failure``, when it
+        failed (a restarted run waits again). ``None`` when it was completed (or failed,
+        without ``after_failure``): that outcome stands."""
         fields = {
             "task_token": item.task_token,
             "run_id": item.run_id,
@@ -257,10 +285,15 @@ class WaitDal:
         raw = self._update(
             item.key(),
             update,
-            "#status = :expired OR (#status = :pending AND "
-            "(attribute_not_exists(#old_deadline) OR #old_deadline > :now))",
-            {**names, "#old_deadline": "deadline"},
-            {**values, ":pending": "pending", ":expired": "expired", ":now": now},
+            "#status IN (:pending, :expired, :failed)",
+            names,
+            {
+                **values,
+                ":pending": "pending",
+                ":expired": "expired",
+                # A status no item has: without after_failure a failed waitpoint stands.
+                ":failed": "failed" if after_failure else "-",
+            },
         )
         if raw is None:
             return None

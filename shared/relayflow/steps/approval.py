@@ -57,7 +57,7 @@ def _text(value: Any) -> str | None:
 def run(event: Any) -> dict[str, Any]:
     """Render and store the approval request, notify its channels; the output (ignored by
     the waiting Task) names the request."""
-    from relayflow.dal.errors import DataAccessError
+    from relayflow.dal.errors import ConditionFailed, DataAccessError
     from relayflow.dal.waits import ApprovalItem, WaitDal
 
     token = task_token(event)
@@ -67,8 +67,11 @@ def run(event: Any) -> dict[str, Any]:
     now = datetime.now(UTC)
     deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
     options = list(config.get("options") or DEFAULT_OPTIONS)
+    from relayflow.steps.idempotency import step_identity
+
+    identity = step_identity(event)
     item = ApprovalItem(
-        approval_id=uuid.uuid4().hex,
+        approval_id=identity.wait_id("approval") if identity else uuid.uuid4().hex,
         tenant=str(run_info.get("tenant") or "local"),
         workflow_id=str(run_info.get("workflow_id") or ""),
         run_id=str(run_info.get("id") or ""),
@@ -87,14 +90,52 @@ def run(event: Any) -> dict[str, Any]:
         task_token=token,
         expires_at=expires_at,
     )
+    dal = WaitDal()
     try:
-        WaitDal().put_approval(item)
+        try:
+            dal.put_approval(item)
+            asked = True
+        except ConditionFailed:
+            asked = _ask_again(dal, item)
     except DataAccessError as exc:
         raise TransientError(
             f"could not store the approval request of step {task.step.key!r}"
         ) from exc
-    notify(item, config.get("notification_channels") or [])
+    if asked:
+        notify(item, config.get("notification_channels") or [])
     return result({"approval_id": item.approval_id, "expires_at": deadline})
+
+
+def _ask_again(dal: Any, item: Any) -> bool:
+    """The step execution asked before (same run id, step, item and loop pass): a repeated
+    invocation, or the run restarted from the DLQ. An undecided request waits for this
+    execution now (whether to notify again: only when it waits under a new token); a decided
+    one resumes this execution with its recorded decision at once (the step does not ask
+    twice)."""
+    existing = dal.get_approval(item.tenant, item.approval_id)
+    if existing is not None and existing.status != "decided":
+        rearmed = dal.rearm_approval(item)
+        if rearmed is not None:
+            return existing.task_token != item.task_token
+        existing = dal.get_approval(item.tenant, item.approval_id)
+    if existing is None or existing.status != "decided" or not existing.decision:
+        raise TransientError("the approval request changed while it was re-armed; retry")
+    _resume_with(existing.decision, item.task_token)
+    return False
+
+
+def _resume_with(decision: dict[str, Any], token: str) -> None:
+    import json
+
+    from botocore.exceptions import ClientError
+
+    from relayflow.adapters.aws import client
+
+    output = json.dumps({**decision, "timed_out": False}, separators=(",", ":"))
+    try:
+        client("stepfunctions").send_task_success(taskToken=token, output=output)
+    except ClientError as exc:
+        raise TransientError("could not resume with the recorded decision") from exc
 
 
 def notify(item: Any, channels: list[dict[str, Any]]) -> None:

@@ -72,6 +72,16 @@ class StepIdentity:
         except ValueError as exc:
             raise InvalidArgsError(f"cannot record the step's result: {exc}") from exc
 
+    def wait_id(self, kind: str) -> str:
+        """The id of the approval or waitpoint this step execution waits on: 32 hex digits
+        of sha256 over the identity, so a restarted run (same run id) finds the request its
+        earlier execution made, and a duplicate invocation finds its own."""
+        import hashlib
+        import json
+
+        text = json.dumps({"kind": kind, **self.key_data()}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
     def key_data(self) -> dict[str, Any]:
         """The value Powertools hashes into the idempotency key."""
         return {

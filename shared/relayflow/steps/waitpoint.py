@@ -4,6 +4,11 @@ A ``lambda:invoke.waitForTaskToken`` Task, like the approval step. The waitpoint
 id; the task token stays in the table, and callers resume the run through
 ``POST /waitpoints/{id}/complete`` or ``/fail`` (:mod:`relayflow.control.waits`).
 
+Without an idempotency key the waitpoint's id is derived from the step execution (run id,
+step, item, loop pass), so a run restarted from the DLQ finds the waitpoint its earlier
+execution made: a completed one resumes it at once with the recorded data; a pending, expired
+or failed one waits again, for this execution.
+
 Idempotency key: the rendered ``idempotency_key`` names the waitpoint within the tenant (its
 id is derived from tenant and key), so a second waitpoint created with the same key reuses the
 first one's id:
@@ -33,10 +38,15 @@ WAITPOINT_FAILED = "Relayflow.WaitpointFailed"
 MAX_KEY_LENGTH = 512
 
 
-def waitpoint_id(tenant: str, idempotency_key: str | None) -> str:
-    """A fresh uuid4 hex, or the first 32 hex digits of sha256(tenant, key) for a key."""
+def waitpoint_id(tenant: str, idempotency_key: str | None, event: Any = None) -> str:
+    """The first 32 hex digits of sha256(tenant, key) for a key; without one, the id of the
+    step execution (:meth:`StepIdentity.wait_id`: the same for a restarted run), or a fresh
+    uuid4 hex for a payload that names no run."""
     if idempotency_key is None:
-        return uuid.uuid4().hex
+        from relayflow.steps.idempotency import step_identity
+
+        identity = step_identity(event) if event is not None else None
+        return identity.wait_id("waitpoint") if identity else uuid.uuid4().hex
     return hashlib.sha256(f"{tenant}\n{idempotency_key}".encode()).hexdigest()[:32]
 
 
@@ -69,7 +79,7 @@ def run(event: Any) -> dict[str, Any]:
     now = datetime.now(UTC)
     deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
     item = WaitpointItem(
-        waitpoint_id=waitpoint_id(tenant, key),
+        waitpoint_id=waitpoint_id(tenant, key, event),
         tenant=tenant,
         workflow_id=str(run_info.get("workflow_id") or ""),
         run_id=str(run_info.get("id") or ""),
@@ -85,7 +95,9 @@ def run(event: Any) -> dict[str, Any]:
     dal = WaitDal()
     try:
         if not dal.put_waitpoint(item):
-            rearmed = dal.rearm_waitpoint(item, now=iso(now))
+            # Without a key the id is this step execution's: a restarted run waits again
+            # after a failure (which is what it is retried for); a completion stands.
+            rearmed = dal.rearm_waitpoint(item, now=iso(now), after_failure=key is None)
             if rearmed is None:
                 existing = dal.get_waitpoint(tenant, item.waitpoint_id)
                 if existing is not None:
