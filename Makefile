@@ -25,6 +25,7 @@ demo: venv
 	$(BIN)/relayflow run workflows/examples/order_triage.yaml --input @events/examples/order_triage.json
 	$(BIN)/relayflow run workflows/examples/order_fulfilment.yaml --input @events/examples/order_fulfilment.json \
 		--resources workflows/examples/local/order_fulfilment.resources.yaml
+	$(BIN)/relayflow run workflows/examples/order_shipping.yaml --input @events/examples/order_shipping.json
 
 lint: venv
 	$(BIN)/ruff check .

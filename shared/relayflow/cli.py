@@ -367,16 +367,61 @@ def _definition_id(path: str, text: str) -> str:
     return workflow_id
 
 
+def _children_first(texts: dict[str, str]) -> list[str]:
+    """The files in the order to register them: a workflow after the workflows among them
+    that its ``sub_workflow`` steps start (the API refuses a child it does not know yet);
+    otherwise as given. Unreadable files keep their place (their PUT reports them)."""
+    import yaml
+
+    ids: dict[str, str] = {}
+    children: dict[str, set[str]] = {}
+    for path, text in texts.items():
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            continue
+        ids[data["id"]] = path
+        steps = data.get("steps") if isinstance(data.get("steps"), dict) else {}
+        children[path] = {
+            step["workflow_id"]
+            for step in steps.values()
+            if isinstance(step, dict)
+            and step.get("type") == "sub_workflow"
+            and isinstance(step.get("workflow_id"), str)
+        }
+    ordered: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(path: str) -> None:
+        if path in ordered or path in visiting:
+            return  # placed already, or a cycle (a workflow may start itself)
+        visiting.add(path)
+        for child in sorted(children.get(path, ())):
+            if child in ids:
+                visit(ids[child])
+        visiting.discard(path)
+        ordered.append(path)
+
+    for path in texts:
+        visit(path)
+    return ordered
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
     status = EXIT_OK
+    texts: dict[str, str] = {}
+    for path in args.files:
+        try:
+            texts[path] = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{path}: {exc.strerror}") from exc
     with _api_client(args) as api:
-        for path in args.files:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"{path}: {exc.strerror}") from exc
+        for path in _children_first(texts):
+            text = texts[path]
             try:
                 workflow_id = _definition_id(path, text)
             except DefinitionError as exc:

@@ -68,6 +68,16 @@ def test_deploy_registers_each_file_and_prints_its_version(api, capsys):
     assert "'order-triage' updated, version 1 (live 1)" in capsys.readouterr().out
 
 
+def test_deploy_registers_a_sub_workflows_child_before_its_parent(api, capsys):
+    # When the parent is named before the child it starts
+    parent = str(ROOT / "workflows/examples/order_shipping.yaml")
+    child = str(ROOT / "workflows/examples/shipping_quote.yaml")
+    assert main(["deploy", parent, child, *api]) == 0
+    # Then the child is registered first, so the parent's child exists when it is checked
+    out = capsys.readouterr().out
+    assert out.index("'shipping-quote' created") < out.index("'order-shipping' created")
+
+
 def test_deploy_of_an_invalid_definition_prints_every_problem_and_exits_2(api, tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
