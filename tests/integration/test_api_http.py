@@ -136,9 +136,10 @@ def test_the_authorizer_allows_the_stage_for_the_keys_tenant(server, header):
     event = authorizer_event("bearer.json", **{header: value})
     # When the authorizer answers
     answer = authorize(event)
-    # Then it allows every route of the stage, for tenant local, named in the context
+    # Then it allows every route of the stage, for tenant local and the key, in the context
     assert answer["principalId"] == "local"
-    assert answer["context"] == {"tenant": "local"}
+    key_id = "key_" + server.bootstrap_key.split("_")[2]  # rf_key_<12 hex>_<secret>
+    assert answer["context"] == {"tenant": "local", "key_id": key_id, "key_name": "bootstrap"}
     (statement,) = answer["policyDocument"]["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == "execute-api:Invoke"

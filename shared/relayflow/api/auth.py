@@ -59,6 +59,12 @@ def _plausible(secret: str) -> str | None:
 
 def tenant_for(headers: Mapping[str, Any] | None, control: Any | None = None) -> str:
     """The tenant of the request's API key; raises :class:`Unauthorized` without one."""
+    return str(key_for(headers, control).tenant)
+
+
+def key_for(headers: Mapping[str, Any] | None, control: Any | None = None) -> Any:
+    """The request's valid API key (its item: tenant, key id, name); raises
+    :class:`Unauthorized` without one."""
     secret = extract_secret(headers)
     if secret is None:
         raise Unauthorized()
@@ -66,25 +72,27 @@ def tenant_for(headers: Mapping[str, Any] | None, control: Any | None = None) ->
         from relayflow.control.service import get_control_plane
 
         control = get_control_plane()
-    tenant = control.authenticate(secret)
-    if not tenant:
+    item = control.authenticated_key(secret)
+    if item is None:
         raise Unauthorized()
-    return str(tenant)
+    return item
 
 
 def authorize(event: Mapping[str, Any], control: Any | None = None) -> dict[str, Any]:
     """Answer an API Gateway REQUEST authorizer event: allow the whole API stage for the key's
-    tenant, with ``context.tenant``; raise :class:`Unauthorized` (401) otherwise."""
+    tenant, with ``context.tenant`` (and the key's ``key_id`` and ``key_name``); raise
+    :class:`Unauthorized` (401) otherwise."""
     from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event import (
         APIGatewayAuthorizerResponse,
         parse_api_gateway_arn,
     )
 
     try:
-        tenant = tenant_for(event.get("headers"), control)
+        key = key_for(event.get("headers"), control)
     except Unauthorized:
         logger.info("request refused: no valid API key", extra={"path": event.get("path")})
         raise
+    tenant = str(key.tenant)
     arn = parse_api_gateway_arn(str(event.get("methodArn") or ""))
     policy = APIGatewayAuthorizerResponse(
         principal_id=tenant,
@@ -92,7 +100,8 @@ def authorize(event: Mapping[str, Any], control: Any | None = None) -> dict[str,
         aws_account_id=arn.aws_account_id,
         api_id=arn.api_id,
         stage=arn.stage,
-        context={"tenant": tenant},
+        # The key names who answered an approval (relayflow.api.app._responder).
+        context={"tenant": tenant, "key_id": key.key_id, "key_name": key.name},
     )
     policy.allow_all_routes()
     return policy.asdict()

@@ -908,6 +908,11 @@ class ControlPlane:
     @_translated
     def authenticate(self, secret: str) -> str | None:
         """The tenant of a valid, unrevoked key; ``None`` for anything else."""
+        item = self.authenticated_key(secret)
+        return item.tenant if item is not None else None
+
+    def authenticated_key(self, secret: str) -> ApiKeyItem | None:
+        """The valid, unrevoked key ``secret`` is; ``None`` for anything else."""
         if not isinstance(secret, str) or not secret.startswith("rf_") or len(secret) > 200:
             return None
         computed = hash_secret(secret)
@@ -916,7 +921,7 @@ class ControlPlane:
             return None
         if item.revoked_at is not None:
             return None
-        return item.tenant
+        return item
 
     # -- lookups -----------------------------------------------------------------------------
 
