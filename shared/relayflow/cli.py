@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -528,25 +529,19 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         params["next_token"] = args.next_token
     with _api_client(args) as api:
         _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
-    if args.json:
-        _print_json(page)
-        return EXIT_OK
-    headers = ("run", "status", "version", "started", "ms", "error")
-    rows = [
-        (
+    return _print_page(
+        args,
+        page,
+        ("run", "status", "version", "started", "ms", "error"),
+        lambda run: (
             run["run_id"],
             run["status"],
             str(run.get("version") or ""),
             run["started_at"],
             f"{run['duration_ms']:.0f}" if run.get("duration_ms") is not None else "",
             run.get("error") or "",
-        )
-        for run in page["items"]
-    ]
-    _table(headers, rows, sys.stdout)
-    if page.get("next_token"):
-        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
-    return EXIT_OK
+        ),
+    )
 
 
 def cmd_runs_cancel(args: argparse.Namespace) -> int:
@@ -569,12 +564,11 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
         params["next_token"] = args.next_token
     with _api_client(args) as api:
         _, page = api.call("GET", "/dlq", params=params)
-    if args.json:
-        _print_json(page)
-        return EXIT_OK
-    headers = ("run", "workflow", "status", "step", "error", "retries", "next retry")
-    rows = [
-        (
+    return _print_page(
+        args,
+        page,
+        ("run", "workflow", "status", "step", "error", "retries", "next retry"),
+        lambda entry: (
             entry["run_id"],
             entry["workflow_id"],
             entry["status"],
@@ -582,13 +576,8 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
             entry.get("error") or "",
             str(entry["attempts"]),
             entry.get("next_retry_at") or "",
-        )
-        for entry in page["items"]
-    ]
-    _table(headers, rows, sys.stdout)
-    if page.get("next_token"):
-        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
-    return EXIT_OK
+        ),
+    )
 
 
 def cmd_dlq_get(args: argparse.Namespace) -> int:
@@ -650,12 +639,11 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
         params["next_token"] = args.next_token
     with _api_client(args) as api:
         _, page = api.call("GET", "/approvals", params=params)
-    if args.json:
-        _print_json(page)
-        return EXIT_OK
-    headers = ("approval", "status", "workflow", "step", "title", "options", "expires")
-    rows = [
-        (
+    return _print_page(
+        args,
+        page,
+        ("approval", "status", "workflow", "step", "title", "options", "expires"),
+        lambda a: (
             a["approval_id"],
             a["status"],
             a["workflow_id"],
@@ -663,13 +651,8 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
             a["title"],
             "/".join(a["options"]),
             a.get("expires_at") or "",
-        )
-        for a in page["items"]
-    ]
-    _table(headers, rows, sys.stdout)
-    if page.get("next_token"):
-        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
-    return EXIT_OK
+        ),
+    )
 
 
 def cmd_approvals_get(args: argparse.Namespace) -> int:
@@ -754,6 +737,23 @@ def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
         _print_json(waitpoint)
     else:
         print(_waitpoint_line(waitpoint))
+    return EXIT_OK
+
+
+def _print_page(
+    args: argparse.Namespace,
+    page: dict[str, Any],
+    headers: tuple[str, ...],
+    row: Callable[[dict[str, Any]], tuple[str, ...]],
+) -> int:
+    """A page of a list command: the API's JSON with ``--json``, else a table and, when there
+    is more, the ``--next-token`` to pass (on stderr)."""
+    if args.json:
+        _print_json(page)
+        return EXIT_OK
+    _table(headers, [row(item) for item in page["items"]], sys.stdout)
+    if page.get("next_token"):
+        print(f"more: --next-token {page['next_token']}", file=sys.stderr)
     return EXIT_OK
 
 

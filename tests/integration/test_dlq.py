@@ -452,3 +452,30 @@ def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(s
     waitpoints = api.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     assert [w["status"] for w in waitpoints] == ["completed"]
     assert remote.calls("/flaky", run_id) == 2
+
+
+def test_the_dlq_commands_list_retry_and_discard_against_serve(
+    server, api, remote, capsys, monkeypatch
+):
+    from relayflow.cli import main
+
+    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
+    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
+    options = ["--api", server.url, "--api-key", server.bootstrap_key]
+    run_id = failed_run(server, api, "cli-dlq", remote)
+    other = failed_run(server, api, "cli-dlq", remote)
+    capsys.readouterr()
+    # `dlq list` shows each archived run with its failing step and error
+    assert main(["dlq", "list", "--status", "pending", "--limit", "100", *options]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if run_id in line]
+    assert len(rows) == 1 and "charge" in rows[0] and "Relayflow.Transient" in rows[0]
+    # `dlq retry` restarts it; `dlq discard` gives up on the other
+    remote.flaky_status = 200
+    assert main(["dlq", "retry", run_id, *options]) == 0
+    assert f"run {run_id} restarted (attempt 2)" in capsys.readouterr().out
+    assert settled(server, api, run_id)["status"] == "succeeded"
+    assert main(["dlq", "discard", other, *options]) == 0
+    assert api.get(f"/dlq/{other}").json()["status"] == "discarded"
+    # And a refused retry exits 1 with the API's reason
+    assert main(["dlq", "retry", other, *options]) == 1
+    assert "dlq_entry_not_retryable" in capsys.readouterr().err

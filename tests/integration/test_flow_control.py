@@ -19,9 +19,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from relayflow_testing import load_handler
+from relayflow_testing import load_handler, moto_table
 
-from relayflow.adapters.aws import client, reset_clients
+from relayflow.adapters.aws import client
 from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
 from relayflow.errors import Throttled
@@ -77,23 +77,9 @@ def serial_dynamodb(monkeypatch: pytest.MonkeyPatch) -> DynamoRequests:
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch, serial_dynamodb: DynamoRequests) -> Iterator[None]:
     """moto, fake credentials, and the Relayflow table."""
-    from moto import mock_aws
-
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    reset_clients()
-    with mock_aws():
-        create_table(client("dynamodb"))
+    with moto_table(monkeypatch):
         serial_dynamodb.actions.clear()
         yield
-    reset_clients()
 
 
 def flow_items() -> list[dict[str, Any]]:

@@ -169,3 +169,30 @@ def atomic_dynamodb() -> Iterator[None]:
     finally:
         for name, method in saved.items():
             setattr(DynamoDBBackend, name, method)
+
+
+@contextmanager
+def moto_table(monkeypatch: Any) -> Iterator[None]:
+    """moto in process with fake credentials (no profile or endpoint of the machine leaks
+    in), and the Relayflow table created; AWS clients are fresh on the way in and out."""
+    from moto import mock_aws
+
+    from relayflow.adapters.aws import client, reset_clients
+    from relayflow.dal import create_table
+
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    reset_clients()
+    try:
+        with mock_aws():
+            create_table(client("dynamodb"))
+            yield
+    finally:
+        reset_clients()

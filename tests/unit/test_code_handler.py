@@ -10,6 +10,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from relayflow_testing import moto_table
 
 from relayflow.errors import CodeError, CodeLimitExceeded
 
@@ -21,25 +22,8 @@ CONTEXT = SimpleNamespace(function_name="relayflow-code", aws_request_id="req-1"
 def step_results_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The code function records its step's result (relayflow.steps.idempotency): moto, in
     process, answers for the table; each test's samples act afresh."""
-    from moto import mock_aws
-
-    from relayflow.adapters.aws import client, reset_clients
-    from relayflow.dal import create_table
-
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    reset_clients()
-    with mock_aws():
-        create_table(client("dynamodb"))
+    with moto_table(monkeypatch):
         yield
-    reset_clients()
 
 
 def load_handler() -> ModuleType:

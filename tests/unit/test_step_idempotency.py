@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from relayflow_testing import moto_table
 
 from relayflow.adapters.aws import client, reset_clients
-from relayflow.dal import create_table
 from relayflow.dal.keys import step_results_partition
 from relayflow.errors import HttpError, TransientError
 from relayflow.observability import step_handler
@@ -78,22 +78,8 @@ def test_the_partition_is_the_tenants():
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """moto, fake credentials, and the Relayflow table."""
-    from moto import mock_aws
-
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    reset_clients()
-    with mock_aws():
-        create_table(client("dynamodb"))
+    with moto_table(monkeypatch):
         yield
-    reset_clients()
 
 
 class Effect:
