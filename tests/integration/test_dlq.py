@@ -479,3 +479,32 @@ def test_the_dlq_commands_list_retry_and_discard_against_serve(
     # And a refused retry exits 1 with the API's reason
     assert main(["dlq", "retry", other, *options]) == 1
     assert "dlq_entry_not_retryable" in capsys.readouterr().err
+
+
+def test_an_automatic_retry_that_cannot_start_is_dropped_not_attempted_every_minute(server):
+    from relayflow.dal import RunItem
+
+    # Given a transient failure of a run that no retry can restart (it was started outside
+    # the control plane: no recorded version)
+    control = server.control()
+    now = datetime.now(UTC)
+    run = RunItem(
+        run_id="e" * 32,
+        tenant="local",
+        workflow_id="external-wf",
+        version=None,
+        status="failed",
+        error="Relayflow.Transient",
+        started_at=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        trigger_type="external",
+    )
+    assert control.dal.create_run(run)
+    entry = control.dlq.archive(run, now=now)
+    assert entry is not None and entry.next_retry_at is not None
+    # When the maintenance function finds it due
+    result = control.dlq.retry_due(now=now + timedelta(minutes=3))
+    # Then it is skipped, and nothing stays due for it
+    assert run.run_id in result["skipped"]
+    assert control.dlq.get_entry("local", run.run_id).next_retry_at is None
+    again = control.dlq.retry_due(now=now + timedelta(minutes=30))
+    assert run.run_id not in again["skipped"] + [s["run_id"] for s in again["started"]]

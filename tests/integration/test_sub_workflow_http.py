@@ -116,6 +116,9 @@ def test_a_failing_child_fails_the_step_with_its_error_and_run_id(server, api):
     assert cause["error"].startswith("Relayflow.")
     child = api.get(f"/runs/{cause['child_run_id']}").json()
     assert (child["workflow_id"], child["status"]) == ("broken", "failed")
+    # The parent is in the DLQ (a retry starts a new child); the child is not
+    assert api.get(f"/dlq/{run['run_id']}").json()["failing_step"] == "call"
+    assert api.get(f"/dlq/{cause['child_run_id']}").status_code == 404
 
 
 def test_the_depth_guard_stops_a_workflow_that_starts_itself(server, api):

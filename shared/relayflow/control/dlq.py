@@ -251,16 +251,14 @@ class Dlq:
             except BreakerOpen:
                 postponed.append(due.run_id)
                 continue
-            except NotFound:
-                dropped.append(due.run_id)
+            except (NotFound, DlqNotRetryable) as exc:
+                # Claimed by a concurrent pass or retried by hand (the due item is stale), or
+                # it cannot be retried at all (its workflow or run is gone, its run was not
+                # started on a recorded version): either way nothing is due any more; a
+                # manual retry stays possible where it makes sense.
                 self._drop_due(due)
-                continue
-            except DlqNotRetryable as exc:
-                # Claimed by a concurrent maintenance run or retried by hand: nothing to do;
-                # a due item whose entry moved on is stale.
-                current = self.store.get(due.tenant, due.run_id)
-                if current is None or current.next_retry_at != due.due_at:
-                    self._drop_due(due)
+                with contextlib.suppress(DataAccessError):
+                    self.store.clear_due(due.tenant, due.run_id, due.due_at)
                 logger.info(
                     "due retry skipped", extra={"run_id": due.run_id, "reason": exc.message}
                 )

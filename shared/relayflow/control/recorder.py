@@ -385,6 +385,8 @@ def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> No
     retried, so no failed run goes unarchived)."""
     from relayflow.control.dlq import Dlq
 
+    if run.trigger_type == SUB_WORKFLOW_TRIGGER:
+        return  # its parent fails with it and is archived; a retry of the parent starts anew
     if run.status in ("failed", "timed_out") or (run.status == "aborted" and run.attempt > 1):
         entry = Dlq(control).archive(run, steps)
         if entry is not None and run.attempt == 1:

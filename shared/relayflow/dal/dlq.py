@@ -325,6 +325,17 @@ class DlqDal:
             ]
         )
 
+    def clear_due(self, tenant: str, run_id: str, due_at: str) -> bool:
+        """Forget the automatic retry due at ``due_at`` (the entry stays as it is otherwise),
+        while the entry still names it."""
+        op = self._update_op(
+            entry_key(tenant, run_id),
+            "REMOVE #next_retry_at",
+            "#next_retry_at = :due",
+            {":due": due_at},
+        )
+        return self._transact([op])
+
     def discard(self, entry: DlqEntry, *, now_iso: str) -> bool:
         """Give up on ``entry`` (``pending`` or ``exhausted``): ``discarded``, its due retry
         dropped, out of the depth."""
