@@ -38,7 +38,7 @@ format: venv
 # tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first. The guest
 # approval page is tested in headless Chromium: the browser comes first too.
 test: lint sam-cli browser
-	$(BIN)/python -m pytest -n auto -q
+	RELAYFLOW_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -n auto -q
 
 bench: venv
 	$(BIN)/python bench/compile_bench.py
