@@ -1,8 +1,10 @@
 """Estimated AWS cost per 1,000,000 runs of each example workflow, from local runs.
 
 Every example in ``workflows/examples`` runs on the local runtime (one ``LocalRuntime``):
-order_triage with its event, payment_retry with both events (settles; card declined) and
-order_fulfilment with its local resources. For each run the bench counts:
+order_triage with its event, payment_retry with both events (settles; card declined),
+order_fulfilment with its local resources and order_shipping, whose sub_workflow steps start
+shipping_quote children (a child run is billed with its parent: its transitions and
+invocations count in the parent's run). For each run the bench counts:
 
 - state transitions, from the execution history (see the counting rules below);
 - Lambda invocations (``runtime.invocations``) and their GB-seconds;
@@ -54,6 +56,8 @@ from typing import Any
 
 from relayflow.adapters import aws
 from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.compiler.compile import local_state_machine_name
+from relayflow.control.timeline import history_steps
 from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
@@ -97,7 +101,11 @@ EXAMPLES = [
         "order_fulfilment.json",
         "order_fulfilment.resources.yaml",
     ),
+    ("order_shipping", "order_shipping.yaml", "order_shipping.json", None),
 ]
+#: Workflows the examples' sub_workflow steps start (each child run is billed too: its
+#: transitions and invocations count in its parent's run).
+CHILDREN = ["shipping_quote.yaml"]
 
 
 # -- instrumentation --------------------------------------------------------------------------
@@ -339,20 +347,47 @@ def measure(
     compiled: CompiledWorkflow,
     trigger: Any,
     resources: LocalResources | None,
+    children: dict[str, Workflow] | None = None,
 ) -> RunUsage:
     invocations_before, calls_before = len(rt.invocations), len(recorder.calls)
+    executions_before = set(rt.list_executions())
     started = time.perf_counter()
-    result: RunResult = run_workflow(workflow, trigger, runtime=rt, resources=resources)
+    result: RunResult = run_workflow(
+        workflow, trigger, runtime=rt, resources=resources, workflows=children
+    )
     wall_ms = (time.perf_counter() - started) * 1000
+    # Child runs' steps are billed with the run: their invocations are told apart by the
+    # children's own runners (step keys are unique per workflow, rarely across them).
+    runners = {
+        key: runner
+        for child in (children or {}).values()
+        for key, runner in compile_workflow(child).step_runners.items()
+    }
     usage = RunUsage(
-        label, result.status, wall_ms, steps=result.steps, runners=compiled.step_runners
+        label,
+        result.status,
+        wall_ms,
+        steps=result.steps,
+        runners={**runners, **compiled.step_runners},
     )
     usage.invocations = rt.invocations[invocations_before:]
     usage.calls = [c for c in recorder.calls[calls_before:] if c.step is not None]
-    arn = next(a for a in rt.list_executions() if a.endswith(f":{result.run_id}"))
-    record = rt.describe(arn)
-    usage.entered = sum(1 for e in record.events if str(e.get("type", "")).endswith("StateEntered"))
-    usage.retries = sum(max(0, s.attempts - 1) for s in record.states)
+    # The run's execution and the child executions its sub_workflow steps started (their
+    # steps count with the run's).
+    by_machine = {local_state_machine_name(c.id): c for c in (children or {}).values()}
+    for arn in sorted(set(rt.list_executions()) - executions_before):
+        record = rt.describe(arn)
+        child = by_machine.get(arn.split(":")[6])
+        if child is not None and not arn.endswith(f":{result.run_id}"):
+            usage.steps += history_steps(
+                {key: step.type for key, step in child.steps.items()},
+                compile_workflow(child).step_runners,
+                record.events,
+            )
+        usage.entered += sum(
+            1 for e in record.events if str(e.get("type", "")).endswith("StateEntered")
+        )
+        usage.retries += sum(max(0, s.attempts - 1) for s in record.states)
     usage.transitions = usage.entered + usage.retries
     return usage
 
@@ -488,13 +523,16 @@ def main() -> None:
             else None
         )
         examples.append((label, workflow, compiled, trigger, resources, event_file))
+    children = {w.id: w for w, _ in (load_workflow(name) for name in CHILDREN)}
     with LocalRuntime(time_scale=0.001) as rt:
         register_step_handlers(rt, recorder)
         for label, workflow, compiled, trigger, resources, _ in examples:  # warm-up, not counted
-            measure(rt, recorder, label, workflow, compiled, trigger, resources)
+            measure(rt, recorder, label, workflow, compiled, trigger, resources, children)
         runs = []
         for label, workflow, compiled, trigger, resources, _ in examples:
-            runs.append(measure(rt, recorder, label, workflow, compiled, trigger, resources))
+            runs.append(
+                measure(rt, recorder, label, workflow, compiled, trigger, resources, children)
+            )
         outside = sum(1 for c in recorder.calls if c.step is None)
     print("estimated AWS cost of the example workflows, us-east-1 list prices (see the docstring)")
     print(
