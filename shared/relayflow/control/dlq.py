@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 #: Outputs of succeeded steps are kept on the entry up to this size (JSON bytes).
 MAX_ARCHIVED_OUTPUTS_BYTES = 64 * 1024
-#: Entries of finished retries (retried, discarded) are kept this long.
-RESOLVED_RETENTION = timedelta(days=30)
 #: A run may be retried from the DLQ once its execution ended so (``aborted``: a retry that
 #: was cancelled).
 RETRYABLE_RUN_STATUSES = ("failed", "timed_out", "aborted")
@@ -76,7 +74,8 @@ class Dlq:
         """Archive a run that ended ``failed`` or ``timed_out`` — or, when it was a retry,
         settle its entry (``pending`` with the next automatic retry, or ``exhausted``).
         Idempotent: a repeat for the same execution changes nothing (``None``)."""
-        from relayflow.control.service import RUN_RETENTION, epoch, parse_iso
+        from relayflow.control.service import epoch, parse_iso
+        from relayflow.settings import get_settings
 
         now = now or _now()
         failed_at = parse_iso(run.ended_at) if run.ended_at else now
@@ -126,7 +125,9 @@ class Dlq:
             last_failed_at=_iso(failed_at),
             last_execution_arn=run.execution_arn,
             next_retry_at=_iso(due) if due else None,
-            expires_at=epoch(now + RUN_RETENTION),
+            # As long as the recorded step results a retry replays (after that a retry would
+            # act again on every step).
+            expires_at=epoch(now + timedelta(days=get_settings().step_result_ttl_days)),
         )
         return entry if self.store.archive(entry) else None
 
