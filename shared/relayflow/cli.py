@@ -581,12 +581,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_get(args: argparse.Namespace) -> int:
-    from urllib.parse import quote
-
-    with _api_client(args) as api:
-        _, entry = api.call("GET", f"/dlq/{quote(args.run_id, safe='')}")
-    _print_json(entry)
-    return EXIT_OK
+    return _show(args, f"/dlq/{_segment(args.run_id)}")
 
 
 def cmd_dlq_retry(args: argparse.Namespace) -> int:
@@ -656,12 +651,7 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals_get(args: argparse.Namespace) -> int:
-    from urllib.parse import quote
-
-    with _api_client(args) as api:
-        _, approval = api.call("GET", f"/approvals/{quote(args.approval_id, safe='')}")
-    _print_json(approval)
-    return EXIT_OK
+    return _show(args, f"/approvals/{_segment(args.approval_id)}")
 
 
 def cmd_approvals_respond(args: argparse.Namespace) -> int:
@@ -702,12 +692,7 @@ def cmd_waitpoints_list(args: argparse.Namespace) -> int:
 
 
 def cmd_waitpoints_get(args: argparse.Namespace) -> int:
-    from urllib.parse import quote
-
-    with _api_client(args) as api:
-        _, waitpoint = api.call("GET", f"/waitpoints/{quote(args.waitpoint_id, safe='')}")
-    _print_json(waitpoint)
-    return EXIT_OK
+    return _show(args, f"/waitpoints/{_segment(args.waitpoint_id)}")
 
 
 def cmd_waitpoints_complete(args: argparse.Namespace) -> int:
@@ -737,6 +722,21 @@ def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
         _print_json(waitpoint)
     else:
         print(_waitpoint_line(waitpoint))
+    return EXIT_OK
+
+
+def _segment(value: str) -> str:
+    """``value`` as one URL path segment."""
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def _show(args: argparse.Namespace, path: str) -> int:
+    """A get command: the API's JSON answer for ``path``."""
+    with _api_client(args) as api:
+        _, answer = api.call("GET", path)
+    _print_json(answer)
     return EXIT_OK
 
 

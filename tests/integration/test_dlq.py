@@ -8,6 +8,7 @@ Automatic retries are driven through the maintenance function with a chosen ``no
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -469,6 +470,10 @@ def test_the_dlq_commands_list_retry_and_discard_against_serve(
     assert main(["dlq", "list", "--status", "pending", "--limit", "100", *options]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if run_id in line]
     assert len(rows) == 1 and "charge" in rows[0] and "Relayflow.Transient" in rows[0]
+    # `dlq get` prints the entry as the API answers it
+    assert main(["dlq", "get", run_id, *options]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["run_id"], shown["failing_step"]) == (run_id, "charge")
     # `dlq retry` restarts it; `dlq discard` gives up on the other
     remote.flaky_status = 200
     assert main(["dlq", "retry", run_id, *options]) == 0
