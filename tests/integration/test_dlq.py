@@ -513,3 +513,35 @@ def test_an_automatic_retry_that_cannot_start_is_dropped_not_attempted_every_min
     assert control.dlq.get_entry("local", run.run_id).next_retry_at is None
     again = control.dlq.retry_due(now=now + timedelta(minutes=30))
     assert run.run_id not in again["skipped"] + [s["run_id"] for s in again["started"]]
+
+
+def test_a_retry_after_a_failed_waitpoint_waits_for_it_again_under_the_same_id(server, api):
+    # Given a run whose partner failed its waitpoint (no failure route: the run failed)
+    workflow = {
+        "id": "partner-failed",
+        "start": "partner",
+        "steps": {"partner": {"type": "waitpoint", "timeout_seconds": 600}},
+    }
+    assert api.put("/workflows/partner-failed", json=workflow).is_success
+    run_id = api.post("/workflows/partner-failed/runs", json={"input": {}}).json()["run_id"]
+    (first,) = wait_for(lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"])
+    path = f"/waitpoints/{first['waitpoint_id']}"
+    assert api.post(f"{path}/fail", json={"message": "try later"}).status_code == 200
+    run = settled(server, api, run_id)
+    assert (run["status"], run["error"]) == ("failed", "Relayflow.WaitpointFailed")
+    assert api.get(f"/dlq/{run_id}").json()["transient"] is False
+    # When it is retried from the DLQ
+    assert api.post(f"/dlq/{run_id}/retry").status_code == 202
+
+    # Then the same waitpoint waits again, its failure forgotten, and completing it resumes
+    # the retried execution
+    def pending() -> Any:
+        waitpoint = api.get(path).json()
+        return waitpoint if waitpoint["status"] == "pending" else None
+
+    again = wait_for(pending)
+    assert again["error"] is None
+    assert api.post(f"{path}/complete", json={"data": {"ok": True}}).status_code == 200
+    run = settled(server, api, run_id)
+    assert (run["status"], run["attempt"]) == ("succeeded", 2)
+    assert run["output"]["steps"]["partner"]["output"] == {"ok": True}

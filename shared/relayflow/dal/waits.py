@@ -242,29 +242,17 @@ class WaitDal:
             "execution_id": item.execution_id,
             "deadline": item.deadline,
             "expires_at": item.expires_at,
-            "status": "pending",
         }
-        names = {f"#{name}": name for name in fields}
-        sets = [f"#{n} = :{n}" for n, v in fields.items() if v is not None]
-        removed = [f"#{n}" for n, v in fields.items() if v is None]
-        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
-        values = {f":{n}": v for n, v in fields.items() if v is not None}
-        raw = self._update(
-            item.key(),
-            update,
-            "#status IN (:pending, :expired)",
-            names,
-            {**values, ":pending": "pending", ":expired": "expired"},
-        )
+        raw = self._rearm(item.key(), fields, ("pending", "expired"))
         return ApprovalItem.from_item(raw) if raw is not None else None
 
     def rearm_waitpoint(
-        self, item: WaitpointItem, *, now: str, after_failure: bool = False
+        self, item: WaitpointItem, *, after_failure: bool = False
     ) -> WaitpointItem | None:
         """Point an existing waitpoint with ``item``'s id at ``item``'s run and token while
         it is pending or expired (it then waits afresh) — and, with ``after_failure``, when it
-        failed (a restarted run waits again). ``None`` when it was completed (or failed,
-        without ``after_failure``): that outcome stands."""
+        failed (a restarted run waits again; the failure is forgotten). ``None`` when it was
+        completed (or failed, without ``after_failure``): that outcome stands."""
         fields = {
             "task_token": item.task_token,
             "run_id": item.run_id,
@@ -274,30 +262,34 @@ class WaitDal:
             "label": item.label,
             "deadline": item.deadline,
             "expires_at": item.expires_at,
-            "status": "pending",
+            "error": None,
+            "result": None,
+            "completed_at": None,
             **item.index_keys(),
         }
+        statuses = ("pending", "expired", "failed") if after_failure else ("pending", "expired")
+        raw = self._rearm(item.key(), fields, statuses)
+        return WaitpointItem.from_item(raw) if raw is not None else None
+
+    def _rearm(
+        self, key: keys.Key, fields: dict[str, Any], statuses: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """Set ``fields`` (``None`` removes one) and status ``pending``, while the item's
+        status is one of ``statuses``; the item afterwards, or ``None``."""
+        fields = {**fields, "status": "pending"}
         names = {f"#{name}": name for name in fields}
         sets = [f"#{n} = :{n}" for n, v in fields.items() if v is not None]
         removed = [f"#{n}" for n, v in fields.items() if v is None]
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
         values = {f":{n}": v for n, v in fields.items() if v is not None}
-        raw = self._update(
-            item.key(),
+        allowed = {f":was{i}": status for i, status in enumerate(statuses)}
+        return self._update(
+            key,
             update,
-            "#status IN (:pending, :expired, :failed)",
+            f"#status IN ({', '.join(allowed)})",
             names,
-            {
-                **values,
-                ":pending": "pending",
-                ":expired": "expired",
-                # A status no item has: without after_failure a failed waitpoint stands.
-                ":failed": "failed" if after_failure else "-",
-            },
+            {**values, **allowed},
         )
-        if raw is None:
-            return None
-        return WaitpointItem.from_item(raw)
 
     def claim_waitpoint(
         self,

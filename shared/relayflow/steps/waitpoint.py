@@ -97,7 +97,7 @@ def run(event: Any) -> dict[str, Any]:
         if not dal.put_waitpoint(item):
             # Without a key the id is this step execution's: a restarted run waits again
             # after a failure (which is what it is retried for); a completion stands.
-            rearmed = dal.rearm_waitpoint(item, now=iso(now), after_failure=key is None)
+            rearmed = dal.rearm_waitpoint(item, after_failure=key is None)
             if rearmed is None:
                 existing = dal.get_waitpoint(tenant, item.waitpoint_id)
                 if existing is not None:
