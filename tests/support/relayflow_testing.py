@@ -145,14 +145,17 @@ def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
 @contextmanager
 def atomic_dynamodb() -> Iterator[None]:
     """Serialize moto's DynamoDB operations, as DynamoDB serializes writes to one item (moto's
-    conditional writes and transactions are not atomic under threads)."""
+    conditional writes and transactions are not atomic under threads, and it turns an item
+    into its response while another thread may be changing it in place)."""
     import functools
 
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
 
     lock = threading.RLock()
     names = ("get_item", "put_item", "update_item", "delete_item", "query", "scan")
     saved = {name: getattr(DynamoDBBackend, name) for name in (*names, "transact_write_items")}
+    saved_handler = DynamoHandler.call_action
 
     def locked(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
@@ -164,11 +167,13 @@ def atomic_dynamodb() -> Iterator[None]:
 
     for name, method in saved.items():
         setattr(DynamoDBBackend, name, locked(method))
+    DynamoHandler.call_action = locked(saved_handler)  # type: ignore[method-assign]
     try:
         yield
     finally:
         for name, method in saved.items():
             setattr(DynamoDBBackend, name, method)
+        DynamoHandler.call_action = saved_handler  # type: ignore[method-assign]
 
 
 @contextmanager

@@ -943,6 +943,28 @@ def _unnamed_start_execution(patches: _Patches) -> None:
     patches.set(StepFunctionsParserBackend, "start_execution", start_execution)
 
 
+@_fix("dynamodb_atomic_requests", "local runtime: concurrent handlers")
+def _dynamodb_atomic_requests(patches: _Patches) -> None:
+    """DynamoDB applies each request to an item atomically: a conditional write checks and
+    writes as one step, and a read sees an item before or after a write. moto's handler does
+    neither under threads (the local runtime runs Map iterations, the recorder and API
+    requests in threads): it checks a condition, then writes, and turns an item into its
+    response while another thread changes the same dict, which raised ``RuntimeError:
+    dictionary changed size during iteration`` as a 500 in ``relayflow serve``. One lock
+    around each DynamoDB request makes every request atomic (requests to other items wait a
+    little too; throughput is not what the local runtime measures)."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    patches.set(DynamoHandler, "call_action", call_action)
+
+
 @_fix("parse_cache", "notes row 18")
 def _parse_cache(patches: _Patches) -> None:
     """moto re-parses the ASL (ANTLR, about 1 ms per state) on every create and every

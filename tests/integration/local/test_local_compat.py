@@ -605,3 +605,85 @@ def test_a_cached_program_serves_concurrent_executions(rt):
     assert all(r.status == "SUCCEEDED" for r in records)
     assert sorted(r.output["key"] for r in records) == sorted(keys)
     assert all(r.state("Call").attempts == 2 for r in records)
+
+
+# -- dynamodb_atomic_requests -------------------------------------------------------------
+
+
+def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
+    """Read an item while another thread updates it, in the middle of moto turning the item
+    into its response: after the first attribute the writer starts and is given 0.3 s.
+    Returns the read's errors and whether the writer had to wait for the read."""
+    from moto.dynamodb import responses
+    from moto.dynamodb.models import utilities
+
+    from relayflow.dal import create_table
+
+    dynamodb = rt.dynamodb_client
+    table = f"atomic-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    key = {"pk": {"S": "P"}, "sk": {"S": "S"}}
+    dynamodb.put_item(TableName=table, Item={**key, "a": {"S": "1"}, "b": {"S": "2"}})
+    original = utilities.dynamo_to_dict
+    armed, writer_waited, writers = [True], [], []
+
+    def write() -> None:
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #n = :v",
+            ExpressionAttributeNames={"#n": f"new{uuid.uuid4().hex}"},
+            ExpressionAttributeValues={":v": {"S": "x"}},
+        )
+
+    def interleaving(value):
+        if not (armed[0] and isinstance(value, dict) and "a" in value):
+            return original(value)
+        armed[0] = False
+        items = iter(value.items())
+        name, attribute = next(items)
+        result = {name: original(attribute)}
+        writer = threading.Thread(target=write)
+        writers.append(writer)
+        writer.start()
+        writer.join(timeout=0.3)
+        writer_waited.append(writer.is_alive())
+        for name, attribute in items:  # moto's own loop, resumed
+            result[name] = original(attribute)
+        return result
+
+    errors: list[BaseException] = []
+    saved = responses.dynamo_to_dict
+    utilities.dynamo_to_dict = interleaving
+    responses.dynamo_to_dict = interleaving
+    try:
+        try:
+            dynamodb.get_item(TableName=table, Key=key)
+        except Exception as exc:  # the 500 the race produced
+            errors.append(exc)
+    finally:
+        utilities.dynamo_to_dict = original
+        responses.dynamo_to_dict = saved
+        for writer in writers:  # a waiting writer goes on once the read is answered
+            writer.join(timeout=5)
+    return errors, bool(writer_waited and writer_waited[0])
+
+
+def test_a_dynamodb_read_never_sees_an_item_change_under_it(rt):
+    # When another thread updates an item while a read is turning it into its response
+    errors, writer_waited = _read_while_another_thread_writes(rt)
+    # Then the write waits for the read to finish (DynamoDB applies requests atomically)
+    assert errors == [] and writer_waited
+
+
+def test_without_the_fix_moto_changes_an_item_under_a_read(rt):
+    from relayflow.local import compat
+
+    compat.apply(skip=["dynamodb_atomic_requests"])
+    try:
+        errors, writer_waited = _read_while_another_thread_writes(rt)
+    finally:
+        compat.apply()
+    # The write lands in the middle of the read, which fails
+    assert not writer_waited
+    assert errors and "dictionary changed size during iteration" in str(errors[0])
