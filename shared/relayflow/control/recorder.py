@@ -11,7 +11,13 @@ a Relayflow state machine as it starts and as it ends. For each one the recorder
 3. publishes ``relayflow.run.<started|succeeded|failed|timed_out|aborted>`` on the Relayflow
    bus and emits the ``Run*`` metrics;
 4. at the end, when the run's version declares a workflow ``breaker``, records the run's
-   verdict on it (:mod:`relayflow.reliability.breakers`).
+   verdict on it (:mod:`relayflow.reliability.breakers`);
+5. at a failed or timed-out end, archives the run in the DLQ — or, for a run a DLQ retry
+   restarted, settles its entry (:mod:`relayflow.control.dlq`) — and sends the failure
+   notifications the version declares (:mod:`relayflow.notify.failure`).
+
+A DLQ retry restarts a run under its run id as a new execution; events of the executions the
+run moved on from are ignored.
 
 It is idempotent: each lifecycle event is *claimed* on the run item with a conditional write
 (``started_event_at`` / ``recorded_status``) before it is published, so a repeated or
