@@ -293,3 +293,54 @@ def test_a_waitpoint_that_times_out_takes_on_timeout_and_refuses_completion(clie
     assert run["status"] == "succeeded" and "gave_up" in run["output"]["steps"]
     late = client.post(f"/waitpoints/{waitpoint['waitpoint_id']}/complete", json={"data": 1})
     assert late.status_code == 409 and late.json()["code"] == "waitpoint_expired"
+
+
+def test_one_approval_per_item_through_a_sub_workflow_in_a_for_each(client):
+    # Given a child that asks about one line, started once per line of the order
+    child = {
+        "id": "ask-line",
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "approval",
+                "title": "Ship line {{ trigger.line }}?",
+                "timeout_seconds": 600,
+            }
+        },
+    }
+    parent = {
+        "id": "ship-lines",
+        "start": "each",
+        "steps": {
+            "each": {"type": "for_each", "items": "{{ trigger.lines }}", "step": "ask"},
+            "ask": {
+                "type": "sub_workflow",
+                "workflow_id": "ask-line",
+                "input": {"line": "{{ item }}"},
+            },
+        },
+    }
+    for definition in (child, parent):
+        put = client.put(f"/workflows/{definition['id']}", json=definition)
+        assert put.status_code in (200, 201), put.text
+    run_id = start(client, "ship-lines", {"lines": ["L1", "L2"]})
+
+    # When both requests are answered
+    def both() -> Any:
+        items = client.get("/approvals").json()["items"]
+        mine = [a for a in items if a["title"] in ("Ship line L1?", "Ship line L2?")]
+        return mine if len(mine) == 2 else None
+
+    requests = eventually(both)
+    assert len({a["run_id"] for a in requests}) == 2  # one child run each
+    for approval, option in zip(requests, ("approve", "reject"), strict=True):
+        path = f"/approvals/{approval['approval_id']}/respond"
+        assert client.post(path, json={"option": option}).status_code == 200
+    # Then the parent finishes with each child's decision
+    run = finished(client, run_id)
+    assert run["status"] == "succeeded", run
+    decisions = sorted(
+        item["output"]["steps"]["ask"]["output"]["option"]
+        for item in run["output"]["steps"]["each"]["output"]
+    )
+    assert decisions == ["approve", "reject"]
