@@ -522,11 +522,7 @@ def cmd_runs_get(args: argparse.Namespace) -> int:
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    params: dict[str, Any] = {"limit": args.limit}
-    if args.status:
-        params["status"] = args.status
-    if args.next_token:
-        params["next_token"] = args.next_token
+    params = _page_query(args)
     with _api_client(args) as api:
         _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
     return _print_page(
@@ -557,11 +553,7 @@ def cmd_runs_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"limit": args.limit}
-    if args.status:
-        params["status"] = args.status
-    if args.next_token:
-        params["next_token"] = args.next_token
+    params = _page_query(args)
     with _api_client(args) as api:
         _, page = api.call("GET", "/dlq", params=params)
     return _print_page(
@@ -723,6 +715,16 @@ def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
     else:
         print(_waitpoint_line(waitpoint))
     return EXIT_OK
+
+
+def _page_query(args: argparse.Namespace) -> dict[str, Any]:
+    """``limit``, and ``status`` and ``next_token`` when given, of a list command."""
+    params: dict[str, Any] = {"limit": args.limit}
+    if args.status:
+        params["status"] = args.status
+    if args.next_token:
+        params["next_token"] = args.next_token
+    return params
 
 
 def _segment(value: str) -> str:

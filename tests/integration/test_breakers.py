@@ -2,9 +2,9 @@
 under concurrency, the half-open trial, tool steps that fail fast, workflow starts refused over
 HTTP (LocalServer), skipped scheduled runs, and the breaker routes.
 
-DynamoDB applies each conditional write to an item atomically; moto does not serialize
-requests made from several threads, so the concurrency tests run with moto's DynamoDB backend
-behind one lock (:func:`atomic_dynamodb`), which is the guarantee DynamoDB itself gives.
+DynamoDB applies each conditional write to an item atomically; plain moto does not under
+threads, and the local runtime's ``dynamodb_atomic_requests`` compat fix gives that guarantee
+back (one lock per request), so the concurrency tests run against what DynamoDB promises.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, tenant_client
-from relayflow_testing import atomic_dynamodb as serialized_dynamodb
+from relayflow_testing import Received, Reply, Server, bootstrap_client, tenant_client
 
 from relayflow.dal.breakers import BreakerDal, iso_time
 from relayflow.errors import CircuitOpen, HttpError, InvalidArgsError, TransientError
@@ -44,13 +43,7 @@ T0 = 1_900_000_000.0
 
 
 @pytest.fixture(scope="module")
-def atomic_dynamodb() -> Iterator[None]:
-    with serialized_dynamodb():
-        yield
-
-
-@pytest.fixture(scope="module")
-def server(atomic_dynamodb) -> Iterator[LocalServer]:
+def server() -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.001) as local:
         local.set_rate_limit(per_second=1000, burst=10_000)
         yield local
@@ -58,11 +51,7 @@ def server(atomic_dynamodb) -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=30,
-    ) as client:
+    with bootstrap_client(server) as client:
         yield client
 
 

@@ -22,7 +22,7 @@ from relayflow_testing import (
     Reply,
     Server,
     allowed_server,
-    atomic_dynamodb,
+    bootstrap_client,
     tenant_client,
 )
 
@@ -65,19 +65,15 @@ def remote() -> Iterator[Remote]:
 
 @pytest.fixture(scope="module")
 def server(remote: Remote) -> Iterator[LocalServer]:
-    # Concurrent claims must meet DynamoDB's per-item atomicity, which moto lacks.
-    with atomic_dynamodb(), LocalServer(time_scale=0.001) as local:
+    # Concurrent claims rely on DynamoDB's per-request atomicity (the runtime's compat fix).
+    with LocalServer(time_scale=0.001) as local:
         local.set_rate_limit(per_second=1000, burst=10_000)
         yield local
 
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=30,
-    ) as client:
+    with bootstrap_client(server) as client:
         yield client
 
 

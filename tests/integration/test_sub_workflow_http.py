@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import bootstrap_client
 
 from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH
 from relayflow.local.serve import LocalServer
@@ -26,11 +27,7 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=30,
-    ) as client:
+    with bootstrap_client(server) as client:
         yield client
 
 

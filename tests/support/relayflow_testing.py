@@ -126,6 +126,18 @@ def allowed_server() -> Iterator[Server]:
             server.stop()
 
 
+def bootstrap_client(server: Any) -> Any:
+    """An ``httpx.Client`` for a ``relayflow serve`` test server with its bootstrap key
+    (tenant ``local``). Close it (or use it as a context manager)."""
+    import httpx
+
+    return httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
+        timeout=30,
+    )
+
+
 def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
     """An ``httpx.Client`` for ``tenant`` on a ``relayflow serve`` test server, with a key
     created through its admin route. Close it (or use it as a context manager)."""
@@ -140,40 +152,6 @@ def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
     return httpx.Client(
         base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}, **client_options
     )
-
-
-@contextmanager
-def atomic_dynamodb() -> Iterator[None]:
-    """Serialize moto's DynamoDB operations, as DynamoDB serializes writes to one item (moto's
-    conditional writes and transactions are not atomic under threads, and it turns an item
-    into its response while another thread may be changing it in place)."""
-    import functools
-
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    names = ("get_item", "put_item", "update_item", "delete_item", "query", "scan")
-    saved = {name: getattr(DynamoDBBackend, name) for name in (*names, "transact_write_items")}
-    saved_handler = DynamoHandler.call_action
-
-    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return method(self, *args, **kwargs)
-
-        return call
-
-    for name, method in saved.items():
-        setattr(DynamoDBBackend, name, locked(method))
-    DynamoHandler.call_action = locked(saved_handler)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for name, method in saved.items():
-            setattr(DynamoDBBackend, name, method)
-        DynamoHandler.call_action = saved_handler  # type: ignore[method-assign]
 
 
 @contextmanager
