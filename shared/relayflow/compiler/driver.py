@@ -1,0 +1,83 @@
+"""The compiler's driver: walks the step graph scope by scope and hands each step to its
+kind's emitter (through :class:`ScopeContext`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relayflow.compiler.options import CompileOptions
+from relayflow.compiler.scope import ScopeContext
+from relayflow.compiler.states import Pass, ScopeMachine
+from relayflow.definition.graph import Scope, StepGraph
+from relayflow.definition.models import Workflow
+
+
+class Driver:
+    """One compilation of one workflow: the graph, its scopes, and what the emitted states
+    need from outside their scope (step runners, sub_workflow children, cycle counters)."""
+
+    def __init__(self, workflow: Workflow, options: CompileOptions) -> None:
+        self.wf = workflow
+        self.options = options
+        raw = {k: s.model_dump(mode="json", exclude_none=True) for k, s in workflow.steps.items()}
+        self.graph = StepGraph(raw, workflow.start, workflow.errors.on_failure)
+        self.scopes, _ = self.graph.scopes()
+        self.runners: dict[str, str] = {}
+        #: Workflow ids the sub_workflow steps start (for the IAM statements).
+        self.children: set[str] = set()
+        self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
+
+    def entry_state(self, key: str) -> str:
+        """The state a route into step ``key`` enters: its main state, or the item-count
+        check in front of a for_each's Map, or the depth guard in front of a sub_workflow."""
+        step_type = self.wf.steps[key].type
+        if step_type == "for_each":
+            return f"{key}.size"
+        if step_type == "sub_workflow":
+            return f"{key}.depth"
+        return key
+
+    # ------------------------------------------------------------------ scopes
+
+    def compile(self) -> dict[str, Any]:
+        main = self.compile_scope(self.scopes[0], mode="main")
+        if self.has_cycles:
+            init = Pass(result={"steps": 0}, result_path="$.counters", next=main.start_at)
+            states = {"_init": init, **main.states}
+            main = ScopeMachine("_init", states)
+        asl: dict[str, Any] = {
+            "Comment": self.wf.name or self.wf.id,
+            "QueryLanguage": "JSONPath",
+            **main.to_dict(),
+            "TimeoutSeconds": self.wf.run_timeout_seconds,
+        }
+        return asl
+
+    def scope_for(self, entry: str, owner: str) -> Scope:
+        for scope in self.scopes:
+            if scope.entry == entry and scope.owner == owner:
+                return scope
+        raise KeyError(f"no scope {owner}/{entry}")  # validation guarantees it exists
+
+    def compile_scope(self, scope: Scope, mode: str) -> ScopeMachine:
+        """``mode``: ``main`` (the state machine) or ``branch`` (a Parallel branch)."""
+        machine = ScopeMachine(self.entry_state(scope.entry))
+        back_edges = self.graph.back_edges(scope)
+        cycle_size = {k: len(c) for c in self.graph.cycles(scope) for k in c}
+        ctx = ScopeContext(self, machine, mode, back_edges)
+        ctx.in_cycle = set(cycle_size)
+        for key in scope.steps:
+            ctx.emit(key, self.wf.steps[key])
+        for header in sorted({target for _, target in back_edges}):
+            ctx.emit_loop_guard(header, cycle_size.get(header, 1))
+        return machine
+
+    def compile_item(self, owner: str, item_step: str, *, item_continue: bool) -> ScopeMachine:
+        """A for_each item processor: its single step ends with its own record as output.
+        With ``item_continue`` a failed item is recorded and the Map goes on."""
+        item_scope = self.scope_for(item_step, owner)
+        machine = ScopeMachine(self.entry_state(item_scope.entry))
+        ctx = ScopeContext(self, machine, "item", set())
+        ctx.item_continue = item_continue
+        ctx.emit(item_step, self.wf.steps[item_step])
+        return machine

@@ -1,0 +1,46 @@
+"""One module per step kind, each turning its step into ASL states, behind one registry.
+
+An emitter is ``emit(ctx, key, step)``: it adds the step's states to ``ctx.machine`` (the main
+state named by the step key, auxiliary states ``<key>.<suffix>``) and records in
+``ctx.c.runners`` whether the step runs natively or in which function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from relayflow.compiler.kinds.approval import emit_approval
+from relayflow.compiler.kinds.condition import emit_condition
+from relayflow.compiler.kinds.custom import emit_custom
+from relayflow.compiler.kinds.delay import emit_delay
+from relayflow.compiler.kinds.for_each import emit_for_each
+from relayflow.compiler.kinds.noop import emit_noop
+from relayflow.compiler.kinds.parallel import emit_parallel
+from relayflow.compiler.kinds.sub_workflow import emit_sub_workflow
+from relayflow.compiler.kinds.task import emit_task
+from relayflow.compiler.kinds.transform import emit_transform
+from relayflow.compiler.kinds.waitpoint import emit_waitpoint
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+Emitter = Callable[["ScopeContext", str, Any], None]
+
+#: Step type → the function that compiles it. Types without an entry (agent, llm_batch) are
+#: refused by validation before the compiler sees them.
+EMITTERS: dict[str, Emitter] = {
+    "approval": emit_approval,
+    "code": emit_task,
+    "condition": emit_condition,
+    "custom": emit_custom,
+    "delay": emit_delay,
+    "for_each": emit_for_each,
+    "noop": emit_noop,
+    "parallel": emit_parallel,
+    "sub_workflow": emit_sub_workflow,
+    "tool": emit_task,
+    "transform": emit_transform,
+    "waitpoint": emit_waitpoint,
+    "webhook_out": emit_task,
+}

@@ -1,0 +1,41 @@
+"""custom: the custom Lambda, then a Choice on the branch it names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.states import Choice
+from relayflow.definition.models import CustomStep
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+
+def emit_custom(ctx: ScopeContext, key: str, step: CustomStep) -> None:
+    """The custom Lambda answers with a branch name (or null); a Choice routes on it and
+    falls back to on_success (or the end) for no branch or an undeclared one."""
+    task = ctx.lambda_task(key, step, "custom", None)
+    if not step.branches:
+        ctx.machine.add(key, ctx.flow(task, key, step.on_success))
+        return
+    route = f"{key}.route"
+    task.end, task.next, task.output_path = False, route, None
+    task.result_selector = {
+        "output.$": "$.Payload.output",
+        "branch.$": "$.Payload.branch",
+        "status": SUCCEEDED,
+    }
+    ctx.machine.add(key, task)
+    default = ctx.route(key, step.on_success) or ctx.end_state(key)
+    choices = [
+        {
+            "And": [
+                {"Variable": f"$.steps.{key}.branch", "IsString": True},
+                {"Variable": f"$.steps.{key}.branch", "StringEquals": name},
+            ],
+            "Next": ctx.route(key, target),
+        }
+        for name, target in sorted(step.branches.items())
+    ]
+    ctx.machine.add(route, Choice(choices=choices, default=default))

@@ -1,0 +1,53 @@
+"""for_each: an item-count guard, then a native Map running the item step per item."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relayflow.compiler.asl import SUCCEEDED, json_path_of_placeholder, over_limit
+from relayflow.compiler.states import Map, Pass
+from relayflow.definition.models import ForEachStep
+from relayflow.errors import TooManyItems
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+
+def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
+    ctx.c.runners[key] = "native"
+    items_path = json_path_of_placeholder(step.items)
+    size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
+    ctx.machine.add(
+        size,
+        Pass(
+            parameters={"count.$": f"States.ArrayLength({items_path})"},
+            result_path=f"$.steps.{key}",
+            next=check,
+        ),
+    )
+    ctx.machine.add(check, over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
+    ctx.raise_error(
+        too_many,
+        TooManyItems.error_name,
+        f"for_each '{key}' allows at most {step.max_items} items",
+        ctx.failure_target(key),
+    )
+    item_machine = ctx.c.compile_item(
+        key, step.step, item_continue=step.on_item_failure == "continue"
+    )
+    state = Map(
+        items_path=items_path,
+        item_selector={
+            **ctx.document_selector("$"),
+            "steps.$": "$.steps",
+            "item.$": "$$.Map.Item.Value",
+            "index.$": "$$.Map.Item.Index",
+        },
+        max_concurrency=step.max_concurrency or None,
+        item_processor=item_machine,
+        result_selector={"output.$": "$", "status": SUCCEEDED},
+        result_path=ctx.step_result_path(key),
+        retry=ctx.retriers(step.retry) if step.retry else [],
+        catch=ctx.catchers(key, None),
+    )
+    ctx.machine.add(key, ctx.flow(state, key, step.on_success))

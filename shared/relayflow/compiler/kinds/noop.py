@@ -1,0 +1,20 @@
+"""noop: a native Pass with a null output."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.states import Pass
+from relayflow.definition.models import NoopStep
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+
+def emit_noop(ctx: ScopeContext, key: str, step: NoopStep) -> None:
+    ctx.c.runners[key] = "native"
+    state = Pass(
+        result={"output": None, "status": SUCCEEDED}, result_path=ctx.step_result_path(key)
+    )
+    ctx.machine.add(key, ctx.flow(state, key, step.on_success))

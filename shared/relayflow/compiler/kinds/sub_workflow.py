@@ -1,0 +1,202 @@
+"""sub_workflow: a depth guard, then ``startExecution.sync:2`` of the child's state machine,
+with the child's failure renamed ``Relayflow.SubWorkflowFailed``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relayflow.compiler.asl import (
+    LAMBDA_SERVICE_ERRORS,
+    LIVE_ALIAS,
+    MAX_SUB_WORKFLOW_DEPTH,
+    START_EXECUTION_SYNC,
+    SUCCEEDED,
+)
+from relayflow.compiler.states import Choice, Pass, Task, Wait
+from relayflow.definition.models import SubWorkflowStep
+from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed
+from relayflow.expressions import template_to_parameters
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+
+def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> None:
+    """Start the child workflow's state machine (a pinned version, or the ``live`` alias)
+    with ``startExecution.sync:2`` and wait for it.
+
+    ``<key>.depth`` refuses to go deeper than :data:`MAX_SUB_WORKFLOW_DEPTH`;
+    ``<key>.prepare`` draws the child's run id (``$.steps.<key>.run_id``), and each attempt
+    runs as ``md5(<run id>-<retry count>)`` (32 hex digits, an API run id) so a retried step
+    starts a fresh child. The child's
+    input is a standard state document (``run.depth`` one more, ``run.parent`` set). The
+    step output is ``{"run_id", "steps"}``: the child's run id and its final ``steps``.
+    A child failure (``States.TaskFailed``, whose Cause is the child's DescribeExecution)
+    is re-raised as ``Relayflow.SubWorkflowFailed`` with a JSON Cause
+    ``{child_run_id, status, error, cause}``, after the step's retries.
+    """
+    ctx.c.runners[key] = "native"
+    ctx.c.children.add(step.workflow_id)
+    failure = ctx.failure_target(key)
+    guard, too_deep, prepare = f"{key}.depth", f"{key}.too_deep", f"{key}.prepare"
+    ctx.machine.add(
+        guard,
+        Choice(
+            choices=[
+                {
+                    "Variable": "$.run.depth",
+                    "NumericGreaterThanEquals": MAX_SUB_WORKFLOW_DEPTH,
+                    "Next": too_deep,
+                }
+            ],
+            default=prepare,
+        ),
+    )
+    ctx.raise_error(
+        too_deep,
+        SubWorkflowDepth.error_name,
+        f"sub_workflow '{key}' would start '{step.workflow_id}' deeper than "
+        f"{MAX_SUB_WORKFLOW_DEPTH} levels of nesting",
+        failure,
+    )
+    ctx.machine.add(
+        prepare,
+        Pass(
+            parameters={"run_id.$": "States.UUID()", "status": "started"},
+            result_path=f"$.steps.{key}",
+            next=key,
+        ),
+    )
+    target = ctx.c.options.state_machine_arn(step.workflow_id)
+    target += f":{step.version}" if step.version is not None else f":{LIVE_ALIAS}"
+    # 32 hex digits, like every run id the API accepts: a hash of the attempt's own UUID
+    # and retry count, so each attempt (and each for_each item or loop pass) is new.
+    child_run_id = (
+        f"States.Hash(States.Format('{{}}-{{}}', $.steps.{key}.run_id, $$.State.RetryCount), 'MD5')"
+    )
+    trigger = template_to_parameters({"trigger": step.input})
+    assert trigger is not None  # validation refuses an input that is not native
+    policy = step.retry
+    if policy is not None and policy.retry_on:
+        # The child's failure reaches Retry as States.TaskFailed; it is renamed after.
+        renamed = [
+            "States.TaskFailed" if name == SubWorkflowFailed.error_name else name
+            for name in policy.retry_on
+        ]
+        policy = policy.model_copy(update={"retry_on": renamed})
+    failed = emit_sub_workflow_failure(ctx, key, failure)
+    task = Task(
+        resource=START_EXECUTION_SYNC,
+        parameters={
+            "StateMachineArn": target,
+            "Name.$": child_run_id,
+            "Input": {
+                "run": {
+                    "id.$": child_run_id,
+                    "workflow_id": step.workflow_id,
+                    "version": step.version,
+                    "tenant.$": "$.run.tenant",
+                    "dry_run.$": "$.run.dry_run",
+                    "started_at.$": "$$.State.EnteredTime",
+                    "depth.$": "States.MathAdd($.run.depth, 1)",
+                    "parent": {
+                        "run_id.$": "$.run.id",
+                        "workflow_id.$": "$.run.workflow_id",
+                        "step": key,
+                    },
+                },
+                **trigger,
+                "steps": {},
+                "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+            },
+        },
+        result_selector={
+            "output": {"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
+            "status": SUCCEEDED,
+        },
+        result_path=ctx.step_result_path(key),
+        timeout_seconds=step.timeout_seconds,
+        retry=[
+            rule for rule in ctx.retriers(policy) if rule["ErrorEquals"] != LAMBDA_SERVICE_ERRORS
+        ],
+        catch=ctx.catchers(key, policy, failure_state=failed),
+    )
+    wait = ctx.machine.states.get(f"{key}.retry_wait")
+    if isinstance(wait, Wait):
+        # A linear retry starts a fresh child (a new run id), like an ASL retry does.
+        wait.next = prepare
+    ctx.machine.add(key, ctx.flow(task, key, step.on_success))
+
+
+def emit_sub_workflow_failure(ctx: ScopeContext, key: str, failure: str | None) -> str:
+    """States that turn a child's failure into ``Relayflow.SubWorkflowFailed`` and take the
+    step's failure route (or fail the run). Any other error (a timeout, a refused start)
+    passes unchanged."""
+    check, parse, merge, pick, raise_ = (
+        f"{key}.child_failed",
+        f"{key}.child_parse",
+        f"{key}.child_merge",
+        f"{key}.child_pick",
+        f"{key}.child_raise",
+    )
+    onward = failure or ctx.reraise_state(key)
+    ctx.machine.add(
+        check,
+        Choice(
+            choices=[
+                {
+                    "And": [
+                        {"Variable": "$.error.Error", "StringEquals": "States.TaskFailed"},
+                        {"Variable": "$.error.Cause", "StringMatches": "{*}"},
+                    ],
+                    "Next": parse,
+                }
+            ],
+            default=onward,
+        ),
+    )
+    # Error and Cause are absent from a DescribeExecution that has none: default to null.
+    ctx.machine.add(
+        parse,
+        Pass(
+            parameters={
+                "defaults": {"Error": None, "Cause": None},
+                "child.$": "States.StringToJson($.error.Cause)",
+            },
+            result_path="$.error",
+            next=merge,
+        ),
+    )
+    ctx.machine.add(
+        merge,
+        Pass(
+            parameters={"child.$": "States.JsonMerge($.error.defaults, $.error.child, false)"},
+            result_path="$.error",
+            next=pick,
+        ),
+    )
+    ctx.machine.add(
+        pick,
+        Pass(
+            parameters={
+                "child_run_id.$": "$.error.child.Name",
+                "status.$": "$.error.child.Status",
+                "error.$": "$.error.child.Error",
+                "cause.$": "$.error.child.Cause",
+            },
+            result_path="$.error",
+            next=raise_,
+        ),
+    )
+    ctx.machine.add(
+        raise_,
+        Pass(
+            parameters={
+                "Error": SubWorkflowFailed.error_name,
+                "Cause.$": "States.JsonToString($.error)",
+            },
+            result_path="$.error",
+            next=onward,
+        ),
+    )
+    return check

@@ -1,0 +1,26 @@
+"""transform: a native Pass when the mapping compiles to Parameters, else the transform
+Lambda."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.states import Pass
+from relayflow.definition.models import TransformStep
+from relayflow.expressions import template_to_parameters
+
+if TYPE_CHECKING:
+    from relayflow.compiler.scope import ScopeContext
+
+
+def emit_transform(ctx: ScopeContext, key: str, step: TransformStep) -> None:
+    params = template_to_parameters({"output": step.mapping})
+    if params is not None and not ctx.must_catch(step):
+        ctx.c.runners[key] = "native"
+        state = Pass(
+            parameters={**params, "status": SUCCEEDED}, result_path=ctx.step_result_path(key)
+        )
+        ctx.machine.add(key, ctx.flow(state, key, step.on_success))
+        return
+    ctx.machine.add(key, ctx.lambda_task(key, step, "transform", step.on_success))
