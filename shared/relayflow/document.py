@@ -15,11 +15,12 @@ Inside a ``for_each`` iteration the document also holds ``item`` and ``index``.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 #: Top-level names a template or expression may start from.
 ROOTS = ("trigger", "steps", "run", "item", "index", "error")
@@ -83,13 +84,45 @@ def execution_input(
 
 
 class StepRef(BaseModel):
-    """What the compiler bakes into a Task's payload: which step, and its config."""
+    """What the compiler bakes into a Task's payload: which step, and its config.
+
+    On the wire (:meth:`wire`) the config is one JSON-encoded string: user data (a mapping's
+    keys, tool args, an HTTP body, a form schema) then never becomes a ``Parameters`` field
+    name, so a user key ending in ``.$`` stays data instead of being read as a JSONPath.
+    Parsing accepts that string (or, from Python, the object itself)."""
 
     model_config = ConfigDict(extra="forbid")
 
     key: str
     type: str
     config: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        decoded = config_of({"config": value})
+        return value if decoded is None else decoded
+
+    def wire(self) -> dict[str, Any]:
+        """The step as a Task payload carries it: ``config`` JSON-encoded (compact)."""
+        return {"key": self.key, "type": self.type, "config": encode_config(self.config)}
+
+
+def encode_config(config: dict[str, Any]) -> str:
+    """A step config as the JSON string a Task payload carries (see :class:`StepRef`)."""
+    return json.dumps(config, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def config_of(step: Any) -> dict[str, Any] | None:
+    """The config of a payload's ``step`` object, decoded; ``None`` when it has none or it is
+    malformed (the step's own parsing then reports the payload)."""
+    config = step.get("config") if isinstance(step, dict) else None
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return None
+    return config if isinstance(config, dict) else None
 
 
 class TaskContext(BaseModel):
@@ -126,7 +159,7 @@ def task_parameters(
     """ASL ``Parameters`` for a ``lambda:invoke`` Task that runs ``step``. With
     ``task_token`` (a ``.waitForTaskToken`` Task) the payload also carries ``task_token``."""
     payload: dict[str, Any] = {
-        "step": step.model_dump(),
+        "step": step.wire(),
         "doc.$": "$",
         "context": {
             "execution_id.$": "$$.Execution.Id",

@@ -14,7 +14,7 @@ from relayflow.errors import InvalidArgsError
 from relayflow.observability import is_sensitive_key, logger, redact, step_handler
 
 EVENT = {
-    "step": {"key": "charge", "type": "tool", "config": {}},
+    "step": {"key": "charge", "type": "tool", "config": "{}"},
     "doc": {"run": {"id": "run-1", "workflow_id": "orders", "tenant": "acme"}},
     "context": {"attempt": 2},
 }

@@ -18,9 +18,17 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, bootstrap_client, tenant_client
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    bootstrap_client,
+    step_config,
+    tenant_client,
+)
 
 from relayflow.dal.breakers import BreakerDal, iso_time
+from relayflow.document import StepRef
 from relayflow.errors import CircuitOpen, HttpError, InvalidArgsError, TransientError
 from relayflow.local.serve import LocalServer
 from relayflow.reliability.breakers import (
@@ -330,7 +338,7 @@ def test_a_transient_trial_hands_the_trial_to_the_next_caller(breakers, clock, t
 
 def tool_event(tenant: str, tool: str, config: dict[str, Any]) -> dict[str, Any]:
     return {
-        "step": {"key": "call", "type": "tool", "config": {"tool": tool, **config}},
+        "step": StepRef(key="call", type="tool", config={"tool": tool, **config}).wire(),
         "doc": {
             "run": {
                 "id": "run-1",
@@ -371,7 +379,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_http_request(server, remote,
     assert remote.requests == []
     # While another tenant's breaker of the same tool is untouched: its call goes out
     with pytest.raises(HttpError):
-        tool.run(tool_event(f"{tenant}-b", "http.billing", event["step"]["config"]))
+        tool.run(tool_event(f"{tenant}-b", "http.billing", step_config(event)))
     assert len(remote.requests) == 1
 
 

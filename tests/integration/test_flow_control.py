@@ -24,6 +24,7 @@ from relayflow_testing import load_handler, moto_table
 from relayflow.adapters.aws import client
 from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
+from relayflow.document import StepRef
 from relayflow.errors import Throttled
 from relayflow.local import LocalRuntime
 from relayflow.observability import step_handler
@@ -211,7 +212,7 @@ def test_a_rate_limit_admits_exactly_n_per_window_and_resets_in_the_next(aws):
 
 def step_event(config: dict[str, Any]) -> dict[str, Any]:
     return {
-        "step": {"key": "price", "type": "transform", "config": config},
+        "step": StepRef(key="price", type="transform", config=config).wire(),
         "doc": {
             "run": {"id": "run-9", "workflow_id": "orders", "tenant": "acme"},
             "trigger": {"qty": 3},

@@ -14,7 +14,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    allowed_server,
+    load_event,
+    load_handler,
+    set_step_config,
+    step_config,
+)
 
 from relayflow.compiler import compile_workflow
 from relayflow.definition import load_workflow_text
@@ -51,9 +60,9 @@ def fresh(event: dict[str, Any], **run: Any) -> dict[str, Any]:
 
 
 def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
-    url = urlsplit(event["step"]["config"]["url"])
-    event["step"]["config"]["url"] = f"{server.url}{url.path}"
-    return event
+    config = step_config(event)
+    config["url"] = f"{server.url}{urlsplit(config['url']).path}"
+    return set_step_config(event, config)
 
 
 def step_records(run_id: str) -> list[dict[str, Any]]:
@@ -124,12 +133,13 @@ def test_a_duplicate_code_step_runs_the_code_once(runtime, tmp_path: Path):
     # Given a code step that appends a line to a file and returns its process id
     log = tmp_path / "ran.txt"
     event = fresh(load_event("code", "score_order"))
-    event["step"]["config"]["code"] = (
+    code = (
         "import os\n"
         "with open(trigger['log'], 'a') as f:\n"
         "    f.write('ran\\n')\n"
         "return {'pid': os.getpid()}\n"
     )
+    set_step_config(event, {**step_config(event), "code": code})
     event["doc"]["trigger"]["log"] = str(log)
     handler = load_handler("code").handler
     # When it is invoked twice

@@ -12,7 +12,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    allowed_server,
+    load_event,
+    load_handler,
+    set_step_config,
+    step_config,
+)
 
 from relayflow.errors import (
     ExpressionError,
@@ -294,7 +303,9 @@ def test_tool_handler_runs_the_http_samples_against_a_local_server(runtime, serv
     create = load_event("tool", "http_create_invoice")
     fetch = load_event("tool", "http_get_invoice")
     for event in (create, fetch):
-        event["step"]["config"]["http_tool"]["base_url"] = f"{server.url}/v1"
+        config = step_config(event)
+        config["http_tool"]["base_url"] = f"{server.url}/v1"
+        set_step_config(event, config)
     server.reply = lambda r: (201, {"Content-Type": "application/json"}, b'{"id": "inv-42"}')
     # When both samples run
     created = handler(create, CONTEXT)

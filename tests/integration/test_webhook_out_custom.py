@@ -12,8 +12,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    allowed_server,
+    load_event,
+    load_handler,
+    set_step_config,
+    step_config,
+)
 
+from relayflow.document import StepRef
 from relayflow.errors import HttpError, SsrfBlocked, TransientError
 from relayflow.local import LocalRuntime
 from relayflow.net.http import verify_signature
@@ -50,14 +60,14 @@ CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1"
 
 def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
     """The sample with its URL's origin replaced by the local server's."""
-    url = urlsplit(event["step"]["config"]["url"])
-    event["step"]["config"]["url"] = f"{server.url}{url.path}"
-    return event
+    config = step_config(event)
+    config["url"] = f"{server.url}{urlsplit(config['url']).path}"
+    return set_step_config(event, config)
 
 
 def task(step_type: str, config: dict[str, Any], doc: dict[str, Any] | None = None) -> dict:
     return {
-        "step": {"key": "s", "type": step_type, "config": config},
+        "step": StepRef(key="s", type=step_type, config=config).wire(),
         "doc": doc or {"run": {"id": "run-1", "workflow_id": "wf"}, "trigger": {}, "steps": {}},
         "context": {"attempt": 0},
     }

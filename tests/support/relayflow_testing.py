@@ -37,6 +37,19 @@ def load_event(function: str, case: str) -> dict[str, Any]:
     return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
 
 
+def step_config(event: dict[str, Any]) -> dict[str, Any]:
+    """The config of a step Task payload, decoded (it travels as a JSON string)."""
+    return json.loads(event["step"]["config"])
+
+
+def set_step_config(event: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """``event`` with its step config replaced, encoded as the compiler encodes it."""
+    from relayflow.document import encode_config
+
+    event["step"]["config"] = encode_config(config)
+    return event
+
+
 @dataclass
 class Received:
     method: str

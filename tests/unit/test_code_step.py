@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from relayflow.document import StepRef
 from relayflow.errors import CodeError, CodeLimitExceeded, InvalidArgsError
 from relayflow.sandbox import Limits, run_code
 from relayflow.sandbox.limits import PREVIEW_CHARS, truncate_output
@@ -30,7 +31,7 @@ def run(source: str, limits: Limits = FAST, **variables: Any) -> Any:
 
 def step_event(config: dict[str, Any], **doc: Any) -> dict[str, Any]:
     return {
-        "step": {"key": "calc", "type": "code", "config": {"language": "python", **config}},
+        "step": StepRef(key="calc", type="code", config={"language": "python", **config}).wire(),
         "doc": {
             "run": {"id": "run-1", "workflow_id": "wf", "tenant": "acme"},
             "trigger": {},

@@ -18,6 +18,7 @@ import pytest
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
 from relayflow.dal.flow import FlowLeaseItem, rate_window_key, slots_partition
+from relayflow.document import StepRef
 from relayflow.errors import ExpressionError, InvalidArgsError, Throttled, TransientError
 from relayflow.reliability import flow
 from relayflow.reliability.flow import (
@@ -114,7 +115,7 @@ def control(table, clock) -> FlowControl:
 
 def task(config: dict[str, Any], trigger: Any = None) -> dict[str, Any]:
     return {
-        "step": {"key": "charge", "type": "transform", "config": config},
+        "step": StepRef(key="charge", type="transform", config=config).wire(),
         "doc": {
             "run": {"id": "run-1", "workflow_id": "orders", "tenant": "acme"},
             "trigger": trigger or {},

@@ -14,6 +14,7 @@ from relayflow_testing import moto_table
 
 from relayflow.adapters.aws import client, reset_clients
 from relayflow.dal.keys import step_results_partition
+from relayflow.document import StepRef
 from relayflow.errors import HttpError, TransientError
 from relayflow.observability import step_handler
 from relayflow.settings import get_settings, override_settings
@@ -29,7 +30,7 @@ def task(**doc: Any) -> dict[str, Any]:
     run = {"id": "run-9", "workflow_id": "orders", "tenant": "acme", "dry_run": False}
     run.update(doc.pop("run", {}))
     return {
-        "step": {"key": "charge", "type": "tool", "config": {"tool": "http.billing.charge"}},
+        "step": StepRef(key="charge", type="tool", config={"tool": "http.billing.charge"}).wire(),
         "doc": {"run": run, "trigger": {"amount": 5}, "steps": {}, **doc},
         "context": {"execution_id": "arn:aws:states:::execution:sm:run-9", "attempt": 0},
     }

@@ -302,21 +302,31 @@ class ScopeContext:
 
     def step_config(self, step: Any) -> dict[str, Any]:
         """What the step's Lambda needs from the definition (routing and policy stay in ASL).
-        A tool step calling ``http.<name>`` carries that HTTP tool's declaration; a custom
-        step carries its branch names (their targets are routing)."""
+        A tool step calling ``http.<name>[.<operation>]`` carries that HTTP tool's declaration
+        with only the operation it calls (none for a generic call): every step pays for its
+        own call, not for the whole API. A custom step carries its branch names (their targets
+        are routing)."""
         config = step.model_dump(mode="json", exclude=NOT_CONFIG, exclude_none=True)
         if step.type == "tool" and step.tool.startswith("http."):
-            name = step.tool.split(".")[1]
+            _, name, *operation = step.tool.split(".")
             config["http_tool"] = self.c.wf.http_tools[name].model_dump(
                 mode="json", exclude_none=True
             )
+            operations = config["http_tool"]["operations"]
+            config["http_tool"]["operations"] = {op: operations[op] for op in operation}
         if step.type == "custom":
             config["branches"] = sorted(step.branches)
         return config
 
-    def lambda_task(self, key: str, step: Any, kind: str, next_target: str | None) -> Task:
+    def lambda_task(
+        self, key: str, step: Any, kind: str, next_target: str | None, *, then: str | None = None
+    ) -> Task:
         """A ``lambda:invoke`` Task running ``step`` in the ``kind`` function, with the step's
-        retries and catches (and, on a cycle, the reset of its linear-retry counter)."""
+        retries and catches (and, on a cycle, the reset of its linear-retry counter).
+
+        On success it goes to step ``next_target`` (or ends the scope), or, with ``then``, to
+        that auxiliary state of this step (e.g. the Choice routing on its result). The Task
+        and the reset state between it and its successor carry exactly one of Next / End."""
         self.c.runners[key] = kind
         config = self.step_config(step)
         task = Task(
@@ -337,10 +347,18 @@ class ScopeContext:
             # On a cycle the step runs again: start its next failure from attempt one.
             reset = f"{key}.retry_reset"
             state = Pass(result={"attempt": 0, "delay": 0}, result_path=f"$.retry_{key}")
-            self.machine.add(reset, self.flow(state, key, next_target))
+            self.machine.add(reset, self.onward(state, key, next_target, then))
             task.next = reset
             return task
-        return self.flow(task, key, next_target)  # type: ignore[return-value]
+        return self.onward(task, key, next_target, then)  # type: ignore[return-value]
+
+    def onward(self, state: State, key: str, target: str | None, then: str | None) -> State:
+        """``state`` goes to the auxiliary state ``then`` when given, else flows to step
+        ``target`` (see :meth:`flow`)."""
+        if then is None:
+            return self.flow(state, key, target)
+        state.next = then  # type: ignore[attr-defined]
+        return state
 
     def callback_task(
         self, key: str, step: Any, config: dict[str, Any], result_selector: dict[str, Any]

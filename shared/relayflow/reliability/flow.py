@@ -48,6 +48,7 @@ from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
 from relayflow.dal.flow import FLOW_RETENTION_SECONDS, FlowDal, FlowLeaseItem
 from relayflow.definition.models import Concurrency, RateLimit
+from relayflow.document import config_of
 from relayflow.errors import InvalidArgsError, Throttled, TransientError
 from relayflow.observability import logger
 
@@ -317,7 +318,7 @@ def step_admission(
     event: Mapping[str, Any], context: Any, *, control: FlowControl | None = None
 ) -> Iterator[FlowLeaseItem | None]:
     """Admit one invocation of a flow-controlled step (see :meth:`FlowControl.admitted`)."""
-    limits = FlowLimits.from_config((event.get("step") or {}).get("config") or {})
+    limits = FlowLimits.from_config(config_of(event.get("step")) or {})
     doc = event.get("doc")
     if not isinstance(doc, Mapping):
         raise InvalidArgsError("malformed step payload: doc must be an object")

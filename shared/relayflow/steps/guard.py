@@ -21,9 +21,10 @@ FLOW_FIELDS = ("concurrency", "rate_limit")
 def is_flow_controlled(event: Any) -> bool:
     """Whether a step Task payload asks for flow control (a malformed one does not: the
     step's own parsing reports it)."""
-    step = event.get("step") if isinstance(event, dict) else None
-    config = step.get("config") if isinstance(step, dict) else None
-    return isinstance(config, dict) and any(config.get(name) for name in FLOW_FIELDS)
+    from relayflow.document import config_of
+
+    config = config_of(event.get("step") if isinstance(event, dict) else None)
+    return config is not None and any(config.get(name) for name in FLOW_FIELDS)
 
 
 def flow_controlled(func: Handler) -> Handler:

@@ -22,8 +22,7 @@ def emit_condition(ctx: ScopeContext, key: str, step: ConditionStep) -> None:
         ctx.machine.add(key, Choice(choices=[{**rule, "Next": on_true}], default=on_false))
         return
     route = f"{key}.route"
-    task = ctx.lambda_task(key, step, "condition", None)
-    task.end, task.next = False, route
+    task = ctx.lambda_task(key, step, "condition", None, then=route)
     ctx.machine.add(key, task)
     ctx.machine.add(
         route,

@@ -15,12 +15,11 @@ if TYPE_CHECKING:
 def emit_custom(ctx: ScopeContext, key: str, step: CustomStep) -> None:
     """The custom Lambda answers with a branch name (or null); a Choice routes on it and
     falls back to on_success (or the end) for no branch or an undeclared one."""
-    task = ctx.lambda_task(key, step, "custom", None)
     if not step.branches:
-        ctx.machine.add(key, ctx.flow(task, key, step.on_success))
+        ctx.machine.add(key, ctx.lambda_task(key, step, "custom", step.on_success))
         return
     route = f"{key}.route"
-    task.end, task.next, task.output_path = False, route, None
+    task = ctx.lambda_task(key, step, "custom", None, then=route)
     task.result_selector = {
         "output.$": "$.Payload.output",
         "branch.$": "$.Payload.branch",
