@@ -228,23 +228,44 @@ class TransformStep(_Routed):
     mapping: TemplateValue = Field(description="The output; strings may hold placeholders.")
 
 
+#: The longest Wait Step Functions accepts (``Seconds`` of a Wait state).
+MAX_DELAY_SECONDS = 99_999_999
+
+
 class DelayStep(_Routed):
     """Waits for a number of seconds or until a timestamp."""
 
     type: Literal["delay"]
     seconds: int | Template | None = Field(
-        None, description="Seconds to wait, or a placeholder that yields them."
+        None,
+        description=f"Seconds to wait (0 to {MAX_DELAY_SECONDS:,}), or a placeholder that "
+        "yields them.",
     )
     until: Template | None = Field(
-        None, description="ISO-8601 timestamp (or a placeholder yielding one) to wait until."
+        None,
+        description="RFC 3339 timestamp with a zone (or a placeholder yielding one) to wait until.",
     )
+
+    @field_validator("seconds", mode="before")
+    @classmethod
+    def _wait_range(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError(
+                "delay_seconds", "seconds must be a whole number or a placeholder, not a boolean"
+            )
+        if isinstance(value, int) and not 0 <= value <= MAX_DELAY_SECONDS:
+            raise PydanticCustomError(
+                "delay_seconds",
+                "seconds must be between 0 and {limit} (the longest Wait Step Functions "
+                "accepts); wait longer with an until timestamp",
+                {"limit": f"{MAX_DELAY_SECONDS:,}"},
+            )
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> DelayStep:
         if (self.seconds is None) == (self.until is None):
             raise ValueError("a delay needs exactly one of seconds or until")
-        if isinstance(self.seconds, int) and self.seconds < 0:
-            raise ValueError("seconds must be 0 or more")
         return self
 
 

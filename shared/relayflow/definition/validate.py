@@ -16,6 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from relayflow.definition.graph import StepGraph
+from relayflow.definition.limits import (
+    compiled_size_problems,
+    non_finite_problems,
+    parse_rfc3339,
+)
 from relayflow.definition.loader import LoadedDocument, load_file, parse_text
 from relayflow.definition.models import (
     AVAILABLE_STEP_TYPES,
@@ -37,8 +42,6 @@ from relayflow.expressions import (
 
 _KEY_RE = re.compile(STEP_KEY_PATTERN)
 _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
-#: RFC 3339 date-time, the form Step Functions accepts for Wait Timestamp.
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 #: Fields of each step type that hold templates (validated and reference-checked).
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -421,7 +424,15 @@ class _Checker:
             native = template_to_parameters({"trigger": value})
         except (TemplateSyntaxError, ExpressionSyntaxError):
             return  # reported by check_template_field
-        if native is None:
+        path_keys = list(_path_like_keys(value, path))
+        for key_path in path_keys:
+            self.add(
+                key_path,
+                "sub-workflow-input",
+                "a sub_workflow input key cannot end in '.$': the child's input is built "
+                "natively, where Step Functions would read the value as a path",
+            )
+        if native is None and not path_keys:
             self.add(
                 path,
                 "sub-workflow-input",
@@ -443,12 +454,13 @@ class _Checker:
                     "e.g. '{{ trigger.due_at }}'",
                 )
             return
-        if not _TIMESTAMP.match(value.strip()):
+        if parse_rfc3339(value.strip()) is None:
             self.add(
                 path,
                 "delay-until",
-                f"'{value}' is not an ISO-8601 timestamp with a time zone, "
-                "e.g. 2030-01-01T09:00:00Z or 2030-01-01T09:00:00+02:00",
+                f"'{value}' is not an RFC 3339 timestamp with a time zone (a real date and "
+                "time, ASCII digits, upper-case T and Z), e.g. 2030-01-01T09:00:00Z or "
+                "2030-01-01T09:00:00+02:00",
             )
 
     def check_tools(self) -> None:
@@ -540,19 +552,34 @@ class _Checker:
                 slugs.setdefault(slug, i)
 
 
+def _path_like_keys(value: Any, path: str) -> Iterable[str]:
+    """Paths of the object keys in ``value`` that end in ``.$``."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and key.endswith(".$"):
+                yield f"{path}.{key}"
+            yield from _path_like_keys(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _path_like_keys(item, f"{path}[{index}]")
+
+
 def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, list[Problem]]:
     """Check a parsed definition. Returns the model (when it parsed) and every problem found."""
     if not isinstance(data, Mapping):
         return None, [
             Problem(file, "", "type", "a definition is a mapping (YAML) or object (JSON)")
         ]
-    problems: list[Problem] = []
+    problems: list[Problem] = non_finite_problems(data, file)
     workflow: Workflow | None = None
     try:
         workflow = Workflow.model_validate(data)
     except ValidationError as exc:
         problems.extend(_model_problems(file, exc))
     problems.extend(_Checker(data, file).run())
+    if workflow is not None and not problems:
+        # Only a sound definition compiles; its size is the last thing to check.
+        problems.extend(compiled_size_problems(workflow, file))
     unique = sorted(set(problems), key=lambda p: (p.path, p.rule, p.message))
     return (workflow if not unique else None), unique
 
