@@ -14,7 +14,7 @@ import pytest
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.kinds.parallel import branch_merge
 from relayflow.compiler.size import (
-    MAX_DEFINITION_BYTES,
+    MAX_STATE_MACHINE_BYTES,
     SIZING_OPTIONS,
     definition_bytes,
     step_bytes,
@@ -444,8 +444,10 @@ def test_eight_hundred_tool_steps_with_retries_compile_under_the_quota():
     workflow, problems = validate_data(data)
     assert not problems and workflow is not None
     # Both as measured with the longest deployed names and as compiled locally
-    assert definition_bytes(compile_workflow(workflow, SIZING_OPTIONS).asl) <= MAX_DEFINITION_BYTES
-    assert definition_bytes(compile_workflow(workflow).asl) <= MAX_DEFINITION_BYTES
+    assert (
+        definition_bytes(compile_workflow(workflow, SIZING_OPTIONS).asl) <= MAX_STATE_MACHINE_BYTES
+    )
+    assert definition_bytes(compile_workflow(workflow).asl) <= MAX_STATE_MACHINE_BYTES
 
 
 def test_step_sizes_add_up_to_the_states_and_name_their_steps():

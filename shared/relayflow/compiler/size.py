@@ -10,7 +10,7 @@ from relayflow import naming
 from relayflow.compiler.options import CompileOptions
 
 #: Step Functions' quota on a state machine definition: bytes of its JSON (UTF-8).
-MAX_DEFINITION_BYTES = 1_048_576
+MAX_STATE_MACHINE_BYTES = 1_048_576
 #: The longest names a deployment puts into a compiled machine: the longest region name,
 #: the ``prod`` stage in function names (``relayflow-<stage>-<kind>``) and 80-character state
 #: machine names (sub_workflow targets). A definition measured with these fits every stack.

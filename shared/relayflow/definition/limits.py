@@ -77,7 +77,7 @@ def compiled_size_problems(workflow: Workflow, file: str | None) -> list[Problem
     that take the most room."""
     from relayflow.compiler.compile import compile_workflow
     from relayflow.compiler.size import (
-        MAX_DEFINITION_BYTES,
+        MAX_STATE_MACHINE_BYTES,
         SIZING_OPTIONS,
         definition_bytes,
         step_bytes,
@@ -85,7 +85,7 @@ def compiled_size_problems(workflow: Workflow, file: str | None) -> list[Problem
 
     asl = compile_workflow(workflow, SIZING_OPTIONS).asl
     size = definition_bytes(asl)
-    if size <= MAX_DEFINITION_BYTES:
+    if size <= MAX_STATE_MACHINE_BYTES:
         return []
     sizes = step_bytes(asl)
     largest = ", ".join(
@@ -100,7 +100,7 @@ def compiled_size_problems(workflow: Workflow, file: str | None) -> list[Problem
             "steps",
             "compiled-size",
             f"the compiled state machine would be {size:,} bytes; Step Functions accepts at "
-            f"most {MAX_DEFINITION_BYTES:,}. Largest steps: {largest}; {len(sizes):,} steps "
+            f"most {MAX_STATE_MACHINE_BYTES:,}. Largest steps: {largest}; {len(sizes):,} steps "
             f"take {average:,} bytes each on average. Move part of the "
             "workflow into a sub_workflow, or shrink the largest steps (fewer retry or "
             "routing options, smaller mappings and HTTP bodies)",
