@@ -483,3 +483,21 @@ def test_a_step_carries_only_the_http_operation_it_calls():
     assert list(step_config(asl["States"]["a"])["http_tool"]["operations"]) == ["create"]
     assert step_config(asl["States"]["b"])["http_tool"]["operations"] == {}
     assert definition_bytes(asl) < 2 * 5000
+
+
+def test_every_step_sample_event_carries_its_config_as_the_compiler_does():
+    # The events/<function>/*.json samples are what `sam local invoke` sends: the same shape
+    # as a compiled Task's payload, config JSON-encoded
+    from pathlib import Path
+
+    from relayflow import naming
+
+    root = Path(__file__).resolve().parents[2] / "events"
+    samples = [p for kind in naming.STEP_FUNCTIONS for p in sorted((root / kind).glob("*.json"))]
+    assert samples
+    for sample in samples:
+        step = json.loads(sample.read_text())["step"]
+        if sample.name == "malformed_payload.json":
+            continue  # a payload without a config, on purpose
+        assert isinstance(step["config"], str), sample.name
+        assert isinstance(json.loads(step["config"]), dict), sample.name
