@@ -28,7 +28,7 @@ def valid_machine() -> dict[str, Any]:
                 "Type": "Pass",
                 "Parameters": {
                     "id.$": "$$.Execution.Id",
-                    "name.$": "States.Format('order {} \\{x\\} it\\'s', $.order.id)",
+                    "name.$": "States.Format('order {} \\{x\\}', $.order.id)",
                     "items.$": "$.order.items",
                     "first.$": "$.order.items[0].sku",
                     "literal": {"nested": [1, 2, {"deep.$": "$.order['id']"}]},
@@ -511,4 +511,15 @@ BROKEN: list[BrokenCase] = [
         "call",
     ),
     BrokenCase("jsonata", _top(QueryLanguage="JSONata"), "query-language", None),
+    # Fields Step Functions does not know
+    BrokenCase("unknown-state-field", _set("pause", Secs=5), "unknown-field", "pause"),
+    BrokenCase("result-on-a-task", _set("call", Result={}), "unknown-field", "call"),
+    BrokenCase("unknown-machine-field", _top(Timeout=5), "unknown-field", None),
+    BrokenCase("unknown-retrier-field", _retry(0, MaxRetries=3), "unknown-field", "call"),
+    BrokenCase(
+        "unknown-branch-field",
+        _in_branch(lambda b: b.update(Name="right")),
+        "unknown-field",
+        "fork.Branches[1]",
+    ),
 ]

@@ -70,6 +70,7 @@ def test_every_rule_has_a_broken_case():
         "error-equals",
         "field-conflict",
         "query-language",
+        "unknown-field",
     }
 
 

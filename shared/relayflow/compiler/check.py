@@ -70,6 +70,47 @@ _EXCLUSIVE = {
         ("MaxConcurrency", "MaxConcurrencyPath"),
     ),
 }
+_COMMON = ("Type", "Comment", "QueryLanguage")
+_FLOW = ("Next", "End", "InputPath", "OutputPath", "Assign")
+#: The fields each state type may have in the JSONPath query language; Step Functions refuses
+#: any other ("SCHEMA_VALIDATION_FAILED: … is not supported").
+_ALLOWED_FIELDS: dict[str, frozenset[str]] = {
+    kind: frozenset((*_COMMON, *fields))
+    for kind, fields in {
+        "Pass": (*_FLOW, "ResultPath", "Parameters", "Result"),
+        "Task": (
+            *_FLOW,
+            *("Resource", "ResultPath", "Parameters", "ResultSelector", "Retry", "Catch"),
+            *("TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds"),
+            *("HeartbeatSecondsPath", "Credentials"),
+        ),
+        "Choice": ("Choices", "Default", "InputPath", "OutputPath", "Assign"),
+        "Wait": (*_FLOW, "Seconds", "SecondsPath", "Timestamp", "TimestampPath"),
+        "Succeed": ("InputPath", "OutputPath"),
+        "Fail": ("Error", "ErrorPath", "Cause", "CausePath"),
+        "Parallel": (
+            *_FLOW,
+            *("Branches", "ResultPath", "Parameters", "ResultSelector", "Retry", "Catch"),
+        ),
+        "Map": (
+            *_FLOW,
+            *("ItemProcessor", "Iterator", "ItemsPath", "ItemSelector", "Parameters"),
+            *("ItemReader", "ItemBatcher", "ResultWriter", "Label", "ResultPath"),
+            *("ResultSelector", "Retry", "Catch", "MaxConcurrency", "MaxConcurrencyPath"),
+            *("ToleratedFailurePercentage", "ToleratedFailurePercentagePath"),
+            *("ToleratedFailureCount", "ToleratedFailureCountPath"),
+        ),
+    }.items()
+}
+_MACHINE_FIELDS = frozenset(
+    {"Comment", "StartAt", "States", "Version", "TimeoutSeconds", "QueryLanguage"}
+)
+_SCOPE_FIELDS = frozenset({"Comment", "StartAt", "States", "ProcessorConfig", "QueryLanguage"})
+_RETRIER_FIELDS = frozenset(
+    {"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds"}
+    | {"JitterStrategy", "Comment"}
+)
+_CATCHER_FIELDS = frozenset({"ErrorEquals", "Next", "ResultPath", "Comment", "Assign"})
 _WAIT_FIELDS = ("Seconds", "Timestamp", "SecondsPath", "TimestampPath")
 # Characters no name in Step Functions may hold (beside controls and surrogates).
 _NONCHAR = frozenset({0xFFFE, 0xFFFF})
@@ -194,6 +235,7 @@ class _Checker:
             )
         if "TimeoutSeconds" in asl:
             self._seconds(None, "TimeoutSeconds", asl["TimeoutSeconds"], low=1)
+        self._unknown(asl, _MACHINE_FIELDS, None, "the state machine")
         self.scope(asl, None)
 
     def _size_message(self, asl: Mapping[str, Any], size: int) -> str:
@@ -251,6 +293,8 @@ class _Checker:
         if not isinstance(states, Mapping) or not states:
             self.add("scope", where, "States must be a non-empty object")
             return
+        if where is not None:
+            self._unknown(scope, _SCOPE_FIELDS, where, "a branch or item processor")
         start = scope.get("StartAt")
         if not isinstance(start, str) or start not in states:
             self.add("start-at", where, f"StartAt {start!r} does not name a state of this scope")
@@ -405,7 +449,15 @@ class _Checker:
 
     # -- fields ----------------------------------------------------------------------------------
 
+    def _unknown(
+        self, value: Mapping[str, Any], allowed: frozenset[str], path: str | None, what: str
+    ) -> None:
+        unknown = sorted(str(key) for key in value if key not in allowed)
+        if unknown:
+            self.add("unknown-field", path, f"{what} cannot have {', '.join(unknown)}")
+
     def fields(self, state: Mapping[str, Any], kind: str, path: str) -> None:
+        self._unknown(state, _ALLOWED_FIELDS[kind], path, f"a {kind} state")
         language = state.get("QueryLanguage", "JSONPath")
         if language != "JSONPath":
             self.add("query-language", path, f"QueryLanguage {language!r}: JSONPath only")
@@ -566,6 +618,7 @@ class _Checker:
         items = self._error_handlers(retriers, path, "Retry")
         for index, retrier in items:
             where = f"Retry[{index}]"
+            self._unknown(retrier, _RETRIER_FIELDS, path, where)
             if "MaxAttempts" in retrier:
                 self._seconds(path, f"{where}.MaxAttempts", retrier["MaxAttempts"], low=0)
             if "IntervalSeconds" in retrier:
@@ -595,6 +648,7 @@ class _Checker:
         if catchers is None:
             return
         for index, catcher in self._error_handlers(catchers, path, "Catch"):
+            self._unknown(catcher, _CATCHER_FIELDS, path, f"Catch[{index}]")
             if catcher.get("ResultPath") is not None:
                 self._path(
                     path,
