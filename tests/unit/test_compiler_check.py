@@ -146,6 +146,19 @@ def test_a_state_name_of_80_characters_is_allowed():
     assert check_machine(asl) == []
 
 
+def test_state_name_length_counts_utf16_code_units():
+    # 79 characters plus one outside the Basic Multilingual Plane: 81 UTF-16 code units
+    asl = valid_machine()
+    name = "l" * 79 + "\U0001f600"
+    asl["States"]["fork"]["Branches"][0] = {
+        "StartAt": name,
+        "States": {name: {"Type": "Pass", "End": True}},
+    }
+    assert [(v.rule, v.state) for v in check_machine(asl)] == [
+        ("state-name", f"fork.Branches[0].{name}")
+    ]
+
+
 def test_keys_ending_in_dollar_outside_payload_templates_are_plain_data():
     # A Pass Result is static: Step Functions never evaluates its keys
     asl = valid_machine()

@@ -199,8 +199,11 @@ def _state_path(scope: str | None, name: str) -> str:
 
 
 def _name_problem(name: str) -> str | None:
-    if not 1 <= len(name) <= MAX_STATE_NAME:
-        return f"a state name has 1 to {MAX_STATE_NAME} characters, this one {len(name)}"
+    # Counted in UTF-16 code units, as Step Functions (a Java service) counts a string's length;
+    # a character outside the BMP counts twice, which is the stricter reading.
+    length = len(name.encode("utf-16-le")) // 2
+    if not 1 <= length <= MAX_STATE_NAME:
+        return f"a state name has 1 to {MAX_STATE_NAME} characters, this one {length}"
     for char in name:
         code = ord(char)
         if code <= 0x1F or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or code in _NONCHAR:
