@@ -96,7 +96,9 @@ def run_workflow(
     created in moto first (tables, queues, buses … that the workflow's tools use).
     ``workflows`` (by id) are the ones its sub_workflow steps may start: each, and the
     workflow itself when it has sub_workflow steps, is published as a state machine version
-    with the ``live`` alias pointing at it (see :func:`publish_local`)."""
+    with the ``live`` alias pointing at it (see :func:`publish_local`). A compiled machine
+    that fails :mod:`relayflow.compiler.check` raises ``CompiledMachineInvalid`` before any
+    runtime starts."""
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
