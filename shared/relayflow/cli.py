@@ -4,7 +4,8 @@
 shows a cron expression's fire times; ``serve`` runs the control API locally; ``deploy``,
 ``runs`` and ``keys`` talk to a control API (``--api URL --api-key KEY``, or
 ``RELAYFLOW_API_URL`` / ``RELAYFLOW_API_KEY``). Exit codes: 0 success, 1 a run that did not
-succeed or a request the API refused, 2 an invalid definition or bad arguments.
+succeed or a request the API refused, 2 an invalid definition or bad arguments, 3 a compiler
+bug (the compiled state machine breaks an ASL rule: nothing was written, run or deployed).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 
 from relayflow.definition import DefinitionError, Workflow, load_workflow
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID, EXIT_COMPILER_BUG = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -59,8 +60,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from relayflow.compiler import compile_workflow
+    from relayflow.compiler.check import assert_valid_machine
 
     compiled = compile_workflow(_load(args.file))
+    assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -258,6 +261,8 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- the control API
 
 API_URL_ENV, API_KEY_ENV = "RELAYFLOW_API_URL", "RELAYFLOW_API_KEY"
+#: The API's error code for a compiled machine that fails :mod:`relayflow.compiler.check`.
+COMPILER_BUG_CODE = "compiler_bug"
 _MEDIA_TYPES = {".json": "application/json"}
 
 
@@ -350,6 +355,9 @@ def _detail_line(item: Any, file: str | None) -> str:
 
     if isinstance(item, dict) and {"path", "rule", "message"} <= set(item):
         return str(Problem(file or item.get("file"), item["path"], item["rule"], item["message"]))
+    if isinstance(item, dict) and {"rule", "state", "message"} <= set(item):
+        where = f"state {item['state']!r}" if item["state"] is not None else "the state machine"
+        return f"[{item['rule']}] {where}: {item['message']}"
     if isinstance(item, dict) and {"path", "message"} <= set(item):
         return f"{item['path']}: {item['message']}"
     return json.dumps(item, default=str)
@@ -447,7 +455,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                 else:
                     print(f"✗ {path}", file=sys.stderr)
                     _print_api_failure(exc, sys.stderr, file=path)
-                    status = max(status, EXIT_RUN_FAILED)
+                    bug = exc.body.get("code") == COMPILER_BUG_CODE
+                    status = max(status, EXIT_COMPILER_BUG if bug else EXIT_RUN_FAILED)
                 continue
             verb = "created" if code == 201 else "updated"
             print(
@@ -1068,9 +1077,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from relayflow.compiler.check import CompiledMachineInvalid
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except CompiledMachineInvalid as exc:
+        print(
+            "relayflow: internal error: the compiler produced a state machine that Step "
+            f"Functions would refuse ({len(exc.violations)} rule(s) broken). This is a Relayflow "
+            "bug; nothing was written, run or deployed. Please report it with the definition.",
+            file=sys.stderr,
+        )
+        for violation in exc.violations:
+            print(f"  {violation}", file=sys.stderr)
+        return EXIT_COMPILER_BUG
     except DefinitionError as exc:
         print(f"relayflow: {len(exc.problems)} problem(s) in the definition:", file=sys.stderr)
         _print_problems(exc, sys.stderr)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.definition.models import Workflow
@@ -60,6 +61,15 @@ class RunResult:
         }
 
 
+def compile_checked(workflow: Workflow) -> CompiledWorkflow:
+    """Compile ``workflow`` and check the machine (:mod:`relayflow.compiler.check`) before the
+    local runtime sees it. Raises ``CompiledMachineInvalid`` (a compiler bug) instead of
+    running a machine Step Functions would refuse."""
+    compiled = compile_workflow(workflow)
+    assert_valid_machine(compiled.asl)
+    return compiled
+
+
 def step_timeline(
     workflow: Workflow, compiled: CompiledWorkflow, record: ExecutionRecord
 ) -> list[StepRun]:
@@ -86,11 +96,13 @@ def run_workflow(
     created in moto first (tables, queues, buses … that the workflow's tools use).
     ``workflows`` (by id) are the ones its sub_workflow steps may start: each, and the
     workflow itself when it has sub_workflow steps, is published as a state machine version
-    with the ``live`` alias pointing at it (see :func:`publish_local`)."""
+    with the ``live`` alias pointing at it (see :func:`publish_local`). A compiled machine
+    that fails :mod:`relayflow.compiler.check` raises ``CompiledMachineInvalid`` before any
+    runtime starts."""
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
-    compiled = compile_workflow(workflow)
+    compiled = compile_checked(workflow)
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id)
     published = dict(workflows or {})
@@ -118,7 +130,7 @@ def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
 
     from relayflow.local.runtime import LOCAL_ROLE_ARN
 
-    definition = json.dumps(compile_workflow(workflow).asl)
+    definition = json.dumps(compile_checked(workflow).asl)
     name = local_state_machine_name(workflow.id)
     sfn = runtime.sfn_client
     arn = f"arn:aws:states:{runtime.region}:{runtime.account}:stateMachine:{name}"

@@ -22,6 +22,8 @@ status  code                       when
 429     ``too_many_requests``      throttled (API Gateway; the local server's rate limit)
 500     ``internal_error``         anything unexpected: logged with the request id,
                                    never a stack trace in the response
+500     ``compiler_bug``           PUT /workflows: the compiled state machine breaks an
+                                   ASL rule (details: every violation); nothing deployed
 503     ``service_unavailable``    an AWS service the control plane uses failed
 ======  =========================  ====================================================
 

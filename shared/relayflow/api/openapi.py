@@ -31,7 +31,8 @@ ERROR_DESCRIPTIONS = {
     415: "unsupported_media_type: the body is neither JSON nor (for PUT) YAML",
     422: "unprocessable (a body that breaks its model) or invalid_definition (every problem)",
     429: "too_many_requests: throttled; retry after the Retry-After header",
-    500: "internal_error: logged with the request id, which details carries",
+    500: "internal_error: logged with the request id, which details carries; compiler_bug: "
+    "the compiled state machine breaks an ASL rule (details: every violation)",
     503: "service_unavailable: an AWS service the control plane uses failed; retry later",
 }
 YAML_MEDIA_TYPE = "application/yaml"

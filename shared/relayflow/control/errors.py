@@ -72,6 +72,24 @@ class TooManyRequests(ApiError):
     status, code = 429, "too_many_requests"
 
 
+class CompilerBug(ApiError):
+    """The compiled state machine breaks an ASL rule or a Step Functions quota
+    (:mod:`relayflow.compiler.check`): Relayflow's bug, not the caller's, so nothing was
+    deployed. ``details`` lists every violation (``{"rule", "state", "message"}``)."""
+
+    status, code = 500, "compiler_bug"
+
+    @classmethod
+    def from_violations(cls, violations: Iterable[Any]) -> CompilerBug:
+        details = [{"rule": v.rule, "state": v.state, "message": v.message} for v in violations]
+        return cls(
+            f"the compiler produced a state machine Step Functions would refuse "
+            f"({len(details)} rule(s) broken); nothing was deployed. This is a Relayflow bug: "
+            "please report it with the definition",
+            details,
+        )
+
+
 class ServiceUnavailable(ApiError):
     """An AWS service the control plane depends on failed; retrying later may work."""
 

@@ -32,6 +32,7 @@ from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
     ApiError,
     BadRequest,
+    CompilerBug,
     Conflict,
     InvalidDefinition,
     NotFound,
@@ -178,6 +179,20 @@ class BreakerOpen(Conflict):
     def __init__(self, message: str, details: dict[str, Any], retry_after: int | None) -> None:
         super().__init__(message, details)
         self.retry_after = retry_after
+
+
+def _check_compiled(asl: Mapping[str, Any]) -> None:
+    """Refuse to deploy a compiled machine that fails :mod:`relayflow.compiler.check`: a
+    compiler bug, logged in full and answered with 500 ``compiler_bug``."""
+    from relayflow.compiler.check import CompiledMachineInvalid, assert_valid_machine
+
+    try:
+        assert_valid_machine(asl)
+    except CompiledMachineInvalid as exc:
+        from relayflow.observability import logger
+
+        logger.error("compiled state machine failed the check", extra={"reason": str(exc)})
+        raise CompilerBug.from_violations(exc.violations) from exc
 
 
 def _translated(method: Callable[P, R]) -> Callable[P, R]:
@@ -336,6 +351,7 @@ class ControlPlane:
                 ),
             ),
         )
+        _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()

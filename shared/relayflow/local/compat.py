@@ -1833,3 +1833,14 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         return iso_timestamp(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# --------------------------------------------------------------------------------------------
+# Fixes that live in their own modules (compat.py is big enough): they register through these
+# public names when imported, which happens here so that every fix is known to apply().
+# --------------------------------------------------------------------------------------------
+
+fix = _fix
+Patches = _Patches
+
+from relayflow.local import compat_definition  # noqa: E402, F401  (fix "definition_check")
