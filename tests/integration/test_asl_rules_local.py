@@ -138,16 +138,19 @@ def test_a_linear_retry_on_a_cycle_starts_each_pass_from_attempt_one(kind, defin
 # --------------------------------------------------------------------------- wide parallel
 
 
-def test_a_twelve_branch_parallel_merges_every_branch_output():
-    # Given 12 branches (a fold of JsonMerge would nest 11 intrinsics deep; AWS allows 10)
-    branches = [f"b{i}" for i in range(12)]
-    steps = "\n".join(f"  b{i}: {{type: transform, mapping: {i}}}" for i in range(12))
+@pytest.mark.parametrize("count", [12, 100])
+def test_a_wide_parallel_merges_every_branch_output(count):
+    # Given 12 or 100 branches (a fold of JsonMerge would need count - 1 intrinsics in one
+    # field; AWS allows 10, so the compiler merges groups and then the groups)
+    branches = [f"b{i}" for i in range(count)]
+    steps = "\n".join(f"  b{i}: {{type: transform, mapping: {i}}}" for i in range(count))
+    last = count - 1
     definition = f"""
 id: wide
 start: fan
 steps:
   fan: {{type: parallel, branches: {json.dumps(branches)}, on_success: after}}
-  after: {{type: transform, mapping: "{{{{ steps.b11.output }}}}"}}
+  after: {{type: transform, mapping: "{{{{ steps.b{last}.output }}}}"}}
 {steps}
 """
     with LocalRuntime(time_scale=0.001) as runtime:
@@ -155,5 +158,5 @@ steps:
     # Then every branch's output is in the document after the join
     assert result.status == "succeeded", (result.error, result.cause)
     got = outputs(result)
-    assert {f"b{i}": got[f"b{i}"] for i in range(12)} == {f"b{i}": i for i in range(12)}
-    assert got["after"] == 11
+    assert {f"b{i}": got[f"b{i}"] for i in range(count)} == {f"b{i}": i for i in range(count)}
+    assert got["after"] == last

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from relayflow.compiler import compile_workflow
+from relayflow.compiler.check import check_machine
 from relayflow.compiler.kinds.parallel import branch_merge
 from relayflow.compiler.size import (
     MAX_STATE_MACHINE_BYTES,
@@ -386,20 +387,45 @@ def parallel_of(count: int) -> dict[str, Any]:
     return {"id": "c7", "start": "fan", "steps": steps}
 
 
-@pytest.mark.parametrize("count", [12, 40])
-def test_the_branch_merge_nests_at_most_ten_intrinsics(count):
-    merge = compiled(parallel_of(count))["States"]["fan"]["ResultSelector"]["steps.$"]
+def merged_order(fields: list[str]) -> list[int]:
+    text = " ".join(fields).replace("$[", " ").replace("].steps", " ")
+    return [int(i) for i in text.split() if i.isdigit()]
+
+
+@pytest.mark.parametrize("count", [2, 11])
+def test_up_to_eleven_branches_merge_in_one_field_of_at_most_ten_intrinsics(count):
+    states = compiled(parallel_of(count))["States"]
+    merge = states["fan"]["ResultSelector"]["steps.$"]
+    assert merge.count("States.JsonMerge(") == count - 1 <= 10
     assert intrinsic_depth(merge) == math.ceil(math.log2(count))
-    assert intrinsic_depth(merge) <= 10
-    # And every branch is merged, each once, in branch order
-    order = [
-        int(i) for i in merge.replace("$[", " ").replace("].steps", " ").split() if i.isdigit()
+    # And every branch is merged, each once, in branch order, with no extra state
+    assert merged_order([merge]) == list(range(count))
+    assert "fan.merge" not in states
+
+
+@pytest.mark.parametrize("count", [12, 40, 100])
+def test_wide_parallels_merge_groups_of_branches_then_the_groups(count):
+    # Given a parallel wider than one field can merge (10 intrinsics at most per field)
+    asl = compiled(parallel_of(count))
+    states = asl["States"]
+    parts = states["fan"]["ResultSelector"]["parts"]
+    # Then each group field holds at most 10 intrinsic calls, and together they merge every
+    # branch once, in order
+    assert all(field.count("States.JsonMerge(") <= 10 for field in parts.values())
+    assert merged_order(list(parts.values())) == list(range(count))
+    # And one Pass merges the groups, in order, within the same limit
+    join = states["fan.merge"]["Parameters"]["steps.$"]
+    assert join.count("States.JsonMerge(") <= 10
+    assert states["fan"]["Next"] == "fan.merge"
+    assert [p.split(".")[-1] for p in join.replace(",", " ").split() if "$.parts" in p] == [
+        f"p{n}" for n in range(len(parts))
     ]
-    assert order == list(range(count))
+    # And the whole machine passes the post-compile check
+    assert check_machine(asl) == []
 
 
-@pytest.mark.parametrize("count", [1, 2, 3, 12, 40, 100])
-def test_the_merge_stays_within_ten_nested_intrinsics_up_to_100_branches(count):
+@pytest.mark.parametrize("count", [1, 2, 3, 11])
+def test_the_one_field_merge_stays_within_ten_intrinsics(count):
     merge = branch_merge(count)
     assert intrinsic_depth(merge) <= 10
     assert merge.count("States.JsonMerge(") == max(count - 1, 1)

@@ -275,7 +275,7 @@ class ParallelStep(_Routed):
 
     type: Literal["parallel"]
     branches: list[StepKey] = Field(
-        min_length=1, max_length=40, description="First step of each branch."
+        min_length=1, max_length=100, description="First step of each branch."
     )
 
 
