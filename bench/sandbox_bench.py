@@ -1,0 +1,106 @@
+"""Per-step cost of the code sandbox, and the code function's cold start.
+
+Three figures, each from fresh processes on this machine:
+
+- **per step**: ``run_code("return 1")`` end to end (start the child, jail it, run, reap),
+  median and p90 of N runs in one warm parent, as a Lambda's warm invocations see it;
+- **jail**: what the child spends on its jail alone (parent-death signal, seccomp filter,
+  import guard, audit hook), timed inside fresh ``python -I -S -B`` interpreters, median
+  of N; this is the part the issue caps at 20 ms per step;
+- **cold start**: importing ``functions/code/app.py`` (best of N fresh interpreters, as
+  ``bench/cold_start.py`` measures every handler).
+
+Run: ``.venv/bin/python bench/sandbox_bench.py [--runs 50]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "shared"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from cold_start import _TIME_HANDLER, best_of  # noqa: E402
+
+from relayflow.sandbox import Limits, run_code  # noqa: E402
+
+LIMITS = Limits(cpu_seconds=5, memory_mb=256, wall_seconds=10, output_bytes=100_000)
+
+#: Loads the jail the way runner.py does and times its set-up, in a fresh interpreter.
+_TIME_JAIL = """
+import os, sys, time
+started = time.perf_counter()
+import importlib.util
+spec = importlib.util.spec_from_file_location("relayflow_jail", sys.argv[1])
+jail = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(jail)
+jail.enter(os.getppid())
+print(time.perf_counter() - started)
+"""
+
+
+def per_step(runs: int) -> list[float]:
+    """Milliseconds of ``run_code("return 1")``, one figure per run (after one warm-up)."""
+    run_code("return 1", steps={}, trigger={}, input=None, run={}, limits=LIMITS)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run_code("return 1", steps={}, trigger={}, input=None, run={}, limits=LIMITS)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def jail_cost(runs: int) -> list[float] | None:
+    """Milliseconds of the jail's set-up in fresh children, or None before it existed."""
+    jail = ROOT / "shared" / "relayflow" / "sandbox" / "jail.py"
+    if not jail.exists():
+        return None
+    times = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-B", "-c", _TIME_JAIL, str(jail)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={},
+        )
+        times.append(float(done.stdout.strip()) * 1000)
+    return times
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50, help="runs per figure")
+    args = parser.parse_args(argv)
+    print(f"Code sandbox, {args.runs} runs (Python {sys.version.split()[0]}, {sys.platform})")
+    steps = per_step(args.runs)
+    print(
+        f"  per step, run_code('return 1'): median {statistics.median(steps):6.1f} ms, "
+        f"p90 {p90(steps):6.1f} ms"
+    )
+    jail = jail_cost(args.runs)
+    if jail is None:
+        print("  jail set-up in the child:        (no jail in this checkout)")
+    else:
+        print(
+            f"  jail set-up in the child:        median {statistics.median(jail):6.1f} ms, "
+            f"p90 {p90(jail):6.1f} ms (budget 20 ms)"
+        )
+    app = str(ROOT / "functions" / "code" / "app.py")
+    cold = best_of(sys.executable, _TIME_HANDLER.format(shared=str(ROOT / "shared")), app, 7)
+    print(f"  cold start, import functions/code/app.py: best of 7 {cold * 1000:6.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
