@@ -32,15 +32,16 @@ from relayflow.sandbox import Limits, run_code  # noqa: E402
 
 LIMITS = Limits(cpu_seconds=5, memory_mb=256, wall_seconds=10, output_bytes=100_000)
 
-#: Loads the jail the way runner.py does and times its set-up, in a fresh interpreter.
+#: Imports what runner.py imports before its jail, then times loading the jail as runner.py
+#: does and setting it up, in a fresh interpreter: the jail's marginal cost per step.
 _TIME_JAIL = """
-import os, sys, time
+import _ast, builtins, io, json, os, resource, signal, sys, time
 started = time.perf_counter()
-import importlib.util
-spec = importlib.util.spec_from_file_location("relayflow_jail", sys.argv[1])
-jail = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(jail)
-jail.enter(os.getppid())
+module = type(sys)("relayflow_jail")
+with open(sys.argv[1], "rb") as source:
+    exec(compile(source.read(), sys.argv[1], "exec", dont_inherit=True), module.__dict__)
+module.enter(os.getppid())
+module.lock(module.Refusals(), lambda number: None)
 print(time.perf_counter() - started)
 """
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 import struct
 import sys
 
@@ -61,6 +60,9 @@ AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 #: Syscall numbers at or above this on x86_64 are the x32 ABI.
 X32_SYSCALL_BIT = 0x40000000
 
+#: Socket families (Linux), by number; ``socket`` is not imported (start-up time).
+AF_UNIX = 1
+FAMILY_NAMES = {2: "AF_INET", 10: "AF_INET6", 16: "AF_NETLINK", 17: "AF_PACKET", 40: "AF_VSOCK"}
 F_SETOWN = 8
 F_SETSIG = 10
 F_SETOWN_EX = 15
@@ -146,8 +148,8 @@ _OWN_OR_CALLER = OnlyIf(0, (0, SELF), errno.EPERM)
 #: What the filter does with each syscall it names. Every other syscall is allowed.
 RULES: dict[str, Deny | OnlyIf | Unless] = {
     # Network: the reply channel is a file, and asyncio's self-pipe needs AF_UNIX.
-    "socket": OnlyIf(0, (socket.AF_UNIX,), errno.EACCES),
-    "socketpair": OnlyIf(0, (socket.AF_UNIX,), errno.EACCES),
+    "socket": OnlyIf(0, (AF_UNIX,), errno.EACCES),
+    "socketpair": OnlyIf(0, (AF_UNIX,), errno.EACCES),
     # io_uring can open sockets (IORING_OP_SOCKET) without the socket syscall.
     "io_uring_setup": Deny(errno.EPERM),
     "io_uring_enter": Deny(errno.EPERM),
@@ -390,11 +392,11 @@ def watch(pid: int, refusals: Refusals, on_own_signal: Callable[[int], None]) ->
     processes with a clear ``PermissionError`` (the filter refuses them regardless, for
     code that calls the system directly), and calls ``on_own_signal`` before the code
     signals itself."""
-    families = {int(f): f.name for f in socket.AddressFamily}
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event == "socket.__new__" and args[1] != socket.AF_UNIX:
-            family = families.get(args[1], "AF_INET (the default)" if args[1] == -1 else args[1])
+        if event == "socket.__new__" and args[1] != AF_UNIX:
+            default = "AF_INET (the default)" if args[1] == -1 else args[1]
+            family = FAMILY_NAMES.get(args[1], default)
             raise refusals.refuse(
                 "network",
                 errno.EACCES,
