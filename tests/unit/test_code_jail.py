@@ -260,6 +260,28 @@ def test_no_new_process_thread_or_program_even_as_root(uid, copy):
     assert outcomes["exec"]["exception"] == "PermissionError"
 
 
+@pytest.mark.parametrize("uid", PARENT_UIDS)
+def test_the_resource_limits_hold_under_the_jail(uid, copy):
+    # The jail adds to the rlimits; each limit still ends the step with its own name. The
+    # wall clock is generous except where it is the limit under test (a loaded machine).
+    attempts = {
+        "cpu": ("while True:\n    pass", 60),
+        "memory": ("hoard = []\nwhile True:\n    hoard.append(' ' * 10**6)", 60),
+        "wall": ("import time\ntime.sleep(30)", 1),
+        "file": ("open('big', 'wb').write(b'x' * 2_000_000)", 60),
+    }
+    outcomes = {
+        name: run_as(
+            uid, copy, source, limits={"cpu_seconds": 1, "memory_mb": 64, "wall_seconds": wall}
+        )
+        for name, (source, wall) in attempts.items()
+    }
+    assert outcomes["cpu"]["limit"] == "cpu"
+    assert outcomes["memory"]["limit"] == "memory"
+    assert outcomes["wall"]["limit"] == "wall"
+    assert "File too large" in outcomes["file"]["message"]
+
+
 # --------------------------------------------------------------------------- orphans
 
 
