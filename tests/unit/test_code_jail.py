@@ -540,6 +540,35 @@ def test_an_unknown_architecture_fails_closed():
         jail.filter_program("riscv64", 1)
 
 
+def test_a_jail_that_cannot_be_set_up_runs_no_code(tmp_path, monkeypatch):
+    # Given a runner whose jail knows no filter for this machine's architecture
+    runner = tmp_path / "runner.py"
+    runner.write_text(sandbox.RUNNER.read_text())
+    source = (sandbox.RUNNER.parent / "jail.py").read_text()
+    assert "\nAUDIT_ARCH = {" in source
+    # "{} and {…}" evaluates to {}: the jail then knows no architecture
+    (tmp_path / "jail.py").write_text(source.replace("\nAUDIT_ARCH = {", "\nAUDIT_ARCH = {} and {"))
+    monkeypatch.setattr(sandbox, "RUNNER", runner)
+    marker = tmp_path / "ran"
+    # When a code step runs with it
+    with pytest.raises(CodeError) as info:
+        run_code(
+            f"open({str(marker)!r}, 'w').write('x')",
+            steps={},
+            trigger={},
+            input=None,
+            run={},
+            limits=FAST,
+        )
+    # Then it fails closed: a sandbox error, and the code never ran
+    assert info.value.details == {"kind": "sandbox"}
+    assert info.value.message == (
+        f"the code sandbox could not be set up here: no seccomp filter for the {MACHINE} "
+        "architecture"
+    )
+    assert not marker.exists()
+
+
 HEADERS = {
     "x86_64": ["/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"],
     "aarch64": ["/usr/include/asm-generic/unistd.h"],

@@ -136,7 +136,8 @@ def _outcome(
         raise _limit("wall", limits)
     if reply is not None and "signal" in reply:
         # Written just before the code signalled itself; it stands only if that killed it.
-        if exit_.returncode != -_as_int(reply["signal"]):
+        number = _as_int(reply["signal"])
+        if number is None or exit_.returncode != -number:
             reply = None
         else:
             raise _own_signal(exit_.returncode, reply)

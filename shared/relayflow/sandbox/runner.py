@@ -224,9 +224,13 @@ def send(fd: int, text: str) -> None:
 
 def main() -> None:
     jail = load_jail()
-    jail.enter(int(sys.argv[1]))
     reply_fd = os.dup(1)
     os.dup2(2, 1)
+    try:
+        jail.enter(int(sys.argv[1]))
+    except jail.SetupError as exc:
+        refuse(reply_fd, exc)
+        return
     request = json.loads(sys.stdin.buffer.read())
     sys.stdin.close()
     os.close(0)
@@ -243,13 +247,18 @@ def main() -> None:
     try:
         jail.lock(refusals, own_signal)
     except jail.SetupError as exc:
-        error = {"kind": "sandbox", "type": "SetupError", "message": str(exc), "line": None}
-        send(reply_fd, json.dumps({"error": error, "stdout": ""}))
+        refuse(reply_fd, exc)
         return
     reply = execute(request, capture, reserve, refusals)
     reserve.clear()
     send(reply_fd, reply[:-1] + ',"stdout":' + json.dumps(capture.value()) + "}")
     os.close(reply_fd)
+
+
+def refuse(reply_fd: int, exc: Exception) -> None:
+    """Reply that the jail could not be set up (no user code has run)."""
+    error = {"kind": "sandbox", "type": "SetupError", "message": str(exc), "line": None}
+    send(reply_fd, json.dumps({"error": error, "stdout": ""}))
 
 
 if __name__ == "__main__":
