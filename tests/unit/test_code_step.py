@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_parent import NOBODY, make_readable_copy, python_for
 
 from relayflow.document import StepRef
 from relayflow.errors import CodeError, CodeLimitExceeded, InvalidArgsError
@@ -20,7 +19,6 @@ from relayflow.sandbox.limits import PREVIEW_CHARS, truncate_output
 from relayflow.settings import get_settings, override_settings
 from relayflow.steps import code
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 FAST = Limits(cpu_seconds=1, memory_mb=64, wall_seconds=3, output_bytes=100_000)
 
 
@@ -299,29 +297,6 @@ def test_the_code_sees_no_environment_and_no_credentials(monkeypatch):
     assert outcome.value == {"environ": {}, "proc": "", "getenv": None}
 
 
-def _python_for_nobody() -> str | None:
-    """An interpreter (3.11+) that uid 65534 can run, for the unprivileged-parent test."""
-    candidates = (sys.executable, sys._base_executable, shutil.which("python3"), "/usr/bin/python3")
-    for candidate in candidates:
-        if not candidate:
-            continue
-        try:
-            probe = subprocess.run(
-                [candidate, "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                user=65534,
-                group=65534,
-                extra_groups=[],
-                cwd="/",
-                env={},
-                capture_output=True,
-            )
-        except OSError:
-            continue
-        if probe.returncode == 0:
-            return candidate
-    return None
-
-
 UNPRIVILEGED_PARENT = """
 import json, os, subprocess, sys
 from relayflow.errors import RelayflowError
@@ -350,27 +325,24 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def unprivileged_parent() -> dict[str, Any]:
+def unprivileged_parent() -> Iterator[dict[str, Any]]:
     """Run a code step from a parent that is not root, as in Lambda; locally, as root, the
-    parent drops to uid 65534 and holds AWS_SECRET_ACCESS_KEY in its initial environment."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to start a parent as another uid")
-    python = _python_for_nobody()
-    if python is None:
-        pytest.skip("no Python 3.11+ that uid 65534 can run")
-    done = subprocess.run(
-        [python, "-c", UNPRIVILEGED_PARENT],
-        user=65534,
-        group=65534,
-        extra_groups=[],
-        cwd="/",
-        env={"PYTHONPATH": str(SHARED), "AWS_SECRET_ACCESS_KEY": "parent-secret"},
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    parent drops to uid 65534 and holds AWS_SECRET_ACCESS_KEY in its initial environment.
+    It imports relayflow from a world-readable copy, so the checkout may be private (0700)."""
+    for copy in make_readable_copy():
+        done = subprocess.run(
+            [python_for(NOBODY), "-c", UNPRIVILEGED_PARENT],
+            user=NOBODY,
+            group=NOBODY,
+            extra_groups=[],
+            cwd="/",
+            env={"PYTHONPATH": str(copy.shared), "AWS_SECRET_ACCESS_KEY": "parent-secret"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        yield json.loads(done.stdout)
 
 
 def test_the_code_cannot_read_the_parents_environment_or_memory(unprivileged_parent):

@@ -1,8 +1,10 @@
 """Run user Python in a separate, limited process (the ``code`` step).
 
 Isolation is a process boundary, not a filter on the source text: the code runs in a fresh
-``python -I -S -B`` with an empty environment, a fresh temporary working directory and
-resource limits set before it starts (:mod:`relayflow.sandbox.runner`). What this protects
+``python -I -S -B`` with an empty environment, a fresh temporary working directory,
+resource limits, and a jail set before it starts (:mod:`relayflow.sandbox.runner`,
+:mod:`relayflow.sandbox.jail`): killed with its parent, a seccomp filter (no network, no
+signals beyond itself, no new processes) and the standard library only. What this protects
 against and what it does not is in ``docs/code-step.md``.
 
 Standard library only (plus :mod:`relayflow.errors`), so it imports fast and needs neither
@@ -40,6 +42,9 @@ STDERR_TAIL = 2000
 #: Grace for the reply beyond the output limit and the kept print() text (the JSON framing).
 REPLY_SLACK = 64_000
 PR_SET_DUMPABLE = 4
+#: The rusage CPU time of a child that RLIMIT_CPU stopped can read up to ~8% below the
+#: limit (measured: 0.91 s for a 1 s limit); the kernel's own clock is not exposed to us.
+CPU_SHARE_AT_LIMIT = 0.85
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class _Exit:
     returncode: int
     cpu_seconds: float
     timed_out: bool
+    #: Whether the kernel's OOM killer killed a process while the child ran (None: unknown).
+    oom_kill: bool | None = None
 
 
 def run_code(
@@ -74,9 +81,10 @@ def run_code(
     """Run ``code`` as the body of a function of ``steps``, ``trigger``, ``input`` and ``run``
     in a child process under ``limits``; its return value is the outcome.
 
-    Raises :class:`~relayflow.errors.CodeError` when the code does not compile, raises, exits
-    or returns a value JSON cannot hold, and :class:`~relayflow.errors.CodeLimitExceeded`
-    when it runs out of CPU time, memory or wall-clock time."""
+    Raises :class:`~relayflow.errors.CodeError` when the code does not compile, raises, exits,
+    signals its own process, breaks a sandbox rule or returns a value JSON cannot hold, or when
+    the sandbox cannot be set up here; and :class:`~relayflow.errors.CodeLimitExceeded` when
+    it runs out of CPU time, memory or wall-clock time."""
     _protect_parent()
     request = {
         "code": code,
@@ -95,9 +103,11 @@ def run_code(
         ):
             stdin.write(json.dumps(request, separators=(",", ":")).encode())
             stdin.seek(0)
+            oom_before = _oom_kills()
             started = time.perf_counter()
             process = subprocess.Popen(
-                [sys.executable, *PYTHON_FLAGS, str(RUNNER)],
+                # The runner binds itself to this pid (the parent-death signal).
+                [sys.executable, *PYTHON_FLAGS, str(RUNNER), str(os.getpid())],
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
@@ -106,7 +116,7 @@ def run_code(
                 close_fds=True,
                 start_new_session=True,
             )
-            exit_ = _wait(process, limits.wall_seconds)
+            exit_ = _wait(process, limits.wall_seconds, oom_before)
             duration_ms = (time.perf_counter() - started) * 1000
             reply = _read_reply(stdout, limits)
             stderr_tail = _tail(stderr)
@@ -124,6 +134,13 @@ def _outcome(
 ) -> CodeOutcome:
     if exit_.timed_out:
         raise _limit("wall", limits)
+    if reply is not None and "signal" in reply:
+        # Written just before the code signalled itself; it stands only if that killed it.
+        number = _as_int(reply["signal"])
+        if number is None or exit_.returncode != -number:
+            reply = None
+        else:
+            raise _own_signal(exit_.returncode, reply)
     if reply is None:
         raise _no_reply(exit_, stderr_tail, limits)
     stdout = reply.get("stdout")
@@ -146,16 +163,34 @@ def _outcome(
 
 
 def _code_error(error: dict[str, Any], stdout: str) -> CodeError:
-    kind = error.get("kind") if error.get("kind") in ("syntax", "exception", "result") else "crash"
+    kinds = ("syntax", "exception", "result", "sandbox")
+    kind = error.get("kind") if error.get("kind") in kinds else "crash"
     name = str(error.get("type") or "Error")[:200]
     message = str(error.get("message") or "")[:2000]
     line = error.get("line") if isinstance(error.get("line"), int) else None
     where = f" at line {line}" if line is not None else ""
+    if kind == "sandbox":
+        return CodeError(f"the code sandbox could not be set up here: {message}", kind=kind)
     if kind == "result":
         text = f"the code returned a value that is not JSON ({name}: {message})"
     else:
         text = f"{name}{where}: {message}" if message else f"{name}{where}"
-    return CodeError(text, kind=kind, exception=name, line=line, stdout=stdout)
+    extra = {"rule": error["rule"]} if error.get("rule") in ("network", "signal") else {}
+    return CodeError(text, kind=kind, exception=name, line=line, stdout=stdout, **extra)
+
+
+def _own_signal(returncode: int, reply: dict[str, Any]) -> CodeError:
+    stdout = reply.get("stdout")
+    return CodeError(
+        f"the code ended its own process with {_signal_name(-returncode)}",
+        kind="signal",
+        signal=_signal_name(-returncode),
+        stdout=stdout[:20_000] if isinstance(stdout, str) else "",
+    )
+
+
+def _as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _limit(which: str, limits: Limits) -> CodeLimitExceeded:
@@ -173,14 +208,28 @@ def _limit(which: str, limits: Limits) -> CodeLimitExceeded:
 
 
 def _no_reply(exit_: _Exit, stderr_tail: str, limits: Limits) -> Exception:
-    """Why a child that sent no reply ended, from its exit status, CPU time and stderr."""
+    """Why a child that sent no reply ended, from kernel facts only: its exit status, its
+    CPU time, the OOM killer's count, and (for a Python-level MemoryError) its stderr.
+
+    A signal the code sent itself through Python came with a ``{"signal"}`` reply and is
+    handled before this; one sent around Python (ctypes) is reported as a plain crash."""
     code = exit_.returncode
+    if code == -signal.SIGSYS:
+        # The filter kills only for a foreign-ABI syscall; every other refusal is an errno.
+        return CodeError(
+            "the code made a system call the sandbox forbids (seccomp), and was killed",
+            kind="seccomp",
+            stderr=stderr_tail,
+        )
+    if code == -signal.SIGKILL and exit_.oom_kill:
+        return _limit("memory", limits)
     if code == -signal.SIGXCPU or (
-        code == -signal.SIGKILL and exit_.cpu_seconds >= limits.cpu_seconds
+        code == -signal.SIGKILL and exit_.cpu_seconds >= limits.cpu_seconds * CPU_SHARE_AT_LIMIT
     ):
+        # RLIMIT_CPU sends SIGXCPU at the soft limit and SIGKILL at the hard one (a second
+        # later), never below: the code's own SIGXCPU comes with a {"signal"} reply.
         return _limit("cpu", limits)
-    if code == -signal.SIGKILL or "MemoryError" in stderr_tail:
-        # Killed below its CPU limit and not by the wall clock: the OOM killer, in practice.
+    if code > 0 and "MemoryError" in stderr_tail:
         return _limit("memory", limits)
     how = f"signal {_signal_name(-code)}" if code < 0 else f"exit status {code}"
     return CodeError(
@@ -195,7 +244,7 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: float) -> _Exit:
+def _wait(process: subprocess.Popen[bytes], timeout: float, oom_before: int | None) -> _Exit:
     """Wait for the child up to ``timeout`` seconds, kill its process group (the child itself
     on a timeout, anything it left behind otherwise) and reap it with its CPU usage."""
     exited = _wait_exited(process.pid, timeout)
@@ -204,7 +253,26 @@ def _wait(process: subprocess.Popen[bytes], timeout: float) -> _Exit:
         os.killpg(process.pid, signal.SIGKILL)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return _Exit(process.returncode, usage.ru_utime + usage.ru_stime, timed_out=not exited)
+    oom_after = _oom_kills()
+    oom = None if oom_before is None or oom_after is None else oom_after > oom_before
+    return _Exit(
+        process.returncode, usage.ru_utime + usage.ru_stime, timed_out=not exited, oom_kill=oom
+    )
+
+
+def _oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed since boot (``oom_kill`` in
+    ``/proc/vmstat``, Linux 4.13+), or None where that cannot be read. RLIMIT_AS makes the
+    code's own allocations fail with MemoryError; only the OOM killer ends it with SIGKILL
+    for memory, and in Lambda's one-function micro-VM a kill during the step is the step's."""
+    try:
+        with open("/proc/vmstat", "rb") as vmstat:
+            for line in vmstat:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _wait_exited(pid: int, timeout: float) -> bool:

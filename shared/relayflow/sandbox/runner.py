@@ -1,17 +1,24 @@
 """The child side of the code sandbox: runs one piece of user code and reports on its stdout.
 
-The parent starts this file as ``python -I -S -B runner.py`` with an empty environment, so it
-uses the standard library only and never imports relayflow.
+The parent starts this file as ``python -I -S -B runner.py <parent pid>`` with an empty
+environment, so it uses the standard library only and never imports relayflow. Before the
+user's code runs it jails itself with ``jail.py`` (loaded from beside this file): bound to
+its parent's life, a seccomp filter, a standard-library-only import guard and an audit hook.
 
 Protocol. stdin holds one JSON object, then EOF::
 
     {"code": str, "steps": …, "trigger": …, "input": …, "run": …, "limits": {…}}
 
-stdout receives one JSON object::
+stdout (a regular file) holds one JSON object when the process ends::
 
     {"ok": <value or truncation marker>, "stdout": str}
-    {"error": {"kind": "syntax" | "exception" | "result" | "limit", "type": str,
-               "message": str, "line": int | None, "limit"?: "memory"}, "stdout": str}
+    {"error": {"kind": "syntax" | "exception" | "result" | "limit" | "sandbox", "type": str,
+               "message": str, "line": int | None, "limit"?: "memory",
+               "rule"?: "network" | "signal"}, "stdout": str}
+    {"signal": int, "stdout": str}
+
+The last is written just before the code signals its own process; a later reply replaces
+it, so the parent reads it only when the process then died of that signal.
 
 The user's ``print()`` (``sys.stdout``/``sys.stderr``) goes to a bounded in-memory buffer that
 comes back as ``"stdout"``; file descriptor 1 is pointed at stderr before user code runs, so
@@ -138,11 +145,19 @@ def message_of(exc: BaseException) -> str:
     return text[:MESSAGE_CHARS]
 
 
-def failure(kind: str, exc: BaseException, line: int | None) -> dict[str, Any]:
-    return {"kind": kind, "type": type_name(exc), "message": message_of(exc), "line": line}
+def failure(
+    kind: str, exc: BaseException, line: int | None, refusals: Any = None
+) -> dict[str, Any]:
+    error = {"kind": kind, "type": type_name(exc), "message": message_of(exc), "line": line}
+    rule = refusals.rule_of(exc) if refusals is not None else None
+    if rule is not None:
+        error["rule"] = rule
+    return error
 
 
-def execute(request: dict[str, Any], capture: Capture, reserve: list[bytearray]) -> str:
+def execute(
+    request: dict[str, Any], capture: Capture, reserve: list[bytearray], refusals: Any
+) -> str:
     """Run the code; the reply's JSON text without its ``stdout`` member."""
     try:
         function = compile_code(request["code"])
@@ -162,7 +177,8 @@ def execute(request: dict[str, Any], capture: Capture, reserve: list[bytearray])
             reserve.clear()
             return json.dumps({"error": MEMORY})
         except BaseException as exc:
-            return json.dumps({"error": failure("exception", exc, user_line(exc))})
+            error = failure("exception", exc, user_line(exc), refusals)
+            return json.dumps({"error": error})
         # Serialising can run user code too (a dict subclass's items(), say): same guards.
         try:
             return '{"ok":' + output_text(value, int(request["limits"]["output_bytes"])) + "}"
@@ -186,9 +202,35 @@ def output_text(value: Any, limit: int) -> str:
     return json.dumps(marker, ensure_ascii=False, separators=(",", ":"))
 
 
+def load_jail() -> Any:
+    """``jail.py`` from beside this file, as a module (the child has no relayflow on its
+    path; compiled here rather than through importlib.util, which costs more to import)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jail.py")
+    module = type(sys)("relayflow_jail")
+    module.__file__ = path
+    with open(path, "rb") as source:
+        exec(compile(source.read(), path, "exec", dont_inherit=True), module.__dict__)
+    return module
+
+
+def send(fd: int, text: str) -> None:
+    """Make ``text`` the whole content of the reply file ``fd``."""
+    data = text.encode()
+    os.ftruncate(fd, 0)
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done:], done)
+
+
 def main() -> None:
+    jail = load_jail()
     reply_fd = os.dup(1)
     os.dup2(2, 1)
+    try:
+        jail.enter(int(sys.argv[1]))
+    except jail.SetupError as exc:
+        refuse(reply_fd, exc)
+        return
     request = json.loads(sys.stdin.buffer.read())
     sys.stdin.close()
     os.close(0)
@@ -197,12 +239,26 @@ def main() -> None:
     capture = Capture(int(request["limits"]["stdout_chars"]))
     reserve = [bytearray(RESERVE_BYTES)]
     set_limits(request["limits"])
-    reply = execute(request, capture, reserve)
+    refusals = jail.Refusals()
+
+    def own_signal(number: int) -> None:
+        send(reply_fd, json.dumps({"signal": number, "stdout": capture.value()}))
+
+    try:
+        jail.lock(refusals, own_signal)
+    except jail.SetupError as exc:
+        refuse(reply_fd, exc)
+        return
+    reply = execute(request, capture, reserve, refusals)
     reserve.clear()
-    data = (reply[:-1] + ',"stdout":' + json.dumps(capture.value()) + "}").encode()
-    while data:
-        data = data[os.write(reply_fd, data) :]
+    send(reply_fd, reply[:-1] + ',"stdout":' + json.dumps(capture.value()) + "}")
     os.close(reply_fd)
+
+
+def refuse(reply_fd: int, exc: Exception) -> None:
+    """Reply that the jail could not be set up (no user code has run)."""
+    error = {"kind": "sandbox", "type": "SetupError", "message": str(exc), "line": None}
+    send(reply_fd, json.dumps({"error": error, "stdout": ""}))
 
 
 if __name__ == "__main__":
