@@ -157,7 +157,7 @@ def record_status_change(
             extra={"execution_arn": detail.execution_arn, "tenant": ref.tenant},
         )
         return _ignored("the state machine does not belong to the run's tenant")
-    logger.append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
+    logger.thread_safe_append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
     try:
         run = _run_item(control, ref, detail)
         if _stale(run, detail):
@@ -167,7 +167,7 @@ def record_status_change(
         else:
             published = _record_end(control, run, change, events)
     finally:
-        logger.remove_keys(["run_id", "workflow_id", "tenant"])
+        logger.thread_safe_remove_keys(["run_id", "workflow_id", "tenant"])
     return {
         "recorded": published is not None,
         "run_id": ref.id,
