@@ -11,7 +11,8 @@ stdout receives one JSON object::
 
     {"ok": <value or truncation marker>, "stdout": str}
     {"error": {"kind": "syntax" | "exception" | "result" | "limit", "type": str,
-               "message": str, "line": int | None, "limit"?: "memory"}, "stdout": str}
+               "message": str, "line": int | None, "limit"?: "memory",
+               "frames"?: [{"line": int, "function": str}]}, "stdout": str}
 
 The user's ``print()`` (``sys.stdout``/``sys.stderr``) goes to a bounded in-memory buffer that
 comes back as ``"stdout"``; file descriptor 1 is pointed at stderr before user code runs, so
@@ -40,6 +41,8 @@ FUNCTION = "__relayflow_code__"
 #: Same value as relayflow.sandbox.limits.PREVIEW_CHARS.
 PREVIEW_CHARS = 1000
 MESSAGE_CHARS = 2000
+#: Frames of the user's code kept for an error (the innermost ones).
+MAX_FRAMES = 20
 #: Set aside before user code runs and released on MemoryError, so the reply can be built.
 RESERVE_BYTES = 2 * 1024 * 1024
 MEMORY = {"kind": "limit", "limit": "memory", "type": "MemoryError", "message": "", "line": None}
@@ -124,6 +127,20 @@ def user_line(exc: BaseException) -> int | None:
     return line
 
 
+def user_frames(exc: BaseException) -> list[dict[str, Any]]:
+    """The frames of the user's code in ``exc``'s traceback, outermost first: only lines of
+    ``<code>``, never this runner's or the interpreter's."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == FILENAME:
+            name = "" if code.co_name == FUNCTION else code.co_name[:100]
+            frames.append({"line": tb.tb_lineno, "function": name})
+        tb = tb.tb_next
+    return frames[-MAX_FRAMES:]
+
+
 def type_name(exc: BaseException) -> str:
     cls = type(exc)
     module = getattr(cls, "__module__", "builtins")
@@ -162,7 +179,9 @@ def execute(request: dict[str, Any], capture: Capture, reserve: list[bytearray])
             reserve.clear()
             return json.dumps({"error": MEMORY})
         except BaseException as exc:
-            return json.dumps({"error": failure("exception", exc, user_line(exc))})
+            error = failure("exception", exc, user_line(exc))
+            error["frames"] = user_frames(exc)
+            return json.dumps({"error": error})
         # Serialising can run user code too (a dict subclass's items(), say): same guards.
         try:
             return '{"ok":' + output_text(value, int(request["limits"]["output_bytes"])) + "}"
