@@ -1,10 +1,13 @@
 """One place that sets up logging, metrics and tracing for every function.
 
 * **Logger** (Powertools, JSON lines on stderr): :func:`step_handler` puts run id, workflow id,
-  step key, step type, attempt and tenant on every line a step writes. Values of keys that
-  look like credentials (``authorization``, ``password``, ``secret``, ``token``,
-  ``api_key``, ``x-api-key``, ``signature`` …) are masked, and so are ``Bearer …`` and
-  ``token=…`` fragments inside text, before a line is written (:class:`RedactingFormatter`).
+  step key, step type, attempt and tenant on every line a step writes, and
+  :func:`function_handler` the Lambda context's keys on every line a platform function
+  writes; both keep them per thread. Values of keys that look like credentials
+  (``authorization``, ``password``, ``secret``, ``token``, ``api_key``, ``x-api-key``,
+  ``signature`` …) are masked, and so are ``Bearer …``, ``token=…`` fragments and credential
+  parameters of a URL's query (a guest link's ``sig=``) inside text, before a line is
+  written (:class:`RedactingFormatter`).
 * **Metrics** (CloudWatch embedded metric format): :func:`step_handler` emits
   ``StepSucceeded``, ``StepFailed`` or ``StepThrottled`` (Count) and ``StepDuration``
   (Milliseconds) with the dimensions ``service``, ``Stage`` and ``StepType``, flushed once per

@@ -87,7 +87,7 @@ def workflow(url: str, timeout: int = 1, **retry: Any) -> Workflow:
                     "url": url,
                     "body": {"order": "{{ trigger.order }}"},
                     "timeout_seconds": timeout,
-                    "retry": {"max_attempts": 3, "retry_on": ["States.Timeout"], **retry},
+                    "retry": {"max_attempts": 5, "retry_on": ["States.Timeout"], **retry},
                 }
             },
         }
