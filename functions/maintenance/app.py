@@ -3,9 +3,9 @@
 from typing import Any
 
 from relayflow.control.service import get_control_plane
-from relayflow.observability import logger
+from relayflow.observability import function_handler
 
 
-@logger.inject_lambda_context(clear_state=True)
+@function_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return get_control_plane().dlq.retry_due()

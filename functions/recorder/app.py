@@ -3,9 +3,9 @@
 from typing import Any
 
 from relayflow.control.recorder import record_status_change
-from relayflow.observability import logger
+from relayflow.observability import function_handler
 
 
-@logger.inject_lambda_context(clear_state=True)
+@function_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return record_status_change(event)

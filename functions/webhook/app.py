@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from relayflow.observability import logger
+from relayflow.observability import function_handler
 from relayflow.triggers.webhook import handle_webhook
 
 
-@logger.inject_lambda_context(clear_state=True)
+@function_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle_webhook(event, context)

@@ -169,8 +169,20 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
     return found_all
 
 
+def _process_age() -> float:
+    """Seconds since this process started (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            started_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            up = float(uptime.read().split()[0])
+        return max(0.0, up - started_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from relayflow.runner import run_workflow
+    from relayflow.runner import run_workflow_within
 
     workflow = _load(args.file)
     trigger = _read_input(args.input)
@@ -190,11 +202,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        result = run_workflow(
+        # --timeout covers the whole command (the interpreter's and the runtime's start
+        # included), to the second.
+        result = run_workflow_within(
+            max(0.0, args.timeout - _process_age()),
             workflow,
             trigger,
             time_scale=args.time_scale,
-            timeout=args.timeout,
             on_event=None if args.json else _progress,
             resources=resources,
             workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
@@ -205,6 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "and was abandoned with the local runtime",
             file=sys.stderr,
         )
+        args.abandoned = True
         return EXIT_RUN_FAILED
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
@@ -1081,7 +1096,14 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        if getattr(args, "abandoned", False):
+            # The abandoned run's threads (the runtime, a step still working) must not hold
+            # the exit up, nor be torn down mid-call by the interpreter's shutdown.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     except CompiledMachineInvalid as exc:
         print(
             "relayflow: internal error: the compiler produced a state machine that Step "

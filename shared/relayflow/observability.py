@@ -1,10 +1,13 @@
 """One place that sets up logging, metrics and tracing for every function.
 
 * **Logger** (Powertools, JSON lines on stderr): :func:`step_handler` puts run id, workflow id,
-  step key, step type, attempt and tenant on every line a step writes. Values of keys that
-  look like credentials (``authorization``, ``password``, ``secret``, ``token``,
-  ``api_key``, ``x-api-key``, ``signature`` …) are masked, and so are ``Bearer …`` and
-  ``token=…`` fragments inside text, before a line is written (:class:`RedactingFormatter`).
+  step key, step type, attempt and tenant on every line a step writes, and
+  :func:`function_handler` the Lambda context's keys on every line a platform function
+  writes; both keep them per thread. Values of keys that look like credentials
+  (``authorization``, ``password``, ``secret``, ``token``, ``api_key``, ``x-api-key``,
+  ``signature`` …) are masked, and so are ``Bearer …``, ``token=…`` fragments and credential
+  parameters of a URL's query (a guest link's ``sig=``) inside text, before a line is
+  written (:class:`RedactingFormatter`).
 * **Metrics** (CloudWatch embedded metric format): :func:`step_handler` emits
   ``StepSucceeded``, ``StepFailed`` or ``StepThrottled`` (Count) and ``StepDuration``
   (Milliseconds) with the dimensions ``service``, ``Stage`` and ``StepType``, flushed once per
@@ -72,9 +75,16 @@ _DESCRIPTIVE_LAST_WORDS = frozenset(
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-#: Credentials inside free text: ``Bearer abc``, ``password=abc``, ``"api_key": "abc"``.
+#: Credentials inside free text: ``Bearer abc``, ``password=abc``, ``"api_key": "abc"``, and
+#: the signature of a signed link in a URL's query (``?…&sig=abc``).
 _TEXT_PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), r"\1 " + MASK),
+    (
+        re.compile(
+            r"(?i)([?&;](?:sig|signature|key|apikey|access_token|code|secret)=)([^&#\s\"']+)"
+        ),
+        r"\1" + MASK,
+    ),
     (
         re.compile(
             r"(?i)((?:authorization|password|passwd|secret|token|signature|api[_-]?key)"
@@ -246,6 +256,50 @@ def get_tracer() -> Any | None:
 
 # ----------------------------------------------------------------------------- middleware
 
+_cold_start = True
+_cold_start_lock = threading.Lock()
+
+
+def _take_cold_start() -> bool:
+    global _cold_start
+    with _cold_start_lock:
+        cold, _cold_start = _cold_start, False
+    return cold
+
+
+def context_keys(context: Any) -> dict[str, Any]:
+    """The Lambda context's keys for a log line (what Powertools' ``inject_lambda_context``
+    adds); missing attributes are left out."""
+    keys = {
+        "function_name": getattr(context, "function_name", None),
+        "function_memory_size": getattr(context, "memory_limit_in_mb", None),
+        "function_arn": getattr(context, "invoked_function_arn", None),
+        "function_request_id": getattr(context, "aws_request_id", None),
+    }
+    return {k: v for k, v in keys.items() if v is not None}
+
+
+def function_handler(func: Handler) -> Handler:
+    """Decorate a platform function's handler (api, webhook, recorder …): the Lambda
+    context's keys and ``cold_start`` on every line it writes.
+
+    The keys are held per thread (Powertools' ``thread_safe_*`` keys), never in the logger's
+    shared format: the local server runs several functions at once in one process, where
+    shared keys would put one function's name on another's lines, and a key appended while
+    another thread writes a line made that line fail ("dictionary changed size during
+    iteration")."""
+
+    @functools.wraps(func)
+    def wrapper(event: dict[str, Any], context: Any) -> Any:
+        keys = {**context_keys(context), "cold_start": _take_cold_start()}
+        logger.thread_safe_append_keys(**keys)
+        try:
+            return func(event, context)
+        finally:
+            logger.thread_safe_remove_keys(list(keys))
+
+    return wrapper
+
 
 def step_keys(event: dict[str, Any]) -> dict[str, Any]:
     """The correlation keys of a step Task payload (missing ones are left out)."""
@@ -269,15 +323,17 @@ def _error_name(exc: BaseException) -> str:
 
 
 def step_handler(func: Handler) -> Handler:
-    """Decorate a step function's handler: correlation keys on every log line, one line per
-    failure, and one metrics line per invocation. Exceptions propagate unchanged: their class
+    """Decorate a step function's handler: correlation keys (and the Lambda context's) on
+    every log line this thread writes, one line per failure with its full trace, and one
+    metrics line per invocation. Exceptions propagate unchanged: their class
     name is the ASL error name."""
 
     @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> Any:
         keys = step_keys(event if isinstance(event, dict) else {})
         step_type = str(keys.get("step_type") or "unknown")
-        logger.append_keys(**keys)
+        line_keys = {**context_keys(context), **keys}
+        logger.thread_safe_append_keys(**line_keys)
         started = time.perf_counter()
         error: str | None = None
         try:
@@ -285,13 +341,16 @@ def step_handler(func: Handler) -> Handler:
         except Exception as exc:
             error = _error_name(exc)
             duration_ms = round((time.perf_counter() - started) * 1000.0, 3)
+            # The whole trace goes to the log, with the run id; what the tenant sees of the
+            # error is only its name and message (relayflow.control.causes).
             logger.warning(
                 "step failed",
                 extra={"error": type(exc).__name__, "reason": str(exc), "duration_ms": duration_ms},
+                exc_info=exc,
             )
             raise
         finally:
             _record(step_type, (time.perf_counter() - started) * 1000.0, error, keys)
-            logger.remove_keys(list(keys))
+            logger.thread_safe_remove_keys(list(line_keys))
 
     return wrapper

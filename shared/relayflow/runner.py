@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
+from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
@@ -122,6 +123,40 @@ def run_workflow(
     return _run(runtime, workflow, compiled, document, run_id, timeout, on_event)
 
 
+def run_workflow_within(
+    seconds: float, workflow: Workflow, trigger: Any, **options: Any
+) -> RunResult:
+    """:func:`run_workflow` with a budget of ``seconds`` for all of it: starting the local
+    runtime, the run, and stopping the runtime. The run waits for what is left of the budget
+    once the runtime is up; whatever is still going when the budget is spent is abandoned in
+    a daemon thread and :class:`TimeoutError` is raised at once (``relayflow run
+    --timeout``: a slow start on a loaded machine must not stretch the caller's limit)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + seconds
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = run_workflow(
+                workflow, trigger, timeout=max(0.0, deadline - time.monotonic()), **options
+            )
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="relayflow-run", daemon=True).start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        raise TimeoutError(f"the run did not finish within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    result: RunResult = outcome["result"]
+    return result
+
+
 def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
     """Create or update ``workflow``'s local state machine, publish its definition as a
     version (an unchanged definition keeps its version) and point the ``live`` alias at it;
@@ -181,8 +216,8 @@ def _run(
         workflow_id=workflow.id,
         status=RUN_STATUS.get(record.status, record.status.lower()),
         output=record.output,
-        error=record.error,
-        cause=record.cause,
+        error=run_error_name(record.status, record.error),
+        cause=public_cause(record.cause),
         steps=step_timeline(workflow, compiled, record),
         duration_ms=duration,
         lambda_invocations=len(runtime.invocations) - before,

@@ -4,12 +4,13 @@ For every operation of ``/openapi.json``, schemathesis generates requests that f
 (positive) and requests that break it (negative), and sends them over HTTP to a LocalServer
 with the bootstrap key. Whatever comes in, the API must never answer 5xx, and every answer must
 be one the document declares, with the declared content type and body schema. Bounded and
-deterministic: a fixed seed, at most ``MAX_EXAMPLES`` cases per operation and mode.
+deterministic: a fixed seed and a number of cases per operation and mode (at most
+``MAX_EXAMPLES``), never a wall-clock budget, so a loaded machine runs the same cases, only
+slower; every operation must have been sent at least ``MIN_CASES`` of them.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,8 +37,9 @@ pytestmark = [
 #: Cases per operation and mode: some with generated ids, the rest aimed at seeded items.
 MAX_EXAMPLES = 25
 SEEDED_EXAMPLES = 10
-#: The whole module's budget; generation stops early rather than exceed it.
-BUDGET_SECONDS = 60.0
+#: Cases every operation must have been sent in each mode (Hypothesis sends fewer than
+#: ``max_examples`` only when an operation's inputs have fewer distinct values).
+MIN_CASES = 3
 SEED = 20261130
 
 
@@ -113,14 +115,13 @@ def exercise(
     mode: str,
     server: LocalServer,
     auth: dict[str, str],
-    deadline: float,
     *,
     examples: int,
     path_parameters: dict[str, str] | None = None,
-) -> tuple[set[int], list[str]]:
-    """Send up to ``examples`` generated requests of ``operation``; the statuses seen and the
-    5xx answers (with a curl command to replay each)."""
-    statuses: set[int] = set()
+) -> tuple[list[int], list[str]]:
+    """Send up to ``examples`` generated requests of ``operation``; the status of each and
+    the 5xx answers (with a curl command to replay each)."""
+    statuses: list[int] = []
     failures: list[str] = []
     strategy = operation.as_strategy(
         generation_mode=schemathesis.GenerationMode(mode),
@@ -139,10 +140,8 @@ def exercise(
     )
     @given(case=strategy)
     def check(case: Any) -> None:
-        if time.monotonic() > deadline:
-            return
-        response = case.call(base_url=server.url, headers=auth, timeout=30)
-        statuses.add(response.status_code)
+        response = case.call(base_url=server.url, headers=auth, timeout=60)
+        statuses.append(response.status_code)
         if response.status_code >= 500:
             failures.append(
                 f"{operation.label}: {response.status_code} {response.text[:300]} "
@@ -162,15 +161,14 @@ def exercise(
 def test_no_generated_request_gets_a_server_error(server, schema, seeded, mode):
     # Given every operation of the document, and the bootstrap key
     auth = {"Authorization": f"Bearer {server.bootstrap_key}"}
-    deadline = time.monotonic() + BUDGET_SECONDS / 2
-    seen: dict[str, set[int]] = {}
+    seen: dict[str, list[int]] = {}
     failures: list[str] = []
     # When schemathesis sends what it generates for each operation
     for operation in operations(schema):
         names = {p.name for p in operation.path_parameters}
         seeded_ids = {name: value for name, value in seeded.items() if name in names}
         statuses, failed = exercise(
-            operation, mode, server, auth, deadline, examples=MAX_EXAMPLES - SEEDED_EXAMPLES
+            operation, mode, server, auth, examples=MAX_EXAMPLES - SEEDED_EXAMPLES
         )
         if seeded_ids:
             try:
@@ -179,7 +177,6 @@ def test_no_generated_request_gets_a_server_error(server, schema, seeded, mode):
                     mode,
                     server,
                     auth,
-                    deadline,
                     examples=SEEDED_EXAMPLES,
                     path_parameters=seeded_ids,
                 )
@@ -187,13 +184,15 @@ def test_no_generated_request_gets_a_server_error(server, schema, seeded, mode):
                 # Negative mode with the ids fixed: the operation has nothing else to break.
                 assert mode == "negative"
             else:
-                statuses, failed = statuses | more, failed + failed_more
-        if statuses:
-            seen[operation.label] = statuses
+                statuses, failed = statuses + more, failed + failed_more
+        seen[operation.label] = statuses
         failures += failed
     # Then no answer is a 5xx, and (checked above) every answer is one the document declares
     assert not failures, "\n".join(failures)
-    assert sorted(seen) == OPERATIONS, f"operations exercised within the budget: {sorted(seen)}"
+    # And every operation was sent its cases, however long they took
+    counts = {label: len(statuses) for label, statuses in seen.items()}
+    assert sorted(counts) == OPERATIONS
+    assert all(count >= MIN_CASES for count in counts.values()), counts
     if mode == "positive":
         # Valid requests reach the control plane: some of them succeed.
         assert any(status < 300 for statuses in seen.values() for status in statuses), seen

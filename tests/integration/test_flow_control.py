@@ -179,8 +179,8 @@ def test_limits_per_key_are_independent(aws):
     assert flow_items() == []
 
 
-def test_a_rate_limit_admits_exactly_n_per_window_and_resets_in_the_next(aws):
-    # Given a rate of 5 starts per 60 s, and 12 concurrent starts 10 s into a window
+def test_a_rate_limit_admits_exactly_n_in_any_window_under_concurrency(aws):
+    # Given a rate of 5 starts per 60 s, and 12 concurrent starts 10 s into a minute
     clock = Clock(T0 + 10)
     control = FlowControl(clock=clock)
 
@@ -188,7 +188,7 @@ def test_a_rate_limit_admits_exactly_n_per_window_and_resets_in_the_next(aws):
         try:
             control.count_start(SCOPE, WHOLE_STEP, 5, 60)
         except Throttled as exc:
-            assert exc.details["retry_after"] == 50.0
+            assert exc.details["retry_after"] > 0
             return False
         return True
 
@@ -196,15 +196,12 @@ def test_a_rate_limit_admits_exactly_n_per_window_and_resets_in_the_next(aws):
         admitted = list(pool.map(lambda _: start(), range(12)))
     # Then exactly 5 were admitted
     assert admitted.count(True) == 5
-    # And the next window admits 5 again (10 s into it, too)
-    clock.now = T0 + 70
+    # And the next minute admits none until those 5 have left the last 60 s (their 3 s
+    # bucket ends at T0 + 12), then 5 again
+    clock.now = T0 + 61
+    assert start() is False
+    clock.now = T0 + 72
     assert [start() for _ in range(6)] == [True] * 5 + [False]
-    windows = sorted((item["pk"], item["hits"]) for item in flow_items())
-    assert windows == [
-        (f"TENANT#acme#FLOW#orders#charge#*#RATE#{int(T0)}", 5),
-        (f"TENANT#acme#FLOW#orders#charge#*#RATE#{int(T0) + 60}", 5),
-    ]
-    assert all(item["expires_at"] > T0 + 60 for item in flow_items())
 
 
 # --------------------------------------------------------------------------- the step functions

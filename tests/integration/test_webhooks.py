@@ -51,6 +51,7 @@ SECRETS = {
     "github": "gh-secret-one",
     "stripe": json.dumps({"signing_secret": "st-secret-one", "note": "a JSON secret"}),
     "rotating": "rot-secret-v1",
+    "guarded": "gd-secret-one",
 }
 
 
@@ -79,6 +80,7 @@ TRIGGERS = [
     hook("rotating", secret={"name": secret_name("rotating")}),
     hook("open", max_body_bytes=64),
     hook("limited", rate_limit_per_minute=2),
+    hook("guarded", secret={"name": secret_name("guarded")}, rate_limit_per_minute=4),
     hook(
         "sync",
         respond="sync",
@@ -314,19 +316,57 @@ def test_a_body_that_is_not_json_is_wrapped_as_raw_text(api, public):
 def test_the_rate_limit_answers_429_with_retry_after_and_starts_nothing(api, public):
     # Given an endpoint that takes two deliveries a minute
     before = run_count(api)
-    # When seven arrive at once (a minute boundary can fall between them at most once)
+    # When seven arrive at once
     responses = [deliver(public, "limited", body_of({"n": n})) for n in range(7)]
     statuses = [r.status_code for r in responses]
-    # Then the first two are accepted, and the ones over the limit are 429 with Retry-After
-    assert statuses[:2] == [202, 202], statuses
+    # Then the first two are accepted, and every later one is 429 with Retry-After (a sliding
+    # window: a minute boundary between them changes nothing)
+    assert statuses == [202, 202] + [429] * 5, statuses
     limited = [r for r in responses if r.status_code == 429]
     assert limited, statuses
     for response in limited:
         assert_error(response, 429, "too_many_requests")
-        assert 1 <= int(response.headers["Retry-After"]) <= 60
+        assert 1 <= int(response.headers["Retry-After"]) <= 63
     # And only the accepted ones started runs
     assert set(statuses) == {202, 429}
     assert run_count(api) == before + statuses.count(202)
+
+
+def test_forged_deliveries_cannot_lock_out_the_real_sender(server, api, public):
+    # Given an endpoint that takes 4 deliveries a minute, and a forger at another address
+    # sending bad signatures
+    forged_body = body_of({"order": "forged"})
+    headers = [
+        ("Content-Type", "application/json"),
+        (
+            "X-Relayflow-Signature",
+            sign("relayflow", forged_body, "not-the-secret", int(time.time())),
+        ),
+    ]
+    forged = [
+        server.dispatch(
+            "POST", f"/hooks/{slug('guarded')}", headers, forged_body, client_ip="203.0.113.7"
+        )
+        for _ in range(8)
+    ]
+    # Then the forger gets 401 until its own budget (half the endpoint's rate) is spent, then
+    # 429 without its signature even being checked
+    statuses = [r.status for r in forged]
+    assert statuses == [401, 401] + [429] * 6, statuses
+    refused = json.loads(forged[-1].body)
+    assert refused["code"] == "too_many_requests"
+    assert refused["details"]["failed_signatures_per_minute"] == 2
+    # And the real sender still gets its whole rate: 4 accepted, then the endpoint's 429
+    before = run_count(api)
+    real = [
+        deliver(
+            public, "guarded", body_of({"order": n}), scheme="relayflow", secret=SECRETS["guarded"]
+        )
+        for n in range(5)
+    ]
+    assert [r.status_code for r in real] == [202, 202, 202, 202, 429]
+    assert "limit_per_minute" in real[-1].json()["details"]
+    assert run_count(api) == before + 4
 
 
 # ----------------------------------------------------------------------------- slugs

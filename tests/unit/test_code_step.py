@@ -119,8 +119,14 @@ def test_an_exception_names_its_type_message_and_the_users_line():
         "exception": "ZeroDivisionError",
         "line": 2,
         "stdout": "",
+        "frames": [{"line": 5, "function": ""}, {"line": 2, "function": "ratio"}],
     }
-    assert error.message == "ZeroDivisionError at line 2: division by zero"
+    # And the message names the user's own call chain, and nothing of the runner
+    assert error.message == (
+        "ZeroDivisionError at line 2: division by zero\n"
+        "in the code, most recent call last:\n  line 5\n  line 2, in ratio"
+    )
+    assert "runner.py" not in error.message and "File" not in error.message
 
 
 def test_an_exception_from_a_library_names_the_qualified_type():

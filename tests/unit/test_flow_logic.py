@@ -17,7 +17,8 @@ import pytest
 
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
-from relayflow.dal.flow import FlowLeaseItem, rate_window_key, slots_partition
+from relayflow.dal.flow import FlowLeaseItem, rate_partition, slots_partition
+from relayflow.dal.limits import RING
 from relayflow.document import StepRef
 from relayflow.errors import ExpressionError, InvalidArgsError, Throttled, TransientError
 from relayflow.reliability import flow
@@ -45,12 +46,41 @@ class Clock:
         return self.now
 
 
+class MemoryRateWindows:
+    """RateWindowDal's contract (relayflow.dal.limits) on the fake's ``windows``: a ring of
+    ``RING`` slots per item, each holding a bucket index and its count."""
+
+    def __init__(self, table: MemoryFlowDal) -> None:
+        self.table = table
+
+    def hit(self, pk: str, bucket: int, **kw: Any) -> dict[int, int] | None:
+        self.table._call("hit_rate")
+        with self.table._lock:
+            ring = self.table.windows.setdefault(pk, {})
+            index, count = ring.get(bucket % RING, (None, 0))
+            if index is not None and index > bucket:
+                return None
+            ring[bucket % RING] = (bucket, count + 1 if index == bucket else 1)
+            return {i: n for i, n in ring.values()}
+
+    def unhit(self, pk: str, bucket: int) -> None:
+        self.table._call("unhit_rate")
+        with self.table._lock:
+            ring = self.table.windows.get(pk, {})
+            index, count = ring.get(bucket % RING, (None, 0))
+            if index == bucket:
+                ring[bucket % RING] = (index, count - 1)
+
+    def read(self, pk: str) -> dict[int, int]:
+        return {i: n for i, n in self.table.windows.get(pk, {}).values()}
+
+
 class MemoryFlowDal:
     """FlowDal's contract in a dict; ``calls`` lists every table operation made."""
 
     def __init__(self) -> None:
         self.slots: dict[tuple[str, str], FlowLeaseItem] = {}
-        self.windows: dict[tuple[str, str], int] = {}
+        self.windows: dict[str, dict[int, tuple[int, int]]] = {}
         self.calls: list[str] = []
         self.fail_with: Exception | None = None
         self._lock = threading.Lock()
@@ -84,15 +114,9 @@ class MemoryFlowDal:
                 return True
             return False
 
-    def hit_rate_window(self, tenant, workflow_id, step_key, group, **kw: Any) -> int | None:
-        self._call("hit_rate_window")
-        key = rate_window_key(tenant, workflow_id, step_key, group, kw["window_start"])
-        with self._lock:
-            hits = self.windows.get((key["pk"], key["sk"]), 0)
-            if hits >= kw["limit"]:
-                return None
-            self.windows[(key["pk"], key["sk"])] = hits + 1
-            return hits + 1
+    @property
+    def rate_windows(self) -> MemoryRateWindows:
+        return MemoryRateWindows(self)
 
     def live(self, now: float) -> list[FlowLeaseItem]:
         return [s for s in self.slots.values() if s.lease_until > now * 1000]
@@ -159,10 +183,9 @@ def test_partitions_are_tenant_scoped_and_include_workflow_step_and_group():
     assert slots_partition("acme", "orders", "charge", "cust-1") == (
         "TENANT#acme#FLOW#orders#charge#cust-1#CONC"
     )
-    assert rate_window_key("acme", "orders", "charge", WHOLE_STEP, 1200) == {
-        "pk": "TENANT#acme#FLOW#orders#charge#*#RATE#1200",
-        "sk": "RATE",
-    }
+    assert rate_partition("acme", "orders", "charge", WHOLE_STEP) == (
+        "TENANT#acme#FLOW#orders#charge#*#RATE"
+    )
     with pytest.raises(ValueError):
         slots_partition("ac#me", "orders", "charge", "*")
 
@@ -262,18 +285,22 @@ def test_table_failures_become_step_errors(control, table, error, named):
 # --------------------------------------------------------------------------- rate
 
 
-def test_a_rate_window_admits_exactly_its_limit_then_the_next_window_resets(control, clock):
-    # Given a rate of 3 per 60 s, 10 s into a window
+def test_a_rate_limit_admits_its_limit_in_any_window_not_per_fixed_window(control, clock):
+    # Given a rate of 3 per 60 s, used up 10 s after a minute boundary
     clock.now = T0 + 10
     admitted = [control.count_start(SCOPE, WHOLE_STEP, 3, 60) for _ in range(3)]
-    # When a fourth start comes in the same window
+    # When a fourth start comes, and again just after the next minute boundary
     with pytest.raises(Throttled) as info:
         control.count_start(SCOPE, WHOLE_STEP, 3, 60)
-    # Then it waits for the 50 s left; the next window admits again
+    clock.now = T0 + 61
+    with pytest.raises(Throttled):
+        control.count_start(SCOPE, WHOLE_STEP, 3, 60)
+    # Then both wait until the three starts have left the last 60 s (their 3 s bucket ends
+    # at T0 + 12, so at T0 + 72), and a start is admitted from then on
     assert admitted == [1, 2, 3]
-    assert info.value.details["retry_after"] == 50.0
+    assert info.value.details["retry_after"] == 62.0
     assert info.value.details["kind"] == "rate_limit"
-    clock.now = T0 + 60
+    clock.now = T0 + 72
     assert control.count_start(SCOPE, WHOLE_STEP, 3, 60) == 1
 
 
@@ -312,7 +339,7 @@ def test_a_start_refused_a_slot_uses_none_of_the_rate_window(control, table):
         pytest.fail("the body must not run")
     # Then it counted nothing in the rate window
     assert table.windows == {}
-    assert "hit_rate_window" not in table.calls
+    assert "hit_rate" not in table.calls
 
 
 def test_keys_are_rendered_per_group_and_a_bad_key_costs_no_table_call(control, table):

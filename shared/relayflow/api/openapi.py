@@ -9,6 +9,8 @@ Powertools documents with its own models answer with the API's error model inste
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -41,7 +43,85 @@ _DROPPED = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
 class DocumentedResolver(APIGatewayRestResolver):
-    """The REST resolver whose OpenAPI document is finished by :func:`finish`."""
+    """The REST resolver whose OpenAPI document is finished by :func:`finish`, and which can
+    answer requests from several threads at once.
+
+    Powertools keeps the request being answered on the resolver (and ``current_event`` on its
+    base class), which is right for one Lambda execution environment and wrong for the local
+    server, which answers concurrent requests in threads of one process. Here the event, the
+    Lambda context and the routing context are per thread, and every route's middleware stack
+    is built once, under a lock, before the first request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._request_state = threading.local()
+        self._stack_lock = threading.Lock()
+        self._stacks_built = False
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def current_event(self) -> Any:
+        return getattr(self._request_state, "event", None)
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._request_state.event = value
+
+    @property  # type: ignore[override]
+    def lambda_context(self) -> Any:
+        return getattr(self._request_state, "lambda_context", None)
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._request_state.lambda_context = value
+
+    @property  # type: ignore[override]
+    def context(self) -> dict[str, Any]:
+        state = self._request_state
+        if not hasattr(state, "context"):
+            state.context = {}
+        context: dict[str, Any] = state.context
+        return context
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._request_state.context = value
+
+    @property  # type: ignore[override]
+    def processed_stack_frames(self) -> list[str]:
+        state = self._request_state
+        if not hasattr(state, "frames"):
+            state.frames = []
+        frames: list[str] = state.frames
+        return frames
+
+    @processed_stack_frames.setter
+    def processed_stack_frames(self, value: list[str]) -> None:
+        self._request_state.frames = value
+
+    def _build_stacks(self) -> None:
+        with self._stack_lock:
+            if self._stacks_built:
+                return
+            for route in [*self._static_routes, *self._dynamic_routes]:
+                if not route._middleware_stack_built:
+                    route._build_middleware_stack(
+                        router_middlewares=self._router_middlewares, app=self
+                    )
+            self._stacks_built = True
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """Answer one proxy event (what ``APIGatewayRestResolver.resolve`` does, with the
+        request's state kept in this thread)."""
+        if not self._stacks_built:
+            self._build_stacks()
+        self.current_event = self._to_proxy_event(dict(event))
+        self.lambda_context = context
+        try:
+            return self._build_response(self._resolve())
+        finally:
+            self.clear_context()
+            self.current_event = None
+            self.lambda_context = None
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:  # type: ignore[override]
         return finish(super().get_openapi_schema(**kwargs))

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from relayflow.control import stepfunctions as sfn_api
+from relayflow.control.causes import public_cause
 from relayflow.control.errors import Conflict, NotFound
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 from relayflow.control.service import _translated
@@ -371,6 +372,8 @@ def entry_info(entry: DlqEntry) -> DlqEntryInfo:
     data = entry.model_dump(include=set(DlqEntryInfo.model_fields))
     data["input"] = _parse(entry.input)
     data["outputs"] = _parse(entry.outputs)
+    if "cause" in data:  # entries archived before causes were made public on record
+        data["cause"] = public_cause(data["cause"])
     return DlqEntryInfo.model_validate(data)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.service import (
     MAX_STORED_OUTPUT_BYTES,
     RUN_MAX_AGE,
@@ -157,7 +158,7 @@ def record_status_change(
             extra={"execution_arn": detail.execution_arn, "tenant": ref.tenant},
         )
         return _ignored("the state machine does not belong to the run's tenant")
-    logger.append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
+    logger.thread_safe_append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
     try:
         run = _run_item(control, ref, detail)
         if _stale(run, detail):
@@ -167,7 +168,7 @@ def record_status_change(
         else:
             published = _record_end(control, run, change, events)
     finally:
-        logger.remove_keys(["run_id", "workflow_id", "tenant"])
+        logger.thread_safe_remove_keys(["run_id", "workflow_id", "tenant"])
     return {
         "recorded": published is not None,
         "run_id": ref.id,
@@ -348,8 +349,11 @@ def _record_end(
         "ended_at": ended_at,
         "duration_ms": duration_ms if duration_ms is not None else elapsed_ms(started_at, ended_at),
         "output": output,
-        "error": detail.error or (run.error if status == "aborted" else None),
-        "cause": detail.cause or (run.cause if status == "aborted" else None),
+        "error": run_error_name(
+            status, detail.error or (run.error if status == "aborted" else None)
+        ),
+        # A Lambda's cause carries the engine's stack trace: only the public part is kept.
+        "cause": public_cause(detail.cause or (run.cause if status == "aborted" else None)),
         "failing_step": failing,
         "execution_arn": detail.execution_arn,
         "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from relayflow.control import stepfunctions as sfn_api
+from relayflow.control.causes import public_cause
 from relayflow.control.errors import (
     ApiError,
     BadRequest,
@@ -782,7 +783,7 @@ class ControlPlane:
             **_run_summary(run).model_dump(),
             input=_loads(run.input),
             output=output,
-            cause=run.cause,
+            cause=public_cause(run.cause),
             failing_step=run.failing_step,
             steps=[_step_entry(step) for step in steps],
         )

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from relayflow.control.causes import public_cause
+
 if TYPE_CHECKING:
     from relayflow.local.history import StateRun
 
@@ -60,7 +62,8 @@ def fold_steps(
     state is named by its key; auxiliary states (``<key>.size``, ``<key>.route``,
     ``<key>.retry_wait`` …) add to that step's entry. Each for_each item is its own entry
     (``price[2]``). Entering a finished step's main state again starts a new entry (a cycle),
-    except after the step's own linear-retry wait.
+    except after the step's own linear-retry wait. Causes are the public part only
+    (:func:`relayflow.control.causes.public_cause`).
     """
     steps: list[StepRun] = []
     current: dict[tuple[str, int | None], StepRun] = {}
@@ -95,14 +98,14 @@ def fold_steps(
             main_done.add(id(entry))
             entry.attempts += max(state.attempts, 1)
             entry.status = state.status
-            entry.error, entry.cause = state.error, state.cause
+            entry.error, entry.cause = state.error, public_cause(state.cause)
             entry.output = _step_output(key, state.output, state.iteration is not None)
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"
         elif state.status == "failed" or state.type == "Fail":
             entry.status = "failed"
-            entry.error, entry.cause = state.error, state.cause
+            entry.error, entry.cause = state.error, public_cause(state.cause)
     return steps
 
 

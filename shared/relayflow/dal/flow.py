@@ -5,8 +5,8 @@ workflow, step and group (the rendered ``key``, see :func:`relayflow.reliability
 with ``P = TENANT#<tenant>#FLOW#<workflow id>#<step key>#<group>``:
 
 * concurrency slot: pk ``P#CONC``, sk ``SLOT#<n>``; expires (TTL) an hour after its lease;
-* rate window: pk ``P#RATE#<window start, epoch seconds>``, sk ``RATE``; expires an hour
-  after the window.
+* rate window: pk ``P#RATE``, sk ``WINDOW``: the sliding window's ring of bucket counts
+  (:mod:`relayflow.dal.limits`); expires an hour after its last start's window.
 
 A concurrency limit of ``limit`` has the slots ``SLOT#0`` … ``SLOT#<limit-1>``. A slot is held
 by the lease written in it until ``lease_until`` (epoch milliseconds); claiming one is a
@@ -25,10 +25,10 @@ from pydantic import Field
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import _Item
+from relayflow.dal.limits import RateWindowDal
 from relayflow.dal.table import Dal, deserialize, get_dal, serialize
 
 SLOT_SK_PREFIX = "SLOT#"
-RATE_SK = "RATE"
 #: Slots and rate windows are kept this long after their lease or window ends (to inspect).
 FLOW_RETENTION_SECONDS = 3600
 
@@ -49,11 +49,9 @@ def slot_sort(slot: int) -> str:
     return f"{SLOT_SK_PREFIX}{int(slot)}"
 
 
-def rate_window_key(
-    tenant: str, workflow_id: str, step_key: str, group: str, window_start: int
-) -> keys.Key:
-    prefix = flow_prefix(tenant, workflow_id, step_key, group)
-    return {"pk": f"{prefix}#RATE#{int(window_start)}", "sk": RATE_SK}
+def rate_partition(tenant: str, workflow_id: str, step_key: str, group: str) -> str:
+    """The item of a step group's sliding rate window (:mod:`relayflow.dal.limits`)."""
+    return f"{flow_prefix(tenant, workflow_id, step_key, group)}#RATE"
 
 
 class FlowLeaseItem(_Item):
@@ -154,45 +152,7 @@ class FlowDal:
 
     # -- rate windows -------------------------------------------------------------------------
 
-    def hit_rate_window(
-        self,
-        tenant: str,
-        workflow_id: str,
-        step_key: str,
-        group: str,
-        *,
-        window_start: int,
-        window_seconds: int,
-        limit: int,
-    ) -> int | None:
-        """Count one start in the group's window; the count so far, or ``None`` when the
-        window already holds ``limit`` starts (nothing is counted then)."""
-        dal = self.dal
-        key = rate_window_key(tenant, workflow_id, step_key, group, window_start)
-        try:
-            response = dal._call(
-                "update_item",
-                TableName=dal.table_name,
-                Key=serialize(key),
-                UpdateExpression="SET #tenant = :tenant, #type = :type, #exp = :exp ADD #hits :one",
-                ConditionExpression="attribute_not_exists(#hits) OR #hits < :limit",
-                ExpressionAttributeNames={
-                    "#tenant": "tenant",
-                    "#type": "type",
-                    "#exp": "expires_at",
-                    "#hits": "hits",
-                },
-                ExpressionAttributeValues=serialize(
-                    {
-                        ":tenant": tenant,
-                        ":type": "flow_rate",
-                        ":exp": window_start + window_seconds + FLOW_RETENTION_SECONDS,
-                        ":one": 1,
-                        ":limit": limit,
-                    }
-                ),
-                ReturnValues="UPDATED_NEW",
-            )
-        except ConditionFailed:
-            return None
-        return int(deserialize(response.get("Attributes", {})).get("hits", 0))
+    @property
+    def rate_windows(self) -> RateWindowDal:
+        """The sliding-window counters of rate limits (:mod:`relayflow.dal.limits`)."""
+        return RateWindowDal(self._dal)

@@ -3,17 +3,18 @@
 Both live in the one Relayflow table, each in its own partition so that neither crowds the
 endpoint's registration item (``HOOK#<slug>`` / ``HOOK``, written by the trigger sync):
 
-====================  =========================================  ==========  ==============
-item                  pk                                         sk          expires
-====================  =========================================  ==========  ==============
-rate window           ``HOOK#<slug>#RATE#<window start, unix>``  ``RATE``    window end + 1 h
-delivery              ``HOOK#<slug>#DLV#<sha256(delivery id)>``  ``DLV``     7 days
-====================  =========================================  ==========  ==============
+=====================  ==========================================  ==========  =============
+item                   pk                                          sk          expires
+=====================  ==========================================  ==========  =============
+rate window            ``HOOK#<slug>#RATE``                        ``WINDOW``  window + 1 h
+failed signatures      ``HOOK#<slug>#SIGFAIL#<sha256(source)>``    ``WINDOW``  window + 1 h
+delivery               ``HOOK#<slug>#DLV#<sha256(delivery id)>``   ``DLV``     7 days
+=====================  ==========================================  ==========  =============
 
-The window counter is one conditional ``UpdateItem`` (``ADD hits`` while ``hits < limit``), so
-the limit holds across every Lambda instance serving the endpoint. A delivery record keeps
-the first answer to a delivery id; it is written with ``attribute_not_exists`` so that of two
-racing deliveries the first writer's answer is the one both return.
+Both windows are sliding windows (:mod:`relayflow.dal.limits`): one atomic ``UpdateItem`` per
+request, so the limits hold across every Lambda instance serving the endpoint. A delivery
+record keeps the first answer to a delivery id; it is written with ``attribute_not_exists``
+so that of two racing deliveries the first writer's answer is the one both return.
 """
 
 from __future__ import annotations
@@ -26,21 +27,24 @@ from pydantic import Field
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import _Item
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.limits import RateWindowDal
+from relayflow.dal.table import Dal, get_dal
 
-RATE_SK = "RATE"
 DELIVERY_SK = "DLV"
-#: Rate windows are kept a while after they close (for inspection), then expire.
-RATE_WINDOW_RETENTION_SECONDS = 3600
 #: How long a delivery id is remembered: longer than GitHub's and Stripe's retry periods.
 DELIVERY_RETENTION_SECONDS = 7 * 86_400
 
 
-def rate_window_key(slug: str, window_start: int) -> keys.Key:
-    return {
-        "pk": f"HOOK#{keys._part(slug, 'slug')}#RATE#{int(window_start)}",
-        "sk": RATE_SK,
-    }
+def rate_partition(slug: str) -> str:
+    """The item of an endpoint's sliding rate window."""
+    return f"HOOK#{keys._part(slug, 'slug')}#RATE"
+
+
+def signature_failures_partition(slug: str, source: str) -> str:
+    """The item counting one source's failed signature checks at an endpoint (the source,
+    an IP address as API Gateway reports it, is kept as a hash)."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:32]
+    return f"HOOK#{keys._part(slug, 'slug')}#SIGFAIL#{digest}"
 
 
 def delivery_digest(delivery_id: str) -> str:
@@ -85,37 +89,10 @@ class WebhookDal:
     def dal(self) -> Dal:
         return self._dal or get_dal()
 
-    def hit_rate_window(
-        self, slug: str, tenant: str, *, window_start: int, window_seconds: int, limit: int
-    ) -> int | None:
-        """Count one request in the endpoint's window; the count so far, or ``None`` when the
-        window already holds ``limit`` requests (nothing is counted then)."""
-        dal = self.dal
-        try:
-            response = dal._call(
-                "update_item",
-                TableName=dal.table_name,
-                Key=serialize(rate_window_key(slug, window_start)),
-                UpdateExpression="SET #tenant = :tenant, #exp = :exp ADD #hits :one",
-                ConditionExpression="attribute_not_exists(#hits) OR #hits < :limit",
-                ExpressionAttributeNames={
-                    "#tenant": "tenant",
-                    "#exp": "expires_at",
-                    "#hits": "hits",
-                },
-                ExpressionAttributeValues=serialize(
-                    {
-                        ":tenant": tenant,
-                        ":exp": window_start + window_seconds + RATE_WINDOW_RETENTION_SECONDS,
-                        ":one": 1,
-                        ":limit": limit,
-                    }
-                ),
-                ReturnValues="UPDATED_NEW",
-            )
-        except ConditionFailed:
-            return None
-        return int(deserialize(response.get("Attributes", {})).get("hits", 0))
+    @property
+    def rate_windows(self) -> RateWindowDal:
+        """The sliding-window counters (:mod:`relayflow.dal.limits`)."""
+        return RateWindowDal(self._dal)
 
     def get_delivery(self, slug: str, delivery_id: str) -> DeliveryItem | None:
         raw = self.dal._get(delivery_key(slug, delivery_id))

@@ -98,7 +98,7 @@ class Concurrency(_Model):
 
 
 class RateLimit(_Model):
-    """At most ``limit`` starts of this step per ``window_seconds`` (fixed windows)."""
+    """At most ``limit`` starts of this step in any ``window_seconds`` (a sliding window)."""
 
     limit: int = Field(ge=1, le=1_000_000)
     window_seconds: int = Field(60, ge=1, le=86_400)

@@ -347,10 +347,10 @@ class LocalServer:
         self.events: LocalEventRouter | None = None
         self._functions_dir = functions_dir
         self._access_log = access_log
+        self._access_log_lock = threading.Lock()
         self._api: Handler | None = None
         self._authorizer: Handler | None = None
         self._webhook: Handler | None = None
-        self._api_lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._settings_override: AbstractContextManager[Any] | None = None
@@ -515,10 +515,9 @@ class LocalServer:
         context = LambdaContext(
             function_name=function_name("api"), invoked_function_arn=function_arn("api")
         )
-        # Powertools' resolver keeps the current event on itself: one request at a time, as
-        # in one Lambda execution environment.
-        with self._api_lock:
-            result = self._api(event, context)
+        # Concurrent requests run side by side, as API Gateway would hand them to several
+        # execution environments (the resolver keeps each request's state per thread).
+        result = self._api(event, context)
         if method != "GET" and self.recorder is not None:
             self.recorder.poke()
         return _from_proxy_result(result)
@@ -700,9 +699,15 @@ class LocalServer:
     # -- running -------------------------------------------------------------------------------
 
     def log_request(self, method: str, target: str, status: int, started: float) -> None:
+        """One access-log line; the signature of a guest link and any other credential in
+        the query string are masked (:func:`relayflow.observability.redact_text`)."""
         if self._access_log is not None:
+            from relayflow.observability import redact_text
+
             ms = (time.perf_counter() - started) * 1000
-            print(f"{method} {target} {status} {ms:.0f} ms", file=self._access_log, flush=True)
+            line = f"{method} {redact_text(target)} {status} {ms:.0f} ms"
+            with self._access_log_lock:
+                print(line, file=self._access_log, flush=True)
 
 
 _AUTHORIZER_FIELDS = (

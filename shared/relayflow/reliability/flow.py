@@ -17,9 +17,9 @@ in its tenant. Each execution holds one of the group's ``limit`` slots (items in
 Each put is atomic on its item, so two executions never hold one slot and at most ``limit``
 leases are live at any moment; nothing else (no counter, no lease list) has to agree with the
 slots. A step with ``rate_limit: {limit, window_seconds, key}`` counts its starts per group in
-fixed windows aligned on the epoch (one conditional ``ADD`` while the count is below
-``limit``). The rate is counted only once a slot is held, so a start that is refused a slot
-uses none of the window.
+a sliding window (:mod:`relayflow.reliability.ratelimit`): never more than ``limit`` starts in
+any ``window_seconds``, however they fall. The rate is counted only once a slot is held, so a
+start that is refused a slot uses none of the window.
 
 A refused step raises ``Relayflow.Throttled``: the compiled state machine retries that error
 with its own retrier, which leaves the step's retry policy untouched, and the step function's
@@ -220,21 +220,16 @@ class FlowControl:
     # -- rate ---------------------------------------------------------------------------------
 
     def count_start(self, scope: FlowScope, group: str, limit: int, window_seconds: int) -> int:
-        """Count one start in the group's current window; the starts so far. Raises
-        ``Relayflow.Throttled`` when the window already holds ``limit``."""
-        now = self.clock()
-        window_start = int(now // window_seconds) * window_seconds
-        hits = self._table(
-            self.dal.hit_rate_window,
-            scope.tenant,
-            scope.workflow_id,
-            scope.step_key,
-            group,
-            window_start=window_start,
-            window_seconds=window_seconds,
-            limit=limit,
-        )
-        if hits is None:
+        """Count one start in the group's sliding window; the starts in the window, this one
+        included. Raises ``Relayflow.Throttled`` when the last ``window_seconds`` already
+        hold ``limit`` (nothing is counted then)."""
+        from relayflow.dal.flow import rate_partition
+        from relayflow.reliability.ratelimit import SlidingWindowLimiter
+
+        limiter = SlidingWindowLimiter(self.dal.rate_windows, clock=self.clock)
+        pk = rate_partition(scope.tenant, scope.workflow_id, scope.step_key, group)
+        admission = self._table(limiter.admit, pk, limit, window_seconds, tenant=scope.tenant)
+        if not admission.admitted:
             raise Throttled(
                 f"step {scope.step_key!r} reached its rate limit of {limit} per "
                 f"{window_seconds} s" + ("" if group == WHOLE_STEP else f" for key {group!r}"),
@@ -242,9 +237,9 @@ class FlowControl:
                 limit=limit,
                 window_seconds=window_seconds,
                 key=None if group == WHOLE_STEP else group,
-                retry_after=round(max(0.0, window_start + window_seconds - now), 3),
+                retry_after=admission.retry_after,
             )
-        return int(hits)
+        return admission.count
 
     # -- both ---------------------------------------------------------------------------------
 

@@ -175,8 +175,29 @@ def _code_error(error: dict[str, Any], stdout: str) -> CodeError:
         text = f"the code returned a value that is not JSON ({name}: {message})"
     else:
         text = f"{name}{where}: {message}" if message else f"{name}{where}"
+    frames = _frames(error.get("frames"))
+    if len(frames) > 1:
+        # The user's own call chain (never a frame of the runner or of the engine): the
+        # message is what reaches the run's cause.
+        text += "\nin the code, most recent call last:" + "".join(
+            f"\n  line {f['line']}" + (f", in {f['function']}" if f["function"] else "")
+            for f in frames
+        )
     extra = {"rule": error["rule"]} if error.get("rule") in ("network", "signal") else {}
-    return CodeError(text, kind=kind, exception=name, line=line, stdout=stdout, **extra)
+    return CodeError(
+        text, kind=kind, exception=name, line=line, stdout=stdout, frames=frames, **extra
+    )
+
+
+def _frames(raw: Any) -> list[dict[str, Any]]:
+    """The user-code frames of the child's reply, checked (it is the child's word)."""
+    if not isinstance(raw, list):
+        return []
+    return [
+        {"line": f["line"], "function": str(f.get("function") or "")[:100]}
+        for f in raw[:20]
+        if isinstance(f, dict) and isinstance(f.get("line"), int)
+    ]
 
 
 def _own_signal(returncode: int, reply: dict[str, Any]) -> CodeError:

@@ -14,7 +14,8 @@ stdout (a regular file) holds one JSON object when the process ends::
     {"ok": <value or truncation marker>, "stdout": str}
     {"error": {"kind": "syntax" | "exception" | "result" | "limit" | "sandbox", "type": str,
                "message": str, "line": int | None, "limit"?: "memory",
-               "rule"?: "network" | "signal"}, "stdout": str}
+               "rule"?: "network" | "signal",
+               "frames"?: [{"line": int, "function": str}]}, "stdout": str}
     {"signal": int, "stdout": str}
 
 The last is written just before the code signals its own process; a later reply replaces
@@ -47,6 +48,8 @@ FUNCTION = "__relayflow_code__"
 #: Same value as relayflow.sandbox.limits.PREVIEW_CHARS.
 PREVIEW_CHARS = 1000
 MESSAGE_CHARS = 2000
+#: Frames of the user's code kept for an error (the innermost ones).
+MAX_FRAMES = 20
 #: Set aside before user code runs and released on MemoryError, so the reply can be built.
 RESERVE_BYTES = 2 * 1024 * 1024
 MEMORY = {"kind": "limit", "limit": "memory", "type": "MemoryError", "message": "", "line": None}
@@ -131,6 +134,20 @@ def user_line(exc: BaseException) -> int | None:
     return line
 
 
+def user_frames(exc: BaseException) -> list[dict[str, Any]]:
+    """The frames of the user's code in ``exc``'s traceback, outermost first: only lines of
+    ``<code>``, never this runner's or the interpreter's."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == FILENAME:
+            name = "" if code.co_name == FUNCTION else code.co_name[:100]
+            frames.append({"line": tb.tb_lineno, "function": name})
+        tb = tb.tb_next
+    return frames[-MAX_FRAMES:]
+
+
 def type_name(exc: BaseException) -> str:
     cls = type(exc)
     module = getattr(cls, "__module__", "builtins")
@@ -178,6 +195,7 @@ def execute(
             return json.dumps({"error": MEMORY})
         except BaseException as exc:
             error = failure("exception", exc, user_line(exc), refusals)
+            error["frames"] = user_frames(exc)
             return json.dumps({"error": error})
         # Serialising can run user code too (a dict subclass's items(), say): same guards.
         try:

@@ -26,6 +26,22 @@ A second invocation that finds the step still in progress elsewhere raises
 then replayed) or its time runs out (the step then acts). A table that cannot be reached is
 ``Relayflow.Transient`` too: acting without a record could act twice.
 
+**Attempts that timed out.** Every record names its owner: the Step Functions execution
+(``context.execution_id``), the attempt (``context.attempt``, ``$$.State.RetryCount``) and a
+random token of the invocation. Step Functions starts attempt *n + 1* of a Task only once it
+has given up on attempt *n* (it failed or timed out), so a later attempt of the same
+execution, or any attempt of a later execution of the run (a DLQ restart), **takes over** a
+record still in progress: the retry acts at once instead of failing as "already running".
+A *completed* record written by an earlier attempt of the **same** execution is taken over
+too: the step is only retried when Step Functions did not get that attempt's result, so the
+retry acts again and its own result is the step's (a restart, a new execution, still
+replays every completed step). Only a true duplicate (the same execution and attempt) waits
+for the record as before. When the abandoned call finishes after all, its result is
+discarded: the record is written only while the invocation still owns it (a conditional
+write on the token), so a late success is not recorded and a late failure does not delete
+the record of the attempt that took over. ``docs/reliability.md`` describes what this means
+for side effects.
+
 Dry runs are recorded like any other run: the steps act in a dry run today (no step reads
 ``run.dry_run``), so a duplicate of a dry-run step must not act twice either. A ``for_each``
 cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.definition.validate``),
@@ -133,7 +149,176 @@ class _Deadline:
         return self._millis
 
 
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a step's record: the execution, the attempt within it and the invocation."""
+
+    execution: str | None
+    attempt: int
+    token: str
+
+    @classmethod
+    def of(cls, event: Any) -> Owner:
+        import uuid
+
+        context = event.get("context") if isinstance(event, dict) else None
+        context = context if isinstance(context, dict) else {}
+        execution = context.get("execution_id")
+        return cls(
+            execution=execution if isinstance(execution, str) and execution else None,
+            attempt=_int_or_none(context.get("attempt")) or 0,
+            token=uuid.uuid4().hex,
+        )
+
+
+#: Attributes of the owner on a record.
+OWNER_EXECUTION_ATTR = "owner_execution"
+OWNER_ATTEMPT_ATTR = "owner_attempt"
+OWNER_TOKEN_ATTR = "owner_token"
+
 _local = threading.local()
+
+
+@functools.cache
+def _layer_class() -> type:
+    """Powertools' DynamoDB persistence layer with owned records (see the module docstring):
+    the put may take over the record of an abandoned attempt, and the success update and the
+    failure delete are conditional on still owning it."""
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyItemAlreadyExistsError,
+    )
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import (
+        STATUS_CONSTANTS,
+        DataRecord,
+    )
+    from aws_lambda_powertools.utilities.idempotency.persistence.dynamodb import (
+        DynamoDBPersistenceLayer,
+    )
+    from botocore.exceptions import ClientError
+
+    def condition_failed(exc: ClientError) -> bool:
+        return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+    class OwnedPersistenceLayer(DynamoDBPersistenceLayer):  # type: ignore[misc]
+        owner: Owner | None = None
+
+        def _put_record(self, data_record: DataRecord) -> None:
+            import datetime as dt
+
+            owner = self.owner or Owner(None, 0, "")
+            item: dict[str, Any] = {
+                **self._get_key(data_record.idempotency_key),
+                self.expiry_attr: {"N": str(data_record.expiry_timestamp)},
+                self.status_attr: {"S": data_record.status},
+                OWNER_ATTEMPT_ATTR: {"N": str(owner.attempt)},
+                OWNER_TOKEN_ATTR: {"S": owner.token},
+            }
+            if owner.execution is not None:
+                item[OWNER_EXECUTION_ATTR] = {"S": owner.execution}
+            if data_record.in_progress_expiry_timestamp is not None:
+                item[self.in_progress_expiry_attr] = {
+                    "N": str(data_record.in_progress_expiry_timestamp)
+                }
+            now = dt.datetime.now()
+            conditions = [
+                "attribute_not_exists(#id)",
+                "#expiry < :now",
+                "(#status = :inprogress AND attribute_exists(#ipe) AND #ipe < :now_ms)",
+            ]
+            values: dict[str, Any] = {
+                ":now": {"N": str(int(now.timestamp()))},
+                ":now_ms": {"N": str(int(now.timestamp() * 1000))},
+                ":inprogress": {"S": STATUS_CONSTANTS["INPROGRESS"]},
+            }
+            names = {
+                "#id": self.key_attr,
+                "#expiry": self.expiry_attr,
+                "#ipe": self.in_progress_expiry_attr,
+                "#status": self.status_attr,
+            }
+            if owner.execution is not None:
+                # Step Functions gave up on every earlier attempt and every earlier execution.
+                conditions += [
+                    "(#status = :inprogress AND #exec <> :exec)",
+                    "(#exec = :exec AND #attempt < :attempt)",
+                ]
+                values[":exec"] = {"S": owner.execution}
+                values[":attempt"] = {"N": str(owner.attempt)}
+                names["#exec"] = OWNER_EXECUTION_ATTR
+                names["#attempt"] = OWNER_ATTEMPT_ATTR
+            try:
+                self.client.put_item(
+                    TableName=self.table_name,
+                    Item=item,
+                    ConditionExpression=" OR ".join(conditions),
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise
+                old = exc.response.get("Item")  # type: ignore[typeddict-item]
+                if old is None:
+                    raise IdempotencyItemAlreadyExistsError() from exc
+                old_record = self._item_to_data_record(old)
+                self._validate_payload(data_payload=data_record, stored_data_record=old_record)
+                raise IdempotencyItemAlreadyExistsError(old_data_record=old_record) from exc
+
+        def _owned(self) -> dict[str, Any]:
+            token = self.owner.token if self.owner is not None else ""
+            return {
+                "ConditionExpression": "#owner_token = :owner_token",
+                "names": {"#owner_token": OWNER_TOKEN_ATTR},
+                "values": {":owner_token": {"S": token}},
+            }
+
+        def _update_record(self, data_record: DataRecord) -> None:
+            owned = self._owned()
+            try:
+                self.client.update_item(
+                    TableName=self.table_name,
+                    Key=self._get_key(data_record.idempotency_key),
+                    UpdateExpression=(
+                        "SET #response_data = :response_data, #expiry = :expiry, #status = :status"
+                    ),
+                    ConditionExpression=owned["ConditionExpression"],
+                    ExpressionAttributeNames={
+                        "#response_data": self.data_attr,
+                        "#expiry": self.expiry_attr,
+                        "#status": self.status_attr,
+                        **owned["names"],
+                    },
+                    ExpressionAttributeValues={
+                        ":response_data": {"S": data_record.response_data},
+                        ":expiry": {"N": str(data_record.expiry_timestamp)},
+                        ":status": {"S": data_record.status},
+                        **owned["values"],
+                    },
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise
+                logger.warning(
+                    "result of an abandoned attempt not recorded: a later attempt owns the step"
+                )
+
+        def _delete_record(self, data_record: DataRecord) -> None:
+            owned = self._owned()
+            try:
+                self.client.delete_item(
+                    TableName=self.table_name,
+                    Key=self._get_key(data_record.idempotency_key),
+                    ConditionExpression=owned["ConditionExpression"],
+                    ExpressionAttributeNames=owned["names"],
+                    ExpressionAttributeValues=owned["values"],
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise
+                logger.info("failure of an abandoned attempt left the later attempt's record")
+
+    return OwnedPersistenceLayer
 
 
 def _store(partition: str) -> Any:
@@ -142,8 +327,6 @@ def _store(partition: str) -> Any:
     One layer per thread (the local runtime runs Map iterations in threads; Lambda runs one
     invocation at a time) and per client, table and expiry: building one per invocation would
     register another user-agent hook on the shared boto3 client every time."""
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
     from relayflow.adapters.aws import client
     from relayflow.settings import get_settings
 
@@ -152,7 +335,7 @@ def _store(partition: str) -> Any:
     ident = (id(dynamodb), settings.table_name, settings.step_result_ttl_days)
     layer = getattr(_local, "layer", None)
     if layer is None or getattr(_local, "ident", None) != ident:
-        layer = DynamoDBPersistenceLayer(
+        layer = _layer_class()(
             table_name=settings.table_name,
             key_attr=KEY_ATTR,
             sort_key_attr=SORT_KEY_ATTR,
@@ -201,6 +384,7 @@ def run_recorded(identity: StepIdentity, func: Handler, event: Any, context: Any
         store = _store(partition)
     except Exception as exc:  # no region, no endpoint: the step must not act unrecorded
         raise TransientError(f"the step-results table cannot be reached: {exc}") from exc
+    store.owner = Owner.of(event)
     recorded = idempotent_function(
         act,
         data_keyword_argument="step",

@@ -9,11 +9,15 @@ refusal answers in the API's error model and starts no run:
    deleted slugs, so the answer tells nothing about which slugs exist);
 2. **size**: the raw body (base64-decoded when ``isBase64Encoded``) is at most the trigger's
    ``max_body_bytes``; otherwise 413 naming both sizes;
-3. **rate**: a fixed one-minute window per endpoint, counted in DynamoDB with a conditional
-   update (so it holds across Lambda instances); over ``rate_limit_per_minute`` it is 429
-   with ``Retry-After`` (the seconds until the window closes);
-4. **signature** (when the trigger has a ``secret``): :mod:`relayflow.triggers.signatures`
-   against the secret's ``AWSCURRENT`` and ``AWSPREVIOUS`` versions; otherwise 401;
+3. **signature** (when the trigger has a ``secret``): :mod:`relayflow.triggers.signatures`
+   against the secret's ``AWSCURRENT`` and ``AWSPREVIOUS`` versions; otherwise 401. A failed
+   check counts against the sending source's own budget (its IP address; at most
+   :data:`FAILED_SIGNATURES_PER_MINUTE` a minute, and at most half the endpoint's rate, in a
+   sliding window); a source over it gets 429 before its signature is checked. Forged
+   deliveries therefore never use the endpoint's rate, and cannot lock out the real sender;
+4. **rate**: a sliding one-minute window per endpoint in DynamoDB
+   (:mod:`relayflow.reliability.ratelimit`, so it holds across Lambda instances): never more
+   than ``rate_limit_per_minute`` deliveries in any 60 s; over it, 429 with ``Retry-After``;
 5. **repeat**: a delivery id seen before (the ``dedup_header``, by default the scheme's
    delivery header, or Stripe's event ``id``) answers what its first delivery was answered,
    with ``Idempotent-Replayed: true``, and starts nothing;
@@ -28,7 +32,7 @@ the Lambda's remaining time) or 202 ``{run_id, status: running}`` when it has no
 
 Signing secrets are read from Secrets Manager and kept :data:`SECRET_MAX_AGE_SECONDS`; a
 signature that matches none of the kept values makes one fresh read before it is refused, so
-a rotation is honoured at once (the endpoint's rate limit, checked first, bounds those reads).
+a rotation is honoured at once (each source's failed-signature budget bounds those reads).
 Neither a secret nor a signature is ever logged or put into a run's input.
 """
 
@@ -67,6 +71,9 @@ from relayflow.triggers.signatures import (
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
 RATE_WINDOW_SECONDS = 60
+#: Failed signature checks a source may make per minute at one endpoint (at most half the
+#: endpoint's own rate).
+FAILED_SIGNATURES_PER_MINUTE = 10
 #: How long a signing secret's values are reused before they are read again.
 SECRET_MAX_AGE_SECONDS = 60
 #: Secrets Manager's staging labels that verify a signature (a rotation's two sides).
@@ -93,6 +100,26 @@ class RateLimited(TooManyRequests):
             {"limit_per_minute": limit, "retry_after_seconds": retry_after},
         )
         self.retry_after = retry_after
+
+
+class SignaturesFailing(RateLimited):
+    """429 for a source whose deliveries failed the signature check too often: its own
+    budget, apart from the endpoint's rate."""
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        TooManyRequests.__init__(
+            self,
+            f"too many deliveries from this source failed the signature check (at most {limit}"
+            f" a minute); retry in {retry_after} s",
+            {"failed_signatures_per_minute": limit, "retry_after_seconds": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+def failed_signature_limit(rate_limit_per_minute: int) -> int:
+    """Failed signature checks one source may make per minute at an endpoint: a budget of its
+    own, smaller than the endpoint's rate."""
+    return max(1, min(FAILED_SIGNATURES_PER_MINUTE, rate_limit_per_minute // 2))
 
 
 @dataclass(frozen=True)
@@ -189,10 +216,13 @@ class _Delivery:
                 f"{trigger.max_body_bytes} bytes",
                 {"size_bytes": len(body), "limit_bytes": trigger.max_body_bytes},
             )
-        _storage(self._count, endpoint)
         headers = lower_headers(self.event)
         if trigger.secret is not None:
+            # Forged deliveries count against the sender's own, smaller budget, never against
+            # the endpoint's rate, so they cannot lock the real sender out.
+            _storage(self._refuse_repeated_forgeries, endpoint)
             self._verify(endpoint, body, headers)
+        _storage(self._count, endpoint)
         payload = parse_payload(body)
         delivery_id = _delivery_id(trigger, headers, payload)
         if delivery_id is not None:
@@ -238,20 +268,43 @@ class _Delivery:
             raise NotFound(NOT_FOUND_MESSAGE)
         return Endpoint(slug, hook.tenant, hook.workflow_id, trigger)
 
+    def _limiter(self) -> Any:
+        from relayflow.reliability.ratelimit import SlidingWindowLimiter
+
+        return SlidingWindowLimiter(self.webhooks.rate_windows, clock=self.clock)
+
     def _count(self, endpoint: Endpoint) -> None:
-        now = self.clock()
-        window_start = int(now // RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS
+        """Admit the delivery within the endpoint's sliding one-minute window."""
+        from relayflow.dal.webhooks import rate_partition
+
         limit = endpoint.trigger.rate_limit_per_minute
-        hits = self.webhooks.hit_rate_window(
-            endpoint.slug,
-            endpoint.tenant,
-            window_start=window_start,
-            window_seconds=RATE_WINDOW_SECONDS,
-            limit=limit,
+        admission = self._limiter().admit(
+            rate_partition(endpoint.slug), limit, RATE_WINDOW_SECONDS, tenant=endpoint.tenant
         )
-        if hits is None:
-            retry_after = max(1, math.ceil(window_start + RATE_WINDOW_SECONDS - now))
-            raise RateLimited(limit, retry_after)
+        if not admission.admitted:
+            raise RateLimited(limit, max(1, math.ceil(admission.retry_after)))
+
+    def _source(self) -> str:
+        context = self.event.get("requestContext") or {}
+        source = (context.get("identity") or {}).get("sourceIp")
+        return source if isinstance(source, str) and source else "unknown"
+
+    def _refuse_repeated_forgeries(self, endpoint: Endpoint) -> None:
+        """429 for a source whose signatures failed too often in the last minute."""
+        from relayflow.dal.webhooks import signature_failures_partition
+
+        limit = failed_signature_limit(endpoint.trigger.rate_limit_per_minute)
+        pk = signature_failures_partition(endpoint.slug, self._source())
+        verdict = self._limiter().check(pk, limit, RATE_WINDOW_SECONDS)
+        if not verdict.admitted:
+            raise SignaturesFailing(limit, max(1, math.ceil(verdict.retry_after)))
+
+    def _count_forgery(self, endpoint: Endpoint) -> None:
+        from relayflow.dal.webhooks import signature_failures_partition
+
+        limit = failed_signature_limit(endpoint.trigger.rate_limit_per_minute)
+        pk = signature_failures_partition(endpoint.slug, self._source())
+        self._limiter().admit(pk, limit, RATE_WINDOW_SECONDS, tenant=endpoint.tenant)
 
     def _verify(self, endpoint: Endpoint, body: bytes, headers: Mapping[str, str]) -> None:
         trigger = endpoint.trigger
@@ -275,6 +328,7 @@ class _Delivery:
                 # The secret may have rotated since it was read: read it again, once.
                 check(signing_secrets(trigger.secret, refresh=True))
         except SignatureRejected as exc:
+            _storage(self._count_forgery, endpoint)
             raise Unauthorized(str(exc), {"reason": exc.reason, "header": exc.header}) from None
 
     def _start(
