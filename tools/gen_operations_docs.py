@@ -153,7 +153,7 @@ def _watches(props: dict[str, Any]) -> str:
 
 def alarms(template: dict[str, Any]) -> str:
     rows = []
-    for logical_id, resource in template["Resources"].items():
+    for resource in template["Resources"].values():
         if resource["Type"] != "AWS::CloudWatch::Alarm":
             continue
         p = resource["Properties"]
@@ -259,7 +259,7 @@ def _statement_rows(statement: dict[str, Any]) -> list[str]:
     if keys:
         text += f" (keys {', '.join(keys)})"
     elif condition:
-        text += " (" + ", ".join(f"{k} {list(v)[0]}" for k, v in condition.items()) + ")"
+        text += " (" + ", ".join(f"{k} {next(iter(v))}" for k, v in condition.items()) + ")"
     return [text]
 
 
@@ -317,7 +317,8 @@ def render(text: str) -> str:
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
         if not pattern.search(text):
             raise SystemExit(f"docs/operations.md has no {begin} … {end} markers")
-        text = pattern.sub(lambda _m: f"{begin}\n{build(template)}\n{end}", text)
+        replacement = f"{begin}\n{build(template)}\n{end}"
+        text = pattern.sub(lambda _match, new=replacement: new, text)
     return text
 
 
