@@ -11,7 +11,8 @@
    package on ``PYTHONPATH`` — what ``sam local invoke <Function> -e events/<fn>/<sample>.json
    --env-vars events/env.json`` gives the container.
 
-Each sample must end as ``events/outcomes.json`` documents it (docs/operations.md renders the
+Before the samples, ``api/put_workflow.json`` registers its workflow (so ``api/start_run.json``
+finds it, in any order). Each sample must end as ``events/outcomes.json`` documents it (docs/operations.md renders the
 same file): a result (for the API, its status and error code) or a named error. And no handler
 may import the local runtime or the CLI.
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 from sam_template import ROOT, function_resources, load_template
+from test_handler_samples import load_handler
 
 FUNCTIONS = function_resources(load_template())
 OUTCOMES = json.loads((ROOT / "events" / "outcomes.json").read_text())
@@ -48,6 +50,11 @@ def exposed_aws() -> Iterator[str]:
 
     with LocalServer("127.0.0.1", 0) as server, ExposedAws("127.0.0.1", 0) as aws:
         assert server.url
+        # The state the samples assume, whatever order they run in: the workflow that
+        # api/put_workflow.json registers (api/start_run.json starts it) exists.
+        register = json.loads((ROOT / "events" / "api" / "put_workflow.json").read_text())
+        answer = load_handler("api").handler(register, None)
+        assert answer["statusCode"] == 201, answer
         yield aws.url
 
 
