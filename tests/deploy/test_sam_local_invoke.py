@@ -12,9 +12,9 @@
    --env-vars events/env.json`` gives the container.
 
 Before the samples, ``api/put_workflow.json`` registers its workflow (so ``api/start_run.json``
-finds it, in any order). Each sample must end as ``events/outcomes.json`` documents it (docs/operations.md renders the
-same file): a result (for the API, its status and error code) or a named error. And no handler
-may import the local runtime or the CLI.
+finds it, in any order). Each sample must end as ``events/outcomes.json`` documents it
+(docs/operations.md renders the same file): a result (for the API, its status and error code)
+or a named error. And no handler may import the local runtime or the CLI.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_every_rule_and_schedule_of_the_template_has_a_retry_policy_and_a_dead_l
     assert "MaximumEventAgeInSeconds" in spec["RetryPolicy"]
 
 
-def test_schedules_and_rules_the_control_plane_creates_have_a_retry_policy_and_a_dead_letter_queue():
+def test_schedules_and_rules_the_control_plane_creates_have_retries_and_a_dead_letter_queue():
     # Given the trigger queue the API function passes to the control plane
     env = props("ApiFunction")["Environment"]["Variables"]
     assert env["RELAYFLOW_TRIGGER_DEAD_LETTER_QUEUE_ARN"] == {
