@@ -85,7 +85,12 @@ def test_runtime_architecture_and_layer_build():
     assert function_globals["Layers"] == [{"Ref": "RelayflowLayer"}]
     layer = RESOURCES["RelayflowLayer"]
     assert layer["Properties"]["ContentUri"] == "shared/"
-    assert layer["Metadata"] == {"BuildMethod": "python3.12", "BuildArchitecture": "arm64"}
+    # shared/Makefile builds it: python3.12 arm64 wheels, the package without the local runtime
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
+    makefile = (ROOT / "shared" / "Makefile").read_text()
+    assert "build-RelayflowLayer:" in makefile
+    assert "--python-version 3.12" in makefile and "aarch64" in makefile
+    assert "relayflow/local" in makefile and "relayflow/cli.py" in makefile
     assert (ROOT / "shared" / "requirements.txt").is_file()
 
 
