@@ -191,6 +191,19 @@ def _invoked_by(props: dict[str, Any]) -> str:
     return "; ".join(found)
 
 
+def _authorizers(template: dict[str, Any]) -> set[str]:
+    """Functions an API uses as its authorizer."""
+    found = set()
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Api":
+            auth = resource["Properties"].get("Auth") or {}
+            for authorizer in (auth.get("Authorizers") or {}).values():
+                arn = authorizer.get("FunctionArn") or {}
+                if "Fn::GetAtt" in arn:
+                    found.add(arn["Fn::GetAtt"][0])
+    return found
+
+
 def functions(template: dict[str, Any]) -> str:
     globals_ = template["Globals"]["Function"]
     outcomes = json.loads(OUTCOMES.read_text())
@@ -200,6 +213,8 @@ def functions(template: dict[str, Any]) -> str:
         invoked = _invoked_by(p)
         if kind in ("trigger",):
             invoked = "Scheduler schedules and bus rules the control plane creates"
+        if logical_id in _authorizers(template):
+            invoked = "API Gateway, as the REQUEST authorizer of every non-public route"
         if not invoked:
             invoked = "state machines (lambda:invoke Task)"
         failure = (p.get("EventInvokeConfig") or {}).get("DestinationConfig", {}).get("OnFailure")
