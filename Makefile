@@ -10,7 +10,18 @@ SAM_VENV := $(VENV)/tools/sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser
+# The functions' runtime, python3.12, with the layer's requirements (and boto3, which Lambda's
+# runtime brings): tests/deploy/test_sam_local_invoke.py runs each handler in it.
+LAMBDA_PY := $(VENV)/tools/lambda-py312
+LAMBDA_PY_STAMP := $(LAMBDA_PY)/.installed-stamp
+PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12) python3.12)
+
+# checkov (static analysis of the SAM-translated template), pinned, in its own tool venv.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := $(VENV)/tools/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser lambda-python checkov
 
 venv: $(STAMP)
 
@@ -37,7 +48,7 @@ format: venv
 
 # tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first. The guest
 # approval page is tested in headless Chromium: the browser comes first too.
-test: lint sam-cli browser
+test: lint sam-cli lambda-python checkov browser
 	RELAYFLOW_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -n auto -q
 
 bench: venv
@@ -61,6 +72,22 @@ $(SAM_STAMP):
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_CLI_VERSION)'
 	touch $(SAM_STAMP)
+
+checkov: $(CHECKOV_STAMP)
+
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $(CHECKOV_STAMP)
+
+lambda-python: $(LAMBDA_PY_STAMP)
+
+$(LAMBDA_PY_STAMP): shared/requirements.txt
+	$(PYTHON312) -m venv $(LAMBDA_PY)
+	$(LAMBDA_PY)/bin/python -m pip install --quiet --upgrade pip
+	$(LAMBDA_PY)/bin/python -m pip install --quiet -r shared/requirements.txt 'boto3>=1.44,<2'
+	touch $(LAMBDA_PY_STAMP)
 
 sam-validate: sam-cli
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint

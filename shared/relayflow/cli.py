@@ -869,6 +869,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             maintenance_interval=60.0,
         )
         server.__enter__()
+        aws = _expose_aws(args.host, args.aws_port)
     except OSError as exc:
         print(
             f"relayflow: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
@@ -879,14 +880,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"API key of tenant 'local': {server.bootstrap_key}")
         print(f"admin token (relayflow keys --admin-token): {server.admin_token}")
         print(f"  export {API_URL_ENV}={server.url} {API_KEY_ENV}={server.bootstrap_key}")
+        if aws is not None:
+            print(f"in-memory AWS on {aws.url} (sam local invoke --env-vars events/env.json)")
         print("Ctrl-C stops the server; everything lives in memory until then.", flush=True)
         _stop_on_sigterm()
         threading.Event().wait()
     except KeyboardInterrupt:
         print("stopping", file=sys.stderr)
     finally:
+        if aws is not None:
+            aws.stop()
         server.__exit__(None, None, None)
     return EXIT_OK
+
+
+def _expose_aws(host: str, port: int | None) -> Any:
+    """``--aws-port``: serve's in-memory AWS on a port (relayflow.local.aws_server)."""
+    if port is None:
+        return None
+    from relayflow.local.aws_server import ExposedAws
+
+    return ExposedAws(host, port).__enter__()
 
 
 def _api_options(parser: argparse.ArgumentParser) -> None:
@@ -917,6 +931,12 @@ def _add_api_commands(sub: Any) -> None:
         type=float,
         default=50.0,
         help="requests per second per API key before 429 (default 50, bursts of 4x)",
+    )
+    p.add_argument(
+        "--aws-port",
+        type=int,
+        help="also serve the in-memory AWS (moto) on this port, e.g. 4566, for `sam local "
+        "invoke --env-vars events/env.json` (docs/operations.md)",
     )
     p.set_defaults(func=cmd_serve)
 
@@ -1088,6 +1108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", help="count from this ISO date-time (default now; naive = in --tz)")
     p.set_defaults(func=cmd_schedule_preview)
     _add_api_commands(sub)
+    from relayflow.cli_ops import add_ops_commands
+
+    add_ops_commands(sub)
     return parser
 
 

@@ -12,12 +12,40 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: What ``sam local invoke`` puts in a variable whose template value it cannot resolve: the
+#: logical id a ``!Ref`` names, or for ``!GetAtt <id>.Arn`` a Lambda-shaped ARN ending in
+#: ``:function:<id>`` (a ``!Sub`` it cannot resolve becomes a blank, which is ignored too).
+#: Such a value names nothing that exists, so the setting keeps its default (the local
+#: runtime's name) instead; ``events/env.json`` sets the real local values.
+SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
+    "table_name": "RelayflowTable",
+    "payload_bucket": "PayloadBucket",
+    "event_bus_name": "EventBus",
+    "schedule_group_name": "ScheduleGroup",
+    "approval_signing_secret": "ApprovalSigningSecret",
+    "state_machine_role_arn": "StateMachineRole",
+    "state_machine_log_group_arn": "StateMachineLogGroup",
+    "scheduler_role_arn": "SchedulerRole",
+    "trigger_function_arn": "TriggerFunction",
+    "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
+}
+
+
+def _is_placeholder(value: Any, logical_id: str) -> bool:
+    return isinstance(value, str) and (
+        value == logical_id or value.endswith(f":function:{logical_id}")
+    )
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RELAYFLOW_", extra="ignore")
+    # A blank variable (what SAM gives an unresolvable value, or an unset optional parameter)
+    # means "not set": the default applies, never a parse error.
+    model_config = SettingsConfigDict(
+        env_prefix="RELAYFLOW_", extra="ignore", env_ignore_empty=True
+    )
 
     stage: str = "local"
     region: str = Field("us-east-1", validation_alias="AWS_REGION")
@@ -83,10 +111,32 @@ class Settings(BaseSettings):
         "unset (the stack writes the API's URL there: a function cannot name the API it is "
         "part of without a dependency cycle).",
     )
+    trigger_dead_letter_queue_arn: str | None = Field(
+        None,
+        description="SQS queue that schedules and event-rule targets the control plane creates "
+        "send what they could not deliver to the trigger function (DeadLetterConfig); unset: "
+        "none (the local runtime).",
+    )
     code_cpu_seconds: int = 5
     code_memory_mb: int = 256
     code_wall_seconds: float = 10.0
     code_output_bytes: int = 100_000
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_sam_local_placeholders(cls, data: Any) -> Any:
+        """Unresolved template references (see :data:`SAM_LOCAL_PLACEHOLDERS`) keep the
+        default rather than naming a resource that does not exist."""
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if not (
+                key in SAM_LOCAL_PLACEHOLDERS
+                and _is_placeholder(value, SAM_LOCAL_PLACEHOLDERS[key])
+            )
+        }
 
 
 _overrides: list[Settings] = []

@@ -119,6 +119,8 @@ class Resolver:
         resource = self.resource(name)
         props = resource.get("Properties") or {}
         kind = resource["Type"]
+        if kind == "AWS::SQS::Queue" and "QueueName" in props:
+            return self.resolve(props["QueueName"])
         if kind == "AWS::Serverless::Function":
             return self.resolve(props["FunctionName"])
         if kind == "AWS::Logs::LogGroup":
@@ -146,6 +148,8 @@ class Resolver:
             "AWS::Events::EventBus": f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:event-bus/{name}",
             "AWS::CloudWatch::Alarm": f"arn:{PARTITION}:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}",
         }
+        if kind == "AWS::SQS::Queue" and attribute == "QueueName":
+            return name
         if attribute != "Arn" or kind not in arns:
             raise KeyError(f"no stand-in for {logical_id}.{attribute} ({kind})")
         return arns[kind]
@@ -239,6 +243,37 @@ def allows(policy_statements: list[dict[str, Any]], action: str, resource: str) 
             return False
         allowed = allowed or statement.get("Effect") == "Allow"
     return allowed
+
+
+def allows_item(
+    policy_statements: list[dict[str, Any]], action: str, resource: str, leading_key: str
+) -> bool:
+    """Whether an Allow statement grants ``action`` on ``resource`` for an item (or a Query)
+    whose partition key is ``leading_key``: statements without a condition, and those whose
+    only condition is ``ForAllValues:StringLike`` on ``dynamodb:LeadingKeys``, count."""
+    for statement in policy_statements:
+        if statement.get("Effect") != "Allow":
+            continue
+        condition = statement.get("Condition")
+        if condition is not None:
+            if set(condition) != {"ForAllValues:StringLike"}:
+                continue
+            values = condition["ForAllValues:StringLike"]
+            if set(values) != {"dynamodb:LeadingKeys"}:
+                continue
+            patterns = _as_list(values["dynamodb:LeadingKeys"])
+            if not any(_matches(p, leading_key, case_sensitive=True) for p in patterns):
+                continue
+        if not any(
+            _matches(a, action, case_sensitive=False) for a in _as_list(statement.get("Action", []))
+        ):
+            continue
+        if any(
+            _matches(r, resource, case_sensitive=True)
+            for r in _as_list(statement.get("Resource", []))
+        ):
+            return True
+    return False
 
 
 def role_statements(template: dict[str, Any], resolver: Resolver, role: str) -> list[Any]:

@@ -75,6 +75,11 @@ def test_sam_build_builds_every_function_and_an_arm64_python312_layer(tmp_path: 
         assert (build_dir / logical_id / "app.py").is_file(), kind
     layer = build_dir / "RelayflowLayer" / "python"
     assert (layer / "relayflow" / "observability.py").is_file()
+    # And the layer holds only what Lambda imports: no local runtime, no CLI, no test folders
+    assert not (layer / "relayflow" / "local").exists()
+    assert not list((layer / "relayflow").glob("cli*.py"))
+    assert not [p for p in layer.rglob("tests") if p.is_dir()]
+    assert not (layer / "moto").exists()
     # And the compiled dependencies are the Lambda platform's (CPython 3.12 on aarch64)
     native = sorted(p.name for p in layer.rglob("*.so"))
     assert any(n.startswith("_pydantic_core.cpython-312-aarch64") for n in native), native

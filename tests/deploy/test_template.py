@@ -11,12 +11,14 @@ from sam_template import (
     ROOT,
     Resolver,
     allows,
+    allows_item,
     function_resources,
     load_template,
     role_statements,
 )
 
 from relayflow import naming, observability
+from relayflow.adapters import aws as adapters_aws
 from relayflow.settings import Settings
 
 TEMPLATE = load_template()
@@ -83,7 +85,12 @@ def test_runtime_architecture_and_layer_build():
     assert function_globals["Layers"] == [{"Ref": "RelayflowLayer"}]
     layer = RESOURCES["RelayflowLayer"]
     assert layer["Properties"]["ContentUri"] == "shared/"
-    assert layer["Metadata"] == {"BuildMethod": "python3.12", "BuildArchitecture": "arm64"}
+    # shared/Makefile builds it: python3.12 arm64 wheels, the package without the local runtime
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
+    makefile = (ROOT / "shared" / "Makefile").read_text()
+    assert "build-RelayflowLayer:" in makefile
+    assert "--python-version 3.12" in makefile and "aarch64" in makefile
+    assert "relayflow/local" in makefile and "relayflow/cli.py" in makefile
     assert (ROOT / "shared" / "requirements.txt").is_file()
 
 
@@ -98,8 +105,12 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         "RELAYFLOW_TABLE_NAME",
         "RELAYFLOW_PAYLOAD_BUCKET",
         "RELAYFLOW_EVENT_BUS_NAME",
+        "RELAYFLOW_AWS_ENDPOINT_URL",
     }
-    for name in relayflow:
+    # The endpoint is the AWS adapter's (blank on AWS; events/env.json sets it for sam local)
+    assert variables["RELAYFLOW_AWS_ENDPOINT_URL"] == ""
+    assert adapters_aws.LOCAL_ENDPOINT_ENV == "RELAYFLOW_AWS_ENDPOINT_URL"
+    for name in relayflow - {"RELAYFLOW_AWS_ENDPOINT_URL"}:
         assert name.removeprefix("RELAYFLOW_").lower() in Settings.model_fields, name
 
 
@@ -297,10 +308,14 @@ def test_bus_schedule_group_and_scheduler_role():
     trust = DEV.resolve(props("SchedulerRole")["AssumeRolePolicyDocument"])
     assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
     granted = role_statements(TEMPLATE, DEV, "SchedulerRole")
-    assert [s["Action"] for s in granted] == ["lambda:InvokeFunction"]
+    assert [s["Action"] for s in granted] == ["lambda:InvokeFunction", "sqs:SendMessage"]
     assert allows(
         granted, "lambda:InvokeFunction", DEV.resolve({"Fn::GetAtt": ["TriggerFunction", "Arn"]})
     )
+    # And it may put what it could not deliver in the trigger queue, and nowhere else
+    queue = DEV.resolve({"Fn::GetAtt": ["TriggerDeadLetterQueue", "Arn"]})
+    assert allows(granted, "sqs:SendMessage", queue)
+    assert not allows(granted, "sqs:SendMessage", queue.replace("trigger", "recorder"))
 
 
 def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
@@ -381,9 +396,13 @@ def test_the_api_manages_only_its_stage_state_machines_and_passes_only_their_rol
     assert set(arns) == set(naming.STEP_FUNCTIONS)
 
 
-def test_the_authorizer_only_reads_the_table():
-    policies = props(FUNCTIONS["authorizer"])["Policies"]
-    assert policies == [{"DynamoDBReadPolicy": {"TableName": {"Ref": "RelayflowTable"}}}]
+def test_the_authorizer_only_reads_api_keys_by_their_hash():
+    statements = _inline_statements("authorizer")
+    table = DEV.resolve({"Fn::GetAtt": ["RelayflowTable", "Arn"]})
+    assert allows_item(statements, "dynamodb:GetItem", table, "KEY#0123abcd")
+    for action in ("dynamodb:Scan", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchGetItem"):
+        assert not allows_item(statements, action, table, "KEY#0123abcd"), action
+    assert not allows_item(statements, "dynamodb:GetItem", table, "TENANT#acme#RUN#r1")
 
 
 def test_the_recorder_hears_only_this_stage_and_keeps_what_it_cannot_take():
@@ -408,10 +427,19 @@ def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secr
     statements = _inline_statements("recorder")
     policies = props("RecorderFunction")["Policies"]
     env = props("RecorderFunction")["Environment"]["Variables"]
-    # Then it sends email from identities of this account and region only
-    identity = "arn:aws:ses:us-east-1:123456789012:identity/alerts@example.com"
-    assert allows(statements, "ses:SendEmail", identity)
-    assert not allows(statements, "ses:SendEmail", "arn:aws:ses:eu-west-1:999999999999:identity/x")
+    # Then it sends no email unless an identity is configured, and then from that one only
+    identity = "arn:aws:ses:us-east-1:123456789012:identity/example.com"
+    assert not allows(statements, "ses:SendEmail", identity)
+    configured = Resolver(TEMPLATE, Stage="dev", NotificationEmailIdentity="example.com")
+    with_identity = [
+        statement
+        for policy in configured.resolve(policies)
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+    ]
+    assert allows(with_identity, "ses:SendEmail", identity)
+    other = "arn:aws:ses:us-east-1:123456789012:identity/attacker.example"
+    assert not allows(with_identity, "ses:SendEmail", other)
     # And reads signing secrets under the prefix, decrypting only through the services
     secret_policy = "AWSSecretsManagerGetSecretValuePolicy"
     secrets = [p[secret_policy] for p in policies if secret_policy in p]
@@ -420,9 +448,9 @@ def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secr
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/*"
     )
     assert DEV.resolve(ssm[0]["ParameterName"]) == "relayflow/*"
-    assert not [p for p in DEV.resolve(policies) if "kms" in json.dumps(p)]
+    assert not [p for p in DEV.resolve(policies) if "kms:" in json.dumps(p)]
     with_key = Resolver(TEMPLATE, Stage="dev", SecretsKmsKeyArn="arn:aws:kms:us-east-1:1:key/k")
-    (granted,) = [p for p in with_key.resolve(policies) if "kms" in json.dumps(p)]
+    (granted,) = [p for p in with_key.resolve(policies) if "kms:" in json.dumps(p)]
     assert granted["Statement"][0]["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
     # And its default sender is a setting
     assert env == {"RELAYFLOW_NOTIFICATION_SENDER": {"Ref": "NotificationSender"}}

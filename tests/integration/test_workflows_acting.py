@@ -228,10 +228,10 @@ def test_order_fulfilment_example_acts_on_dynamodb_ses_and_eventbridge(runtime):
         "Attributes"
     ]["QueueArn"]
     client("events").put_rule(
-        Name="all", EventBusName="shop", EventPattern='{"source": ["shop.orders"]}'
+        Name="all", EventBusName="app-shop", EventPattern='{"source": ["shop.orders"]}'
     )
     client("events").put_targets(
-        Rule="all", EventBusName="shop", Targets=[{"Id": "q", "Arn": queue_arn}]
+        Rule="all", EventBusName="app-shop", Targets=[{"Id": "q", "Arn": queue_arn}]
     )
     workflow = load_workflow(ROOT / "workflows/examples/order_fulfilment.yaml")
     trigger = json.loads((ROOT / "events/examples/order_fulfilment.json").read_text())
@@ -239,7 +239,7 @@ def test_order_fulfilment_example_acts_on_dynamodb_ses_and_eventbridge(runtime):
     result = run_workflow(workflow, trigger, runtime=runtime)
     # Then the order is in DynamoDB, the email went out and the event reached the bus
     assert result.status == "succeeded", (result.error, result.cause)
-    item = client("dynamodb").get_item(TableName="shop-orders", Key={"pk": {"S": "order#ord-2001"}})
+    item = client("dynamodb").get_item(TableName="app-orders", Key={"pk": {"S": "order#ord-2001"}})
     assert item["Item"]["customer"] == {"S": "ada@example.org"}
     assert outputs(result)["loyalty"] == {"points": 518}
     assert outputs(result)["confirm"]["message_id"]

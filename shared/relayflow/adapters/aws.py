@@ -2,6 +2,9 @@
 
 Clients are cached per service and per endpoint configuration, so a test or local run that
 points a service at another endpoint (``AWS_ENDPOINT_URL_<SERVICE>``) gets a fresh client.
+``RELAYFLOW_AWS_ENDPOINT_URL`` (declared blank in template.yaml, so that ``sam local invoke
+--env-vars events/env.json`` can set it) sends every service without an endpoint of its own to
+one place: the in-memory AWS that ``relayflow serve --aws-port`` exposes.
 boto3 is imported on first use: a handler that never calls AWS never pays for it.
 """
 
@@ -15,9 +18,18 @@ _lock = threading.Lock()
 _clients: dict[tuple[str, str | None, str | None], Any] = {}
 
 
+#: One endpoint for every AWS service (blank or unset: AWS's own endpoints).
+LOCAL_ENDPOINT_ENV = "RELAYFLOW_AWS_ENDPOINT_URL"
+
+
 def _endpoint_key(service: str) -> tuple[str | None, str | None]:
     env = f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}"
-    return os.environ.get(env) or os.environ.get("AWS_ENDPOINT_URL"), os.environ.get("AWS_REGION")
+    endpoint = (
+        os.environ.get(env)
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or os.environ.get(LOCAL_ENDPOINT_ENV)
+    )
+    return endpoint or None, os.environ.get("AWS_REGION")
 
 
 def client(service: str) -> Any:
@@ -33,7 +45,10 @@ def client(service: str) -> Any:
             from botocore.config import Config
 
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5)
-            found = boto3.session.Session().client(service, config=config)
+            # boto3 reads AWS_ENDPOINT_URL(_<SERVICE>) itself; only the Relayflow variable
+            # has to be passed.
+            endpoint = key[1] if key[1] == os.environ.get(LOCAL_ENDPOINT_ENV) else None
+            found = boto3.session.Session().client(service, config=config, endpoint_url=endpoint)
             _clients[key] = found
     return found
 

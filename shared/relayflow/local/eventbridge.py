@@ -8,8 +8,12 @@ moto's own pattern matcher; the targets of a matching rule that are Lambda funct
 event (shaped by the target's ``Input``, ``InputPath`` or ``InputTransformer``, as EventBridge
 shapes it) on a delivery thread, which calls the function's handler from ``functions/`` (or
 the runtime's registered handlers). Other targets (SQS, logs, buses) are left to moto. A
-handler that raises is retried (EventBridge retries, then drops the event), and every delivery
-is kept in :attr:`LocalEventRouter.deliveries`.
+handler that raises is retried as Lambda retries an asynchronous invocation; when the tries
+run out, the function's on-failure destination (``failure_destinations``, the template's
+``EventInvokeConfig``) gets Lambda's invocation record in SQS, and without one the event is
+dropped. A target whose function has no handler sends the event to the rule target's
+``DeadLetterConfig`` queue, as EventBridge does. Every delivery is kept in
+:attr:`LocalEventRouter.deliveries`.
 
 EventBridge Scheduler schedules do not fire on their own locally. :meth:`fire_schedule`
 delivers a schedule's input to its target as Scheduler would at a given time.
@@ -54,6 +58,10 @@ class Delivery:
     result: Any = None
     error: str | None = None
     attempts: int = 0
+    #: The rule target's DeadLetterConfig queue (ARN), if any.
+    dead_letter_arn: str | None = None
+    #: Where the failure went: a queue ARN, once it was sent there.
+    dead_lettered_to: str | None = None
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
@@ -140,16 +148,29 @@ def _send_to_targets(rule: Any, original_event: Any, transform_input: bool = Tru
             else _as_delivered(original_event)
         )
         name, _ = parse_function_ref(str(target["Arn"]))
-        router.enqueue(Delivery(rule=rule.name, function_name=name, payload=payload))
+        dead_letter = (target.get("DeadLetterConfig") or {}).get("Arn")
+        router.enqueue(
+            Delivery(
+                rule=rule.name, function_name=name, payload=payload, dead_letter_arn=dead_letter
+            )
+        )
 
 
 class LocalEventRouter:
     """Delivers events of the runtime's buses to Lambda targets (see the module docstring);
     a context manager. One router is open at a time (it patches moto, process-wide)."""
 
-    def __init__(self, runtime: LocalRuntime, *, attempts: int = DEFAULT_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        runtime: LocalRuntime,
+        *,
+        attempts: int = DEFAULT_ATTEMPTS,
+        failure_destinations: Mapping[str, str] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.attempts = attempts
+        #: Function name → SQS queue ARN of its on-failure destination.
+        self.failure_destinations = dict(failure_destinations or {})
         #: Every delivery so far, in the order they were made.
         self.deliveries: list[Delivery] = []
         self._queue: queue.Queue[Delivery | None] = queue.Queue()
@@ -254,6 +275,8 @@ class LocalEventRouter:
         if handler is None:
             delivery.error = f"no local handler for function {delivery.function_name}"
             logger.warning("event target has no local handler", extra={"rule": delivery.rule})
+            if delivery.dead_letter_arn:
+                self._dead_letter(delivery)
             return
         for attempt in range(1, self.attempts + 1):
             delivery.attempts = attempt
@@ -272,6 +295,56 @@ class LocalEventRouter:
                     extra={"rule": delivery.rule, "attempt": attempt, "reason": str(exc)},
                 )
                 time.sleep(_RETRY_PAUSE_SECONDS * attempt)
+        destination = self.failure_destinations.get(delivery.function_name)
+        if destination:
+            self._on_failure(delivery, destination)
+
+    def _send(self, queue_arn: str, body: Any, attributes: Mapping[str, str]) -> None:
+        sqs = self.runtime.client("sqs")
+        name = queue_arn.rsplit(":", 1)[-1]
+        sqs.send_message(
+            QueueUrl=sqs.get_queue_url(QueueName=name)["QueueUrl"],
+            MessageBody=json.dumps(body),
+            MessageAttributes={
+                key: {"DataType": "String", "StringValue": value}
+                for key, value in attributes.items()
+            },
+        )
+
+    def _on_failure(self, delivery: Delivery, queue_arn: str) -> None:
+        """Lambda's on-failure destination record (``RetriesExhausted``) for ``delivery``."""
+        assert self._registry is not None
+        error_type, _, message = (delivery.error or "").partition(": ")
+        record = {
+            "version": "1.0",
+            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "requestContext": {
+                "requestId": f"local-{time.time_ns()}",
+                "functionArn": f"{self._registry.function_arn(delivery.function_name)}:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": delivery.attempts,
+            },
+            "requestPayload": delivery.payload,
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
+            "responsePayload": {"errorType": error_type, "errorMessage": message},
+        }
+        self._send(queue_arn, record, {})
+        delivery.dead_lettered_to = queue_arn
+
+    def _dead_letter(self, delivery: Delivery) -> None:
+        """EventBridge's DLQ message: the event, with the target and the error as attributes."""
+        assert self._registry is not None and delivery.dead_letter_arn
+        self._send(
+            delivery.dead_letter_arn,
+            delivery.payload,
+            {
+                "ERROR_CODE": "ResourceNotFoundException",
+                "ERROR_MESSAGE": delivery.error or "",
+                "RULE_ARN": delivery.rule,
+                "TARGET_ARN": self._registry.function_arn(delivery.function_name),
+            },
+        )
+        delivery.dead_lettered_to = delivery.dead_letter_arn
 
     # -- schedules ---------------------------------------------------------------------------
 

@@ -62,6 +62,9 @@ class RuleSpec:
     target_arn: str
     input_template: str
     description: str
+    #: SQS queue for events EventBridge could not deliver
+    #: (``settings.trigger_dead_letter_queue_arn``).
+    dead_letter_arn: str | None = None
 
 
 class EventBus:
@@ -99,18 +102,16 @@ class EventBus:
             State="ENABLED",
             Description=spec.description,
         )
+        target: dict[str, Any] = {
+            "Id": TARGET_ID,
+            "Arn": spec.target_arn,
+            "InputTransformer": {"InputTemplate": spec.input_template},
+            "RetryPolicy": {"MaximumRetryAttempts": 4, "MaximumEventAgeInSeconds": 3600},
+        }
+        if spec.dead_letter_arn:
+            target["DeadLetterConfig"] = {"Arn": spec.dead_letter_arn}
         response = self._call(
-            "put_targets",
-            Rule=spec.name,
-            EventBusName=self.name,
-            Targets=[
-                {
-                    "Id": TARGET_ID,
-                    "Arn": spec.target_arn,
-                    "InputTransformer": {"InputTemplate": spec.input_template},
-                    "RetryPolicy": {"MaximumRetryAttempts": 4, "MaximumEventAgeInSeconds": 3600},
-                }
-            ],
+            "put_targets", Rule=spec.name, EventBusName=self.name, Targets=[target]
         )
         if response.get("FailedEntryCount"):
             failed = response.get("FailedEntries") or [{}]

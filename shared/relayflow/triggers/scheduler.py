@@ -68,6 +68,8 @@ class ScheduleSpec:
     description: str
     #: One-time (``at``) schedules delete themselves once they have fired.
     delete_after_completion: bool = False
+    #: SQS queue for what Scheduler could not deliver (``settings.trigger_dead_letter_queue_arn``).
+    dead_letter_arn: str | None = None
 
     def request(self, group: str) -> dict[str, Any]:
         """The CreateSchedule / UpdateSchedule parameters."""
@@ -88,6 +90,9 @@ class ScheduleSpec:
                 "RetryPolicy": {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 3},
             },
         }
+        if self.dead_letter_arn:
+            # Undeliverable after the retries: kept in the queue, not dropped.
+            params["Target"]["DeadLetterConfig"] = {"Arn": self.dead_letter_arn}
         if self.delete_after_completion:
             params["ActionAfterCompletion"] = "DELETE"
         return params
@@ -104,6 +109,7 @@ class ScheduleSpec:
             and target.get("Arn") == self.target_arn
             and target.get("RoleArn") == self.role_arn
             and _same_json(target.get("Input"), self.input)
+            and (target.get("DeadLetterConfig") or {}).get("Arn") == self.dead_letter_arn
             and action == ("DELETE" if self.delete_after_completion else "NONE")
         )
 

@@ -264,6 +264,7 @@ def plan_triggers(
                     timezone=trigger.timezone,
                     target_arn=settings.trigger_function_arn,
                     role_arn=settings.scheduler_role_arn,
+                    dead_letter_arn=settings.trigger_dead_letter_queue_arn,
                     input=schedule_input(tenant, workflow_id, index, trigger.input),
                     description=description,
                 )
@@ -285,6 +286,7 @@ def plan_triggers(
                 timezone=trigger.timezone,
                 target_arn=settings.trigger_function_arn,
                 role_arn=settings.scheduler_role_arn,
+                dead_letter_arn=settings.trigger_dead_letter_queue_arn,
                 input=schedule_input(tenant, workflow_id, index, trigger.input),
                 description=description,
                 delete_after_completion=True,
@@ -301,6 +303,7 @@ def plan_triggers(
                 target_arn=settings.trigger_function_arn,
                 input_template=event_input_template(tenant, workflow_id, index),
                 description=description,
+                dead_letter_arn=settings.trigger_dead_letter_queue_arn,
             )
             plan.rules.append((index, spec))
         elif kind == "webhook":

@@ -1,0 +1,138 @@
+"""What each deployed function may do in the Relayflow table: DynamoDB actions per key family.
+
+This map is the source of truth for the DynamoDB statements of every function's role in
+``template.yaml``. ``tests/deploy/test_iam_agreement.py`` keeps the three in step:
+
+* the template grants each function exactly these statements (actions, ``dynamodb:LeadingKeys``
+  patterns, base table or GSI1) and nothing else in the table;
+* every DynamoDB call a handler makes against moto — its ``events/`` samples, and the calls
+  recorded from the integration suite (``tests/deploy/dynamodb_calls.json``) — is allowed by
+  its function's grants.
+
+Key families are ``dynamodb:LeadingKeys`` patterns (IAM ``StringLike``: ``*`` matches any
+text). Key parts never contain ``#`` (``relayflow.dal.keys``), so ``TENANT#*#RUN#*`` reaches
+run items and nothing else. For a Query on GSI1 the condition applies to the index's
+partition key (``gsi1pk``). No function scans: with ``ForAllValues`` an empty set of leading
+keys would match, so Scan is never granted. Transactions are authorized per item action
+(``PutItem``, ``UpdateItem``, ``DeleteItem``), so they need no action of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GET = "dynamodb:GetItem"
+PUT = "dynamodb:PutItem"
+UPDATE = "dynamodb:UpdateItem"
+DELETE = "dynamodb:DeleteItem"
+QUERY = "dynamodb:Query"
+
+# -- key families (partition keys of the table, or of GSI1) ------------------------------------
+
+WORKFLOWS = "TENANT#*#WF#*"  # head, versions; GSI1 runs (…#RUNS) and hooks (…#HOOKS) of one
+WORKFLOW_LIST = "TENANT#*#WFS"  # GSI1: a tenant's workflows
+RUNS = "TENANT#*#RUN#*"  # run items; GSI1 a run's waitpoints (…#WAITPOINTS)
+STEP_RESULTS = "TENANT#*#STEP#*"
+WAITS = "TENANT#*#WAIT#*"  # approval requests and waitpoints
+APPROVAL_LIST = "TENANT#*#APPROVALS"  # GSI1
+FLOW = "TENANT#*#FLOW#*"  # flow-control leases and rate windows
+BREAKERS = "TENANT#*#BREAKER#*"  # a breaker and its audit items
+BREAKER_LIST = "TENANT#*#BREAKERS"  # GSI1
+DLQ_ENTRIES = "TENANT#*#DLQ#*"
+DLQ_LIST = "TENANT#*#DLQS"  # GSI1
+DLQ_DUE = "DLQ#DUE"  # automatic retries by due time
+DLQ_STATS = "DLQ#STATS"  # the DLQ's depth counter
+HOOKS = "HOOK#*"  # webhook slug registrations (and, by prefix, their windows and deliveries)
+HOOK_RATE_WINDOWS = "HOOK#*#RATE#*"
+HOOK_DELIVERIES = "HOOK#*#DLV#*"
+API_KEYS = "KEY#*"
+
+
+@dataclass(frozen=True)
+class TableGrant:
+    """One statement: ``actions`` on the items whose partition key matches one of
+    ``leading_keys``; ``index`` means on GSI1 (Query only), else the base table."""
+
+    sid: str
+    actions: tuple[str, ...]
+    leading_keys: tuple[str, ...]
+    index: bool = False
+
+
+_FLOW_CONTROL = TableGrant("FlowControlItems", (GET, PUT, UPDATE, DELETE, QUERY), (FLOW,))
+_STEP_RESULTS = TableGrant("StepResultItems", (GET, PUT, UPDATE, DELETE), (STEP_RESULTS,))
+# Starting a run: read the workflow and version, skip when its breaker is open, create the
+# run item (deleted again when the execution cannot be created), record the execution.
+_START_RUNS = (
+    TableGrant("ReadWorkflows", (GET,), (WORKFLOWS, BREAKERS)),
+    TableGrant("RunItems", (GET, PUT, UPDATE, DELETE), (RUNS,)),
+)
+
+#: Function folder (``functions/<name>``) → its grants in the table.
+TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
+    "condition": (_FLOW_CONTROL,),
+    "transform": (_FLOW_CONTROL,),
+    "tool": (
+        TableGrant(
+            "FlowControlAndBreakerItems", (GET, PUT, UPDATE, DELETE, QUERY), (FLOW, BREAKERS)
+        ),
+        _STEP_RESULTS,
+    ),
+    "webhook_out": (_FLOW_CONTROL, _STEP_RESULTS),
+    "custom": (_FLOW_CONTROL, _STEP_RESULTS),
+    # The code function's role holds step results only (it runs untrusted code).
+    "code": (_STEP_RESULTS,),
+    "approval": (TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),),
+    "waitpoint": (TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),),
+    # The control API: everything a tenant manages, through the DAL, never a scan.
+    "api": (
+        TableGrant("WorkflowItems", (GET, PUT, UPDATE, QUERY), (WORKFLOWS,)),
+        TableGrant("RunItems", (GET, PUT, UPDATE, DELETE), (RUNS,)),
+        TableGrant("WebhookSlugs", (GET, UPDATE, DELETE), (HOOKS,)),
+        TableGrant("WaitItems", (GET, UPDATE), (WAITS,)),
+        TableGrant("BreakerItems", (GET, PUT, UPDATE), (BREAKERS,)),
+        TableGrant("DlqEntries", (GET, PUT, UPDATE), (DLQ_ENTRIES,)),
+        TableGrant("DlqRetries", (PUT, DELETE), (DLQ_DUE,)),
+        TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
+        TableGrant("ApiKeyLookup", (GET,), (API_KEYS,)),
+        TableGrant(
+            "Listings",
+            (QUERY,),
+            (WORKFLOWS, WORKFLOW_LIST, RUNS, APPROVAL_LIST, BREAKER_LIST, DLQ_LIST),
+            index=True,
+        ),
+    ),
+    "authorizer": (TableGrant("ApiKeyLookup", (GET,), (API_KEYS,)),),
+    # Status changes: the run item, the workflow breaker, the run DLQ.
+    "recorder": (
+        TableGrant("ReadWorkflows", (GET,), (WORKFLOWS,)),
+        TableGrant("RunItems", (GET, PUT, UPDATE), (RUNS,)),
+        TableGrant("BreakerItems", (GET, PUT, UPDATE), (BREAKERS,)),
+        TableGrant("DlqEntries", (GET, PUT, UPDATE), (DLQ_ENTRIES,)),
+        TableGrant("DlqRetries", (PUT, DELETE), (DLQ_DUE,)),
+        TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
+    ),
+    "trigger": _START_RUNS,
+    # The public webhook function reads slug registrations, counts its rate windows, keeps
+    # delivery answers (dedup) and starts runs; it cannot change a registration.
+    "webhook": (
+        TableGrant("WebhookSlugs", (GET,), (HOOKS,)),
+        TableGrant(
+            "WebhookWindowsAndDeliveries",
+            (GET, PUT, UPDATE),
+            (
+                HOOK_RATE_WINDOWS,
+                HOOK_DELIVERIES,
+            ),
+        ),
+        *_START_RUNS,
+    ),
+    # Every minute: the due automatic retries, each restarting its run.
+    "maintenance": (
+        TableGrant("ReadWorkflows", (GET,), (WORKFLOWS,)),
+        TableGrant("RunItems", (GET, UPDATE), (RUNS,)),
+        TableGrant("DlqEntries", (GET, PUT, UPDATE), (DLQ_ENTRIES,)),
+        TableGrant("DlqRetries", (PUT, DELETE, QUERY), (DLQ_DUE,)),
+        TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
+    ),
+}

@@ -1,0 +1,36 @@
+"""`relayflow serve --aws-port`: the local runtime's in-memory AWS, reached from outside."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from relayflow.cli import build_parser
+from relayflow.local import LocalRuntime
+from relayflow.local.aws_server import ExposedAws
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_exposed_endpoint_serves_the_runtimes_own_state():
+    # Given a runtime with its table, and its AWS exposed on a free port
+    with LocalRuntime(time_scale=0.001) as runtime, ExposedAws("127.0.0.1", 0) as aws:
+        runtime.client("sqs").create_queue(QueueName="made-in-process")
+        # When a client of another process's kind (its own session, the endpoint) looks
+        outside = boto3.session.Session(
+            aws_access_key_id="defaultkey", aws_secret_access_key="defaultsecret"
+        )
+        dynamodb = outside.client("dynamodb", region_name="us-east-1", endpoint_url=aws.url)
+        sqs = outside.client("sqs", region_name="us-east-1", endpoint_url=aws.url)
+        # Then it sees what the runtime holds, and what it writes the runtime sees
+        assert "relayflow" in dynamodb.list_tables()["TableNames"]
+        assert any(u.endswith("/made-in-process") for u in sqs.list_queues()["QueueUrls"])
+        sqs.create_queue(QueueName="made-outside")
+        urls = runtime.client("sqs").list_queues()["QueueUrls"]
+        assert any(u.endswith("/made-outside") for u in urls)
+
+
+def test_serve_takes_an_aws_port():
+    args = build_parser().parse_args(["serve", "--aws-port", "4566"])
+    assert args.aws_port == 4566
+    assert build_parser().parse_args(["serve"]).aws_port is None
