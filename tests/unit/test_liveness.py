@@ -1,0 +1,226 @@
+"""Output liveness: what the analysis finds live, and where the compiled machine drops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from relayflow.compiler import compile_workflow
+from relayflow.compiler.driver import Driver
+from relayflow.compiler.liveness import PRUNE_BATCH, LivenessPlan, code_reads, step_reads
+from relayflow.compiler.options import CompileOptions
+from relayflow.definition import validate_data
+
+
+def _workflow(steps: dict[str, Any], **extra: Any) -> Any:
+    workflow, problems = validate_data(
+        {"id": "wf", "start": next(iter(steps)), "steps": steps, **extra}
+    )
+    assert workflow is not None, problems
+    return workflow
+
+
+def _plan(steps: dict[str, Any], **extra: Any) -> LivenessPlan:
+    return Driver(_workflow(steps, **extra), CompileOptions()).liveness
+
+
+def _chain(n: int, *, read_previous: bool, lambda_steps: bool = False) -> dict[str, Any]:
+    steps = {}
+    for i in range(n):
+        value = (
+            "{{ trigger.x }}"
+            if i == 0 or not read_previous
+            else "{{ steps.s%d.output.v }}" % (i - 1)
+        )
+        step: dict[str, Any] = {"type": "transform", "mapping": {"v": value}}
+        if lambda_steps:
+            step["retry"] = {"max_attempts": 2}  # a retry policy puts a transform in its Lambda
+        if i + 1 < n:
+            step["on_success"] = f"s{i + 1}"
+        steps[f"s{i}"] = step
+    return steps
+
+
+# --------------------------------------------------------------------------- what a step reads
+
+
+def test_templates_and_expressions_name_the_outputs_they_read():
+    workflow = _workflow(
+        {
+            "a": {"type": "noop", "on_success": "b"},
+            "b": {"type": "noop", "on_success": "c"},
+            "c": {
+                "type": "condition",
+                "expression": "steps.a.output.ok && size(trigger.items) > 0",
+                "on_true": "d",
+            },
+            "d": {
+                "type": "webhook_out",
+                "url": "https://example.com/{{ steps.b.output.id }}",
+                "body": {"n": "{{ steps['a'].status }}"},
+            },
+        }
+    )
+    assert step_reads("c", workflow.steps["c"], workflow) == {"a"}
+    assert step_reads("d", workflow.steps["d"], workflow) == {"a", "b"}
+
+
+def test_a_whole_steps_reference_or_a_custom_step_reads_every_output():
+    workflow = _workflow(
+        {
+            "a": {"type": "transform", "mapping": {"all": "{{ steps }}"}, "on_success": "b"},
+            "b": {"type": "custom", "url": "https://example.com/hook"},
+        }
+    )
+    assert step_reads("a", workflow.steps["a"], workflow) is None
+    assert step_reads("b", workflow.steps["b"], workflow) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "reads"),
+    [
+        ("return steps['fetch']['output'] + steps.get('other', {})", {"fetch", "other"}),
+        ("return input", set()),
+        ("return len(steps)", None),
+        ("for k in steps:\n    pass\nreturn 1", None),
+        ("x = locals()\nreturn x", None),
+        ("import sys\nreturn sys._getframe(0).f_locals", None),
+        ("key = 'a'\nreturn steps[key]", None),
+    ],
+)
+def test_code_reads_only_literal_keys(code: str, reads: set[str] | None):
+    assert code_reads(code) == reads
+
+
+# --------------------------------------------------------------------------- liveness
+
+
+def test_in_a_chain_only_the_previous_output_is_live():
+    plan = _plan(_chain(6, read_previous=True))
+    assert plan.live_in["s3"] == {"s2"}
+    assert plan.live_out["s3"] == {"s3"}
+    # The end keeps the output of the step the run ended on.
+    assert plan.live_out["s5"] == {"s5"}
+
+
+def test_workflow_outputs_stay_live_to_the_end():
+    plan = _plan(_chain(6, read_previous=True), outputs=["s1"])
+    assert all("s1" in plan.live_out[f"s{i}"] for i in range(1, 6))
+
+
+def test_an_output_read_in_a_loop_stays_live_around_it():
+    plan = _plan(
+        {
+            "seed": {"type": "noop", "on_success": "work"},
+            "work": {
+                "type": "transform",
+                "mapping": {"n": "{{ steps.seed.output }}"},
+                "on_success": "check",
+            },
+            "check": {
+                "type": "condition",
+                "expression": "trigger.stop",
+                "on_true": "done",
+                "on_false": "work",
+            },
+            "done": {"type": "noop"},
+        }
+    )
+    # seed is read on every pass through the loop, so it is live at every step of it.
+    for key in ("work", "check"):
+        assert "seed" in plan.live_in[key]
+    assert "seed" in plan.live_out["check"]
+    assert "seed" not in plan.live_out["done"]
+
+
+def test_parallel_branches_keep_what_is_read_after_the_join():
+    plan = _plan(
+        {
+            "first": {"type": "noop", "on_success": "fork"},
+            "fork": {"type": "parallel", "branches": ["left", "right"], "on_success": "join"},
+            "left": {"type": "transform", "mapping": {"v": 1}},
+            "right": {"type": "transform", "mapping": {"v": "{{ steps.first.output }}"}},
+            "join": {"type": "transform", "mapping": {"l": "{{ steps.left.output.v }}"}},
+        }
+    )
+    assert "first" in plan.live_in["right"]
+    assert "left" in plan.live_out["left"]  # read after the parallel
+    assert "right" not in plan.live_out["right"]
+    assert plan.live_in["join"] == {"left"}
+
+
+def test_for_each_item_reads_are_the_for_each_steps_reads():
+    plan = _plan(
+        {
+            "config": {"type": "noop", "on_success": "each"},
+            "each": {"type": "for_each", "items": "{{ trigger.items }}", "step": "item"},
+            "item": {
+                "type": "transform",
+                "mapping": {"c": "{{ steps.config.output }}", "i": "{{ item }}"},
+            },
+        }
+    )
+    assert "config" in plan.live_in["each"]
+
+
+# --------------------------------------------------------------------------- drop points
+
+
+def test_native_steps_fold_their_drops_into_their_own_pass():
+    plan = _plan(_chain(20, read_previous=True))
+    # Every native step after the first drops the output it read: no extra state.
+    assert set(plan.folds) == {f"s{i}" for i in range(1, 20)}
+    assert plan.folds["s7"] == ()
+    assert plan.prunes == {}
+
+
+def test_lambda_steps_drop_in_batches():
+    plan = _plan(_chain(45, read_previous=True, lambda_steps=True))
+    assert plan.folds == {}
+    # One prune after every PRUNE_BATCH dead outputs, and one where the run ends.
+    assert len(plan.prunes) == 45 // PRUNE_BATCH + 1
+    assert plan.prunes["s44"] == ("s44",)
+
+
+def test_no_drop_where_a_live_output_may_be_absent():
+    # b runs on one route only; d reads it, so between the join and d nothing is rebuilt.
+    plan = _plan(
+        {
+            "a": {"type": "noop", "on_success": "c"},
+            "c": {"type": "condition", "expression": "trigger.x", "on_true": "b", "on_false": "j"},
+            "b": {"type": "noop", "on_success": "j"},
+            "j": {"type": "noop", "on_success": "d"},
+            "d": {"type": "transform", "mapping": {"b": "{{ has(steps.b) }}"}, "on_success": "e"},
+            "e": {"type": "noop"},
+        }
+    )
+    assert plan.live_in["d"] == {"b"}
+    assert "j" not in plan.folds
+    # d (in its Lambda: has() is not native) is the last reader of b; the noop after it
+    # drops everything but its own output.
+    assert plan.folds["e"] == ()
+
+
+# --------------------------------------------------------------------------- compiled form
+
+
+def test_compiled_chain_carries_only_live_outputs():
+    asl = compile_workflow(_workflow(_chain(3, read_previous=True))).asl
+    assert asl["States"]["s1"]["ResultPath"] == "$.steps"
+    assert asl["States"]["s1"]["Parameters"] == {
+        "s1": {"output": {"v.$": "$.steps.s0.output.v"}, "status": "succeeded"}
+    }
+
+
+def test_compiled_lambda_step_ends_through_a_prune():
+    steps = _chain(2, read_previous=True, lambda_steps=True)
+    asl = compile_workflow(_workflow(steps)).asl
+    assert asl["States"]["s1"]["Next"] == "s1.prune"
+    assert "End" not in asl["States"]["s1"]
+    assert asl["States"]["s1.prune"] == {
+        "Type": "Pass",
+        "End": True,
+        "Parameters": {"s1.$": "$.steps.s1"},
+        "ResultPath": "$.steps",
+    }
