@@ -31,7 +31,7 @@ def _chain(n: int, *, read_previous: bool, lambda_steps: bool = False) -> dict[s
         value = (
             "{{ trigger.x }}"
             if i == 0 or not read_previous
-            else "{{ steps.s%d.output.v }}" % (i - 1)
+            else f"{{{{ steps.s{i - 1}.output.v }}}}"
         )
         step: dict[str, Any] = {"type": "transform", "mapping": {"v": value}}
         if lambda_steps:
