@@ -224,3 +224,71 @@ def test_compiled_lambda_step_ends_through_a_prune():
         "Parameters": {"s1.$": "$.steps.s1"},
         "ResultPath": "$.steps",
     }
+
+
+# --------------------------------------------------------------------------- document size
+
+
+def _estimate(steps: dict[str, Any], **extra: Any) -> list[Any]:
+    from relayflow.compiler.docsize import document_size_problems
+
+    return document_size_problems(_workflow(steps, **extra))
+
+
+def test_a_long_chain_has_a_small_live_document():
+    # 2,700 steps with long keys outgrew 256 KB when every output travelled to the end.
+    steps = {}
+    for i in range(2700):
+        key = f"step_with_a_rather_long_descriptive_key_{i:05d}"
+        prev = f"step_with_a_rather_long_descriptive_key_{i - 1:05d}"
+        value = "{{ trigger.x }}" if i == 0 else f"{{{{ steps.{prev}.output.v }}}}"
+        steps[key] = {"type": "transform", "mapping": {"v": value}}
+        if i:
+            steps[prev]["on_success"] = key
+    assert _estimate(steps) == []
+
+
+def test_native_copies_of_large_outputs_can_pass_the_limit():
+    fetch = {"type": "tool", "tool": "aws.dynamodb.get_item", "args": {"table": "t", "key": {}}}
+    steps = {
+        "a": {**fetch, "on_success": "b"},
+        "b": {**fetch, "on_success": "both"},
+        "both": {
+            "type": "transform",
+            "mapping": {"a": "{{ steps.a.output }}", "b": "{{ steps.b.output }}"},
+        },
+    }
+    (problem,) = _estimate(steps)
+    assert (problem.path, problem.rule) == ("steps.both", "document-size")
+    assert "both (" in problem.message and "256 KB" in problem.message
+
+
+def test_a_for_each_collects_max_items_records():
+    steps = {
+        "each": {
+            "type": "for_each",
+            "items": "{{ trigger.items }}",
+            "step": "call",
+            "max_items": 1000,
+        },
+        "call": {"type": "webhook_out", "url": "https://example.com/x"},
+    }
+    (problem,) = _estimate(steps)
+    assert problem.path == "steps.each"
+    steps["each"]["max_items"] = 100
+    assert _estimate(steps) == []
+
+
+def test_validate_warns_and_strict_refuses(tmp_path, capsys):
+    from relayflow.cli import EXIT_INVALID, EXIT_OK, main
+
+    path = tmp_path / "fanout.yaml"
+    path.write_text(
+        "id: fanout\nstart: each\nsteps:\n"
+        "  each: {type: for_each, items: '{{ trigger.items }}', step: call}\n"
+        "  call: {type: webhook_out, url: 'https://example.com/x'}\n"
+    )
+    assert main(["validate", str(path)]) == EXIT_OK
+    assert "warning: steps.each: after 'each'" in capsys.readouterr().out
+    assert main(["validate", "--strict", str(path)]) == EXIT_INVALID
+    assert "[document-size]" in capsys.readouterr().err
