@@ -14,7 +14,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, load_event, load_handler
+from relayflow_testing import (
+    Received,
+    Reply,
+    Server,
+    allowed_server,
+    load_event,
+    load_handler,
+    recorded_outputs,
+)
 
 from relayflow.compiler import compile_workflow
 from relayflow.definition import load_workflow_text
@@ -227,8 +235,8 @@ def start(runtime: LocalRuntime, url: str, document: dict[str, Any], name: str) 
 
 
 def step_outputs(record: Any) -> dict[str, Any]:
-    assert isinstance(record.output, dict), (record.status, record.error, record.cause)
-    return {k: v.get("output") for k, v in record.output["steps"].items()}
+    assert record.status == "SUCCEEDED", (record.status, record.error, record.cause)
+    return recorded_outputs(record)
 
 
 def test_a_new_execution_of_the_same_run_sends_nothing_again(runtime, server):
