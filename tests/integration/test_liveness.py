@@ -163,3 +163,22 @@ steps:
     result = run(runtime, definition, {})
     assert set(document_steps(result)) == {"a", "c"}
     assert document_steps(result)["a"]["output"] == {"v": 1}
+
+
+def test_a_parallel_that_ends_the_run_keeps_its_branches_last_outputs(runtime):
+    definition = """
+id: fork-end
+start: first
+steps:
+  first: {type: transform, mapping: {id: "{{ trigger.id }}"}, on_success: fork}
+  fork: {type: parallel, branches: [left, right]}
+  left: {type: transform, mapping: {l: 1}, on_success: left_tail}
+  left_tail: {type: transform, mapping: {l: 2}}
+  right: {type: transform, mapping: {r: "{{ steps.first.output.id }}"}}
+"""
+    result = run(runtime, definition, {"id": "q"})
+    # Then the run's output holds each branch's last output, and nothing from before the fork
+    assert {k: v["output"] for k, v in document_steps(result).items()} == {
+        "left_tail": {"l": 2},
+        "right": {"r": "q"},
+    }

@@ -292,3 +292,17 @@ def test_validate_warns_and_strict_refuses(tmp_path, capsys):
     assert "warning: steps.each: after 'each'" in capsys.readouterr().out
     assert main(["validate", "--strict", str(path)]) == EXIT_INVALID
     assert "[document-size]" in capsys.readouterr().err
+
+
+def test_a_parallel_that_ends_the_run_keeps_its_branches_last_outputs():
+    plan = _plan(
+        {
+            "first": {"type": "noop", "on_success": "fork"},
+            "fork": {"type": "parallel", "branches": ["left", "right"]},
+            "left": {"type": "transform", "mapping": {"v": 1}, "on_success": "left_tail"},
+            "left_tail": {"type": "transform", "mapping": {"v": 2}},
+            "right": {"type": "transform", "mapping": {"v": "{{ steps.first.output }}"}},
+        }
+    )
+    # The drop after the parallel names only outputs its branches wrote on every path.
+    assert plan.prunes["fork"] == ("left_tail", "right")

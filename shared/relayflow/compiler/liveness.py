@@ -475,7 +475,8 @@ class _Analysis:
                 self.plan.folds[key] = self._keys(keep & ~node.own)
                 return own_dead
             return pending
-        single_exit = step.type in _SINGLE_EXIT_TYPES and not getattr(step, "branches", None)
+        routes = step.type == "custom" and bool(step.branches)
+        single_exit = step.type in _SINGLE_EXIT_TYPES and not routes
         if single_exit and (pending >= PRUNE_BATCH or (node.ends and is_main and pending)):
             self.plan.prunes[key] = self._keys(keep)
             return 0

@@ -39,10 +39,9 @@ NOT_CONFIG = {
 def kept_steps(keep: tuple[str, ...]) -> dict[str, Any]:
     """``Pass`` fields that rebuild ``$.steps`` with only the outputs in ``keep`` (each of
     them present on every path here: the liveness plan guarantees it)."""
-    return {
-        "parameters": {f"{k}.$": f"$.steps.{k}" for k in keep},
-        "result_path": "$.steps",
-    }
+    if not keep:
+        return {"result": {}, "result_path": "$.steps"}
+    return {"parameters": {f"{k}.$": f"$.steps.{k}" for k in keep}, "result_path": "$.steps"}
 
 
 class ScopeContext:
@@ -101,9 +100,9 @@ class ScopeContext:
         keep = self.c.liveness.folds.get(key) if self.mode != "item" else None
         if keep is None:
             return {"parameters": record, "result_path": self.step_result_path(key)}
-        fields = kept_steps(keep)
-        fields["parameters"][key] = record
-        return fields
+        parameters = {f"{k}.$": f"$.steps.{k}" for k in keep}
+        parameters[key] = record
+        return {"parameters": parameters, "result_path": "$.steps"}
 
     def flow(self, state: State, key: str, target: str | None) -> State:
         next_name = self.route(key, target)
