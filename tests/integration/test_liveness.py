@@ -182,3 +182,70 @@ steps:
         "left_tail": {"l": 2},
         "right": {"r": "q"},
     }
+
+
+def _generated(seed: int) -> dict[str, Any]:
+    """A small random workflow: a chain with condition shortcuts, native and Lambda
+    transforms, noops and code steps reading earlier outputs (some of them maybe absent)."""
+    import random
+
+    rng = random.Random(seed)
+    keys = [f"k{i}" for i in range(rng.randint(5, 10))]
+    steps: dict[str, Any] = {}
+    for i, key in enumerate(keys):
+        later, earlier = keys[i + 1 :], keys[:i]
+        ref = rng.choice(earlier) if earlier and rng.random() < 0.7 else None
+        kinds = ["native", "native", "lambda", "noop", "condition", "code"]
+        kind = rng.choice(kinds if later else kinds[:4])
+        if kind == "native":
+            step: dict[str, Any] = {
+                "type": "transform",
+                "mapping": {"v": f"{{{{ steps.{ref}.output }}}}" if ref else "{{ trigger.x }}"},
+            }
+        elif kind == "lambda":
+            step = {"type": "transform", "mapping": {"v": f"{{{{ has(steps.{ref or 'k0'}) }}}}"}}
+        elif kind == "code":
+            step = {"type": "code", "code": f"return steps.get({ref!r})" if ref else "return 1"}
+        elif kind == "condition":
+            step = {
+                "type": "condition",
+                "expression": rng.choice(["trigger.flag", f"has(steps.{ref or 'k0'})"]),
+                "on_true": later[0],
+                "on_false": rng.choice(later),
+            }
+        else:
+            step = {"type": "noop"}
+        if kind != "condition" and later:
+            step["on_success"] = later[0]
+        steps[key] = step
+    return {"id": f"generated-{seed}", "start": "k0", "steps": steps}
+
+
+def test_dropping_dead_outputs_changes_no_step_and_no_route(runtime, monkeypatch):
+    # Given generated workflows, each run once as compiled and once keeping every output
+    from relayflow.compiler import driver
+    from relayflow.compiler.liveness import LivenessPlan, analyse
+    from relayflow.definition import validate_data
+
+    succeeded = dropped_any = 0
+    for seed in range(10):
+        workflow, problems = validate_data(_generated(seed))
+        assert workflow is not None, problems
+        trigger = {"x": seed, "flag": seed % 2 == 0}
+        monkeypatch.setattr(driver, "analyse", analyse)
+        dropped = run_workflow(workflow, trigger, runtime=runtime)
+        monkeypatch.setattr(driver, "analyse", lambda *args, **kwargs: LivenessPlan())
+        kept = run_workflow(workflow, trigger, runtime=runtime)
+        # Then every step ran the same way with the same output, and the run ended the same
+        # (a native read of an output a route skipped fails both runs alike)
+        assert (dropped.status, dropped.error) == (kept.status, kept.error), seed
+        assert [(s.key, s.status, s.output) for s in dropped.steps] == [
+            (s.key, s.status, s.output) for s in kept.steps
+        ], seed
+        if dropped.succeeded:
+            # And the final document is the still-live part of the full one
+            final, full = document_steps(dropped), document_steps(kept)
+            assert all(full[key] == record for key, record in final.items()), seed
+            succeeded += 1
+            dropped_any += len(final) < len(full)
+    assert succeeded >= 4 and dropped_any >= 3
