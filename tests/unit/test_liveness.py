@@ -175,12 +175,27 @@ def test_native_steps_fold_their_drops_into_their_own_pass():
     assert plan.prunes == {}
 
 
-def test_lambda_steps_drop_in_batches():
+def test_lambda_steps_drop_through_their_own_result_selector():
+    # Each step reads only the one before: after it, only its own output is live.
     plan = _plan(_chain(45, read_previous=True, lambda_steps=True))
     assert plan.folds == {}
-    # One prune after every PRUNE_BATCH dead outputs, and one where the run ends.
-    assert len(plan.prunes) == 45 // PRUNE_BATCH + 1
+    assert plan.own_results == {f"s{i}" for i in range(1, 45)}
     assert plan.prunes["s44"] == ("s44",)
+
+
+def test_lambda_steps_that_keep_other_outputs_drop_in_batches():
+    # Every step reads s0 and the one before it: s0 stays live, so a Pass must rebuild.
+    steps = _chain(45, read_previous=True, lambda_steps=True)
+    for i in range(2, 45):
+        steps[f"s{i}"]["mapping"]["first"] = "{{ steps.s0.output }}"
+    plan = _plan(steps)
+    # One prune Pass after every PRUNE_BATCH dead outputs; the last step's own
+    # ResultSelector drops s0 where the run ends.
+    assert plan.own_results == {"s44"}
+    batched = sorted(set(plan.prunes) - plan.own_results, key=lambda k: int(k[1:]))
+    # (s1 kills nothing; s2 … s11 kill the ten outputs before them)
+    assert [int(k[1:]) for k in batched] == list(range(PRUNE_BATCH + 1, 44, PRUNE_BATCH))
+    assert all(plan.prunes[key] == ("s0", key) for key in batched)
 
 
 def test_no_drop_where_a_live_output_may_be_absent():
@@ -213,15 +228,26 @@ def test_compiled_chain_carries_only_live_outputs():
     }
 
 
-def test_compiled_lambda_step_ends_through_a_prune():
+def test_compiled_lambda_step_keeps_only_its_own_record():
     steps = _chain(2, read_previous=True, lambda_steps=True)
     asl = compile_workflow(_workflow(steps)).asl
-    assert asl["States"]["s1"]["Next"] == "s1.prune"
-    assert "End" not in asl["States"]["s1"]
-    assert asl["States"]["s1.prune"] == {
+    assert asl["States"]["s1"]["End"] is True
+    assert asl["States"]["s1"]["ResultPath"] == "$.steps"
+    assert asl["States"]["s1"]["ResultSelector"] == {
+        "s1": {"output.$": "$.Payload.output", "status": "succeeded"}
+    }
+    assert "s1.prune" not in asl["States"]
+
+
+def test_compiled_prune_state_rebuilds_the_live_outputs():
+    steps = _chain(3, read_previous=True, lambda_steps=True)
+    steps["s2"]["mapping"]["first"] = "{{ steps.s0.output }}"
+    asl = compile_workflow(_workflow(steps, outputs=["s0"])).asl
+    assert asl["States"]["s2"]["Next"] == "s2.prune"
+    assert asl["States"]["s2.prune"] == {
         "Type": "Pass",
         "End": True,
-        "Parameters": {"s1.$": "$.steps.s1"},
+        "Parameters": {"s0.$": "$.steps.s0", "s2.$": "$.steps.s2"},
         "ResultPath": "$.steps",
     }
 

@@ -12,6 +12,8 @@ at run time, so a rebuild happens only where each live key that *may* be present
 on every path (a must/may analysis over the same graph). Rebuilds happen:
 
 * inside a native ``noop`` / ``transform`` step's own ``Pass`` (no extra transition);
+* in the ``ResultSelector`` of a step after which only its own output is live
+  (``ResultPath: $.steps``, its record alone; no extra transition);
 * in a ``<key>.prune`` ``Pass`` after a step whose single success route is taken, when at
   least :data:`PRUNE_BATCH` dead outputs may have piled up since the last drop, or when the
   step ends the run (so the final output is exactly what is live at the end);
@@ -68,6 +70,11 @@ _EARLY_WRITERS = frozenset({"for_each", "sub_workflow"})
 _SINGLE_EXIT_TYPES = frozenset(
     {"transform", "delay", "tool", "webhook_out", "code", "waitpoint", "parallel"}
     | {"for_each", "sub_workflow", "noop", "custom"}
+)
+#: Step types whose main state writes its record through a ``ResultSelector``.
+_RESULT_SELECTOR_TYPES = frozenset(
+    {"transform", "tool", "webhook_out", "code", "custom", "waitpoint", "sub_workflow"}
+    | {"for_each"}
 )
 #: Names through which Python code could reach ``steps`` without naming a key.
 _INTROSPECTION = frozenset(
@@ -197,6 +204,9 @@ class LivenessPlan:
     folds: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: step → the outputs a ``<key>.prune`` Pass after its success keeps in ``$.steps``.
     prunes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: steps of ``prunes`` whose own ``ResultSelector`` rebuilds ``$.steps`` (keeping only
+    #: their own record) instead of a ``.prune`` state.
+    own_results: set[str] = field(default_factory=set)
     #: step → the outputs kept where one of its routes ends the run (``<key>.done``).
     end_prunes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: step → outputs live when it starts / after it succeeds (main and branch scopes).
@@ -477,7 +487,17 @@ class _Analysis:
             return pending
         routes = step.type == "custom" and bool(step.branches)
         single_exit = step.type in _SINGLE_EXIT_TYPES and not routes
-        if single_exit and (pending >= PRUNE_BATCH or (node.ends and is_main and pending)):
+        if not single_exit:
+            return pending
+        if step.type in _RESULT_SELECTOR_TYPES and not keep & ~node.own:
+            # Nothing but its own output is live after it: its ResultSelector can rebuild
+            # ``$.steps`` alone, at no extra transition.
+            if pending - own_dead > 0:
+                self.plan.prunes[key] = self._keys(keep)
+                self.plan.own_results.add(key)
+                return own_dead
+            return pending
+        if pending >= PRUNE_BATCH or (node.ends and is_main and pending):
             self.plan.prunes[key] = self._keys(keep)
             return 0
         return pending

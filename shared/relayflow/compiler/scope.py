@@ -44,6 +44,20 @@ def kept_steps(keep: tuple[str, ...]) -> dict[str, Any]:
     return {"parameters": {f"{k}.$": f"$.steps.{k}" for k in keep}, "result_path": "$.steps"}
 
 
+def own_result(state: State, key: str) -> bool:
+    """Make ``state`` (a Task or Map writing ``$.steps.<key>`` through a ``ResultSelector``)
+    replace ``$.steps`` with its own record alone; ``False`` when it cannot."""
+    selector = getattr(state, "result_selector", None)
+    path = getattr(state, "result_path", None)
+    if path == "$.steps" and isinstance(selector, dict) and list(selector) == [key]:
+        return True  # already done by an earlier call
+    if path != f"$.steps.{key}" or not isinstance(selector, dict):
+        return False
+    state.result_selector = {key: selector}  # type: ignore[attr-defined]
+    state.result_path = "$.steps"  # type: ignore[attr-defined]
+    return True
+
+
 class ScopeContext:
     """Compiles the steps of one scope (the state machine, a Parallel branch or a for_each
     item processor) into ``machine``."""
@@ -107,6 +121,8 @@ class ScopeContext:
     def flow(self, state: State, key: str, target: str | None) -> State:
         next_name = self.route(key, target)
         keep = self.c.liveness.prunes.get(key) if self.mode != "item" else None
+        if keep is not None and key in self.c.liveness.own_results and own_result(state, key):
+            keep = None  # the state's own ResultSelector leaves only its record in $.steps
         if keep is not None:
             # Drop the outputs no later reader needs, on the way to the next step.
             name = f"{key}.prune"
