@@ -54,7 +54,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
             _print_problems(exc, sys.stderr)
             status = EXIT_INVALID
         else:
+            from relayflow.compiler.docsize import document_size_problems
+
+            warnings = document_size_problems(workflow)
+            if warnings and args.strict:
+                print(f"✗ {path}: {len(warnings)} problem(s) (--strict)", file=sys.stderr)
+                for problem in warnings:
+                    print(f"  {problem}", file=sys.stderr)
+                status = EXIT_INVALID
+                continue
             print(f"✓ {path}: workflow '{workflow.id}', {len(workflow.steps)} steps")
+            for problem in warnings:
+                print(f"  warning: {problem}")
     return status
 
 
@@ -1059,6 +1070,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check definitions; print every problem with its path")
     p.add_argument("files", nargs="+")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a definition that has warnings (e.g. a state document that can pass 256 KB)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("compile", help="compile a definition to Step Functions ASL")

@@ -21,6 +21,7 @@ from relayflow_testing import (
     allowed_server,
     load_event,
     load_handler,
+    recorded_outputs,
     set_step_config,
     step_config,
 )
@@ -237,8 +238,8 @@ def start(runtime: LocalRuntime, url: str, document: dict[str, Any], name: str) 
 
 
 def step_outputs(record: Any) -> dict[str, Any]:
-    assert isinstance(record.output, dict), (record.status, record.error, record.cause)
-    return {k: v.get("output") for k, v in record.output["steps"].items()}
+    assert record.status == "SUCCEEDED", (record.status, record.error, record.cause)
+    return recorded_outputs(record)
 
 
 def test_a_new_execution_of_the_same_run_sends_nothing_again(runtime, server):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from relayflow_testing import recorded_outputs
 
 from relayflow.compiler import compile_workflow
 from relayflow.control.errors import NotFound, Unprocessable
@@ -58,8 +59,8 @@ class Run:
 
     def steps(self) -> dict[str, Any]:
         record = self.wait()
-        assert isinstance(record.output, dict), record
-        return {k: v["output"] for k, v in record.output["steps"].items()}
+        assert record.status == "SUCCEEDED", record
+        return recorded_outputs(record)
 
 
 def eventually(find: Callable[[], Any], timeout: float = 10.0) -> Any:

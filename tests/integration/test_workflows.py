@@ -36,8 +36,9 @@ def run(runtime: LocalRuntime, definition: str, trigger: Any = None, **kwargs: A
 
 
 def outputs(result: RunResult) -> dict[str, Any]:
-    assert isinstance(result.output, dict), result
-    return {k: v.get("output") for k, v in result.output["steps"].items()}
+    """Each step's output, from the run's timeline (the state document keeps only the outputs
+    still live, so the final output holds the last step's)."""
+    return {step.key: step.output for step in result.steps}
 
 
 def invoked(runtime: LocalRuntime, kind: str) -> int:
@@ -453,7 +454,7 @@ def test_a_one_megabyte_output_is_offloaded_and_read_by_the_next_step(runtime):
     )
     # Then the document carries a small reference, and the next step read the whole value
     assert result.status == "succeeded", (result.error, result.cause)
-    record = result.output["steps"]["make"]["output"]
+    record = outputs(result)["make"]
     assert set(record) == {"$relayflow_ref"}
     assert record["$relayflow_ref"]["size"] > 1_000_000
     assert outputs(result)["measure"] == {"keys": 10, "length": 100_000}
@@ -478,5 +479,5 @@ steps:
         result = run(runtime, definition, {"blob": "x" * 400})
     # Then its small result stays in the document and the route Choice reads it
     assert result.status == "succeeded", (result.error, result.cause)
-    assert result.output["steps"]["check"]["output"] == {"result": True}
-    assert "big" in result.output["steps"]
+    assert outputs(result)["check"] == {"result": True}
+    assert "big" in outputs(result)

@@ -58,8 +58,8 @@ def run(runtime: LocalRuntime, definition: str, trigger: Any = None) -> RunResul
 
 
 def outputs(result: RunResult) -> dict[str, Any]:
-    assert isinstance(result.output, dict), (result.status, result.error, result.cause)
-    return {k: v.get("output") for k, v in result.output["steps"].items()}
+    assert result.succeeded, (result.status, result.error, result.cause)
+    return {step.key: step.output for step in result.steps}
 
 
 HTTP_TOOL = """

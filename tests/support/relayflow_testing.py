@@ -192,3 +192,18 @@ def moto_table(monkeypatch: Any) -> Iterator[None]:
             yield
     finally:
         reset_clients()
+
+
+def recorded_outputs(record: Any) -> dict[str, Any]:
+    """Each step's output from an execution's states (a local ``ExecutionRecord``): the record
+    its states wrote at ``steps.<key>`` (the last pass's, in a loop). The final state
+    document keeps only the outputs still live at the end, so tests read outputs here."""
+    outputs: dict[str, Any] = {}
+    for state in record.states:
+        if not isinstance(state.output, dict) or state.iteration is not None:
+            continue
+        key = state.name.split(".", 1)[0]
+        step = (state.output.get("steps") or {}).get(key)
+        if isinstance(step, dict) and "output" in step:
+            outputs[key] = step["output"]
+    return outputs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relayflow.compiler.liveness import LivenessPlan, analyse
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.scope import ScopeContext
 from relayflow.compiler.states import Pass, ScopeMachine
@@ -26,6 +27,28 @@ class Driver:
         #: Workflow ids the sub_workflow steps start (for the IAM statements).
         self.children: set[str] = set()
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
+        #: Where the compiled machine drops outputs no later reader needs.
+        self.liveness: LivenessPlan = analyse(
+            workflow, self.graph, self.scopes, self.native_steps()
+        )
+
+    def native_steps(self) -> set[str]:
+        """Condition and transform steps that compile to a native Choice / Pass outside a
+        for_each item (the emitters make the same decision)."""
+        from relayflow.expressions import condition_to_choice, template_to_parameters
+
+        probe = ScopeContext(self, ScopeMachine(""), "main", set())
+        native: set[str] = set()
+        for key, step in self.wf.steps.items():
+            if step.type == "condition":
+                compiles = condition_to_choice(step.expression) is not None
+            elif step.type == "transform":
+                compiles = template_to_parameters({"output": step.mapping}) is not None
+            else:
+                continue
+            if compiles and not probe.must_catch(step):
+                native.add(key)
+        return native
 
     def entry_state(self, key: str) -> str:
         """The state a route into step ``key`` enters: its main state, or the item-count

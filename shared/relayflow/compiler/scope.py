@@ -36,6 +36,28 @@ NOT_CONFIG = {
 }
 
 
+def kept_steps(keep: tuple[str, ...]) -> dict[str, Any]:
+    """``Pass`` fields that rebuild ``$.steps`` with only the outputs in ``keep`` (each of
+    them present on every path here: the liveness plan guarantees it)."""
+    if not keep:
+        return {"result": {}, "result_path": "$.steps"}
+    return {"parameters": {f"{k}.$": f"$.steps.{k}" for k in keep}, "result_path": "$.steps"}
+
+
+def own_result(state: State, key: str) -> bool:
+    """Make ``state`` (a Task or Map writing ``$.steps.<key>`` through a ``ResultSelector``)
+    replace ``$.steps`` with its own record alone; ``False`` when it cannot."""
+    selector = getattr(state, "result_selector", None)
+    path = getattr(state, "result_path", None)
+    if path == "$.steps" and isinstance(selector, dict) and list(selector) == [key]:
+        return True  # already done by an earlier call
+    if path != f"$.steps.{key}" or not isinstance(selector, dict):
+        return False
+    state.result_selector = {key: selector}  # type: ignore[attr-defined]
+    state.result_path = "$.steps"  # type: ignore[attr-defined]
+    return True
+
+
 class ScopeContext:
     """Compiles the steps of one scope (the state machine, a Parallel branch or a for_each
     item processor) into ``machine``."""
@@ -74,14 +96,43 @@ class ScopeContext:
         return self.c.entry_state(target)
 
     def end_state(self, key: str) -> str:
-        """A Succeed state for routes that end the run (or branch) early."""
+        """A Succeed state for routes that end the run (or branch) early; a Pass that also
+        drops the outputs the final output does not keep, where the liveness plan says so."""
         name = f"{key}.done"
         if name not in self.machine.states:
-            self.machine.add(name, Succeed())
+            keep = self.c.liveness.end_prunes.get(key) if self.mode == "main" else None
+            if keep is None:
+                self.machine.add(name, Succeed())
+            else:
+                self.machine.add(name, Pass(**kept_steps(keep), end=True))
         return name
+
+    def fold(self, key: str, record: dict[str, Any]) -> dict[str, Any]:
+        """``Pass`` fields that write step ``key``'s record (``record``: its ``Parameters``)
+        and, where the liveness plan folds a drop into this step, rebuild ``$.steps`` with
+        only the outputs still live: the drop costs no extra transition."""
+        keep = self.c.liveness.folds.get(key) if self.mode != "item" else None
+        if keep is None:
+            return {"parameters": record, "result_path": self.step_result_path(key)}
+        parameters = {f"{k}.$": f"$.steps.{k}" for k in keep}
+        parameters[key] = record
+        return {"parameters": parameters, "result_path": "$.steps"}
 
     def flow(self, state: State, key: str, target: str | None) -> State:
         next_name = self.route(key, target)
+        keep = self.c.liveness.prunes.get(key) if self.mode != "item" else None
+        if keep is not None and key in self.c.liveness.own_results and own_result(state, key):
+            keep = None  # the state's own ResultSelector leaves only its record in $.steps
+        if keep is not None:
+            # Drop the outputs no later reader needs, on the way to the next step.
+            name = f"{key}.prune"
+            prune = self.machine.states.get(name)
+            if not isinstance(prune, Pass):
+                prune = Pass(**kept_steps(keep))
+                self.machine.add(name, prune)
+            prune.next, prune.end = next_name, next_name is None
+            state.next, state.end = name, False  # type: ignore[attr-defined]
+            return state
         if next_name is not None:
             state.next = next_name  # type: ignore[attr-defined]
         else:

@@ -399,7 +399,7 @@ class ControlPlane:
             asl_sha256=asl_sha256,
             state_machine_version_arn=version_arn,
             created_at=now,
-            warnings=list(trigger_plan.skipped),
+            warnings=[*trigger_plan.skipped, *_document_size_warnings(workflow)],
             step_types={key: step.type for key, step in workflow.steps.items()},
             step_runners=dict(compiled.step_runners),
         )
@@ -993,6 +993,13 @@ def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
     return WorkflowSummary.model_validate(
         item.model_dump(include=set(WorkflowSummary.model_fields))
     )
+
+
+def _document_size_warnings(workflow: Any) -> list[str]:
+    """``document-size`` warnings: the live state document can pass Step Functions' 256 KB."""
+    from relayflow.compiler.docsize import document_size_problems
+
+    return [f"{p.path}: {p.message} [{p.rule}]" for p in document_size_problems(workflow)]
 
 
 def _run_summary(item: RunItem) -> RunSummary:

@@ -50,6 +50,13 @@ def _step_output(key: str, output: Any, in_item: bool) -> Any:
     return record.get("output") if isinstance(record, dict) else None
 
 
+def _writes_output(key: str, output: Any) -> bool:
+    """Whether a state's output holds a finished record of step ``key``."""
+    steps = output.get("steps") if isinstance(output, dict) else None
+    record = steps.get(key) if isinstance(steps, dict) else None
+    return isinstance(record, dict) and "output" in record
+
+
 def fold_steps(
     step_types: Mapping[str, str],
     step_runners: Mapping[str, str],
@@ -100,6 +107,10 @@ def fold_steps(
             entry.status = state.status
             entry.error, entry.cause = state.error, public_cause(state.cause)
             entry.output = _step_output(key, state.output, state.iteration is not None)
+        elif _writes_output(key, state.output):
+            # An auxiliary state wrote the step's record (an approval decided by its expiry):
+            # the state document may drop it later, the timeline keeps it.
+            entry.output = _step_output(key, state.output, False)
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"

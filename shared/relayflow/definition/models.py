@@ -698,3 +698,9 @@ class Workflow(_Model):
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."
     )
+    outputs: list[StepKey] = Field(
+        default_factory=list,
+        description="Steps whose outputs the run's final output keeps (if they ran), besides "
+        "the step the run ended on. Every other output leaves the state document once no "
+        "later step reads it; the run's timeline still shows it.",
+    )

@@ -173,6 +173,7 @@ class _Checker:
             default_on_failure if isinstance(default_on_failure, str) else None,
         )
         self.check_references(graph)
+        self.check_outputs()
         if isinstance(start, str) and start in self.steps:
             self.check_scopes(graph)
         self.check_templates()
@@ -224,6 +225,13 @@ class _Checker:
                     self.add(edge.path, "unknown-step", f"step '{edge.target}' does not exist")
                 elif edge.target == edge.source and edge.is_containment:
                     self.add(edge.path, "self-reference", "a step cannot contain itself")
+
+    def check_outputs(self) -> None:
+        """``outputs`` names steps of the workflow."""
+        outputs = self.data.get("outputs")
+        for i, key in enumerate(outputs if isinstance(outputs, list) else []):
+            if isinstance(key, str) and key not in self.steps:
+                self.add(f"outputs[{i}]", "unknown-step", f"step '{key}' does not exist")
 
     def check_scopes(self, graph: StepGraph) -> None:
         scopes, reached_by = graph.scopes()

@@ -382,11 +382,19 @@ def _is_definite(node: Any) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=4096)
-def _parse_jsonpath(path: str) -> tuple[Any, bool]:
-    from jsonpath_ng.ext import parse
+_JSONPATH_PARSERS = threading.local()
 
-    expression = parse(path)
+
+@functools.lru_cache(maxsize=16384)
+def _parse_jsonpath(path: str) -> tuple[Any, bool]:
+    # jsonpath_ng's parse() builds a new parser (its yacc tables) per call, which costs
+    # more than the parse; one parser per thread (a PLY parser keeps state while parsing).
+    parser = getattr(_JSONPATH_PARSERS, "parser", None)
+    if parser is None:
+        from jsonpath_ng.ext.parser import ExtendedJsonPathParser
+
+        parser = _JSONPATH_PARSERS.parser = ExtendedJsonPathParser()
+    expression = parser.parse(path)
     return expression, _is_definite(expression)
 
 

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 def emit_noop(ctx: ScopeContext, key: str, step: NoopStep) -> None:
     ctx.c.runners[key] = "native"
-    state = Pass(
-        result={"output": None, "status": SUCCEEDED}, result_path=ctx.step_result_path(key)
-    )
+    record = {"output": None, "status": SUCCEEDED}
+    if key in ctx.c.liveness.folds and ctx.mode != "item":
+        state = Pass(**ctx.fold(key, record))
+    else:
+        state = Pass(result=record, result_path=ctx.step_result_path(key))
     ctx.machine.add(key, ctx.flow(state, key, step.on_success))

@@ -18,9 +18,7 @@ def emit_transform(ctx: ScopeContext, key: str, step: TransformStep) -> None:
     params = template_to_parameters({"output": step.mapping})
     if params is not None and not ctx.must_catch(step):
         ctx.c.runners[key] = "native"
-        state = Pass(
-            parameters={**params, "status": SUCCEEDED}, result_path=ctx.step_result_path(key)
-        )
+        state = Pass(**ctx.fold(key, {**params, "status": SUCCEEDED}))
         ctx.machine.add(key, ctx.flow(state, key, step.on_success))
         return
     ctx.machine.add(key, ctx.lambda_task(key, step, "transform", step.on_success))
