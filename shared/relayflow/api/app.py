@@ -31,7 +31,6 @@ status  code                       when
 import base64
 import binascii
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -60,6 +59,7 @@ from relayflow.control.models import (
     WorkflowDetail,
     WorkflowSummary,
 )
+from relayflow.intake import UNREADABLE_RULES, IntakeError
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 
@@ -184,14 +184,12 @@ IdempotencyKey = Annotated[
 
 
 def _json_loads(text: str) -> Any:
-    """``json.loads`` whose every failure is a JSONDecodeError (Powertools answers those 400):
-    numbers longer than 4300 digits raise ValueError, deep nesting RecursionError."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise json.JSONDecodeError(f"unreadable JSON ({type(exc).__name__})", text, 0) from exc
+    """The JSON intake policy (:mod:`relayflow.intake`) for every request body. Text that is
+    not JSON raises JSONDecodeError (Powertools answers 400); JSON the policy refuses raises
+    IntakeError (answered by :func:`_intake_refused`)."""
+    from relayflow.intake import loads
+
+    return loads(text)
 
 
 app = openapi.DocumentedResolver(
@@ -289,6 +287,18 @@ def _request_invalid(exc: RequestValidationError) -> Response:
     return _error(400, "bad_request", f"the request has {len(details)} bad parameter(s)", details)
 
 
+@app.exception_handler(IntakeError)
+def _intake_refused(exc: IntakeError) -> Response:
+    refusal = exc.under("body")
+    code = "bad_request" if refusal.status == 400 else "unprocessable"
+    details = [{"path": refusal.path, "message": refusal.message, "type": _type(refusal.rule)}]
+    return _error(refusal.status, code, refusal.message, details)
+
+
+def _type(rule: str) -> str:
+    return rule.replace("-", "_")
+
+
 @app.exception_handler(RequestUnsupportedContentType)
 def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
     return _error(415, "unsupported_media_type", "send the body as application/json")
@@ -333,19 +343,6 @@ def _media_type() -> str:
     return raw.split(";", 1)[0].strip().lower()
 
 
-def _refuse_yaml_aliases(text: str) -> None:
-    """Aliases let a few hundred bytes of YAML expand to billions of nodes; definitions never
-    need them. Syntax errors are left for the parser, which reports them with their line."""
-    import yaml
-
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise BadRequest("YAML aliases (*name) are not accepted in a definition")
-    except (yaml.YAMLError, RecursionError):
-        return
-
-
 def _definition_body() -> dict[str, Any]:
     """The PUT body as a mapping: JSON, or YAML with a YAML Content-Type. Duplicate keys are
     reported as problems (json and YAML parsers would keep the last one silently)."""
@@ -364,13 +361,18 @@ def _definition_body() -> dict[str, Any]:
     text = app.current_event.decoded_body or ""
     if not text.strip():
         raise BadRequest("the body is empty: send the workflow definition")
-    if fmt == "yaml":
-        _refuse_yaml_aliases(text)
-    try:
-        document = parse_text(text, "", fmt=fmt)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"the body is not readable {fmt.upper()}") from exc
+    # The loader applies the intake policy (relayflow.intake) first: YAML aliases, depth,
+    # numbers and text come back as problems with their paths, never as exceptions.
+    document = parse_text(text, "", fmt=fmt)
     problems = [dataclasses.replace(p, file=None) for p in document.problems]
+    unreadable = [p for p in problems if p.rule in UNREADABLE_RULES]
+    if unreadable:
+        raise BadRequest(
+            f"the body is not a readable definition: {unreadable[0]}",
+            details=[p.to_dict() for p in unreadable],
+        )
+    if document.data is None and problems and not any(p.rule == "syntax" for p in problems):
+        raise InvalidDefinition.from_problems(problems)
     syntax = [p for p in problems if p.rule == "syntax"]
     if syntax:
         raise BadRequest(
