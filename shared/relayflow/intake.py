@@ -261,7 +261,7 @@ def check_yaml(text: str, loader: Any = None) -> None:
                 )
             if isinstance(event, yaml.CollectionStartEvent):
                 if len(frames) >= MAX_DEPTH:
-                    raise IntakeError("depth", path, f"the YAML {depth_message(path)}")
+                    raise IntakeError("depth", path, f"the YAML {depth_message()}")
                 mapping = isinstance(event, yaml.MappingStartEvent)
                 frames.append([mapping, True, None if mapping else -1])
     except yaml.YAMLError:

@@ -70,6 +70,10 @@ MAX_BODY_BYTES = 256 * 1024
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 #: Run ids are uuid4 hex, or the first 32 hex digits of a sha256 (Idempotency-Key).
 RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
+#: ``relayflow.control.service.MAX_IDEMPOTENCY_KEY`` (a test keeps them equal). The key is
+#: never the execution name itself (Step Functions allows 80 characters there): the run id
+#: and execution name are 32 hex digits of its sha256, so the limit is only the stored key's.
+MAX_IDEMPOTENCY_KEY = 256
 #: Largest workflow version (stored as ``V#<version:010d>``).
 MAX_VERSION = 9_999_999_999
 #: Routes API Gateway serves without the authorizer (template.yaml: ``Auth: NONE``); every
@@ -174,9 +178,10 @@ IdempotencyKey = Annotated[
     Header(
         alias="Idempotency-Key",
         min_length=1,
-        max_length=256,
+        max_length=MAX_IDEMPOTENCY_KEY,
         pattern=r"^[\x20-\x7e]+$",
-        description="A repeat with the same key returns the run the first request started.",
+        description="A repeat with the same key returns the run the first request started "
+        f"(1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters).",
     ),
 ]
 

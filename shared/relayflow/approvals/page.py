@@ -153,17 +153,31 @@ def _choice_text(value: Any) -> str:
 
 
 def _convert(item: FormField, raw: str) -> Any:
-    """One field's text as its JSON value; ValueError with a message for the guest."""
+    """One field's text as its JSON value, within the JSON intake policy (relayflow.intake:
+    finite numbers DynamoDB can hold, bounded depth); ValueError with a message for the
+    guest."""
+    from relayflow.intake import IntakeError, check_value
+
+    value = _converted(item, raw)
+    try:
+        # One level below the form's data object, as the decision stores it.
+        check_value([value])
+    except IntakeError as exc:
+        raise ValueError(f"{item.label}: {exc.reason}") from None
+    return value
+
+
+def _converted(item: FormField, raw: str) -> Any:
     if item.kind == "integer":
         if not _INTEGER.match(raw.strip()):
             raise ValueError(f"{item.label} must be a whole number")
-        return int(raw.strip())
+        return _whole(item, raw.strip())
     if item.kind == "number":
         text = raw.strip()
         if not _NUMBER.match(text):
             raise ValueError(f"{item.label} must be a number")
         if _INTEGER.match(text):
-            return int(text)
+            return _whole(item, text)
         number = float(text)
         if not math.isfinite(number):
             raise ValueError(f"{item.label} must be a number")
@@ -174,11 +188,24 @@ def _convert(item: FormField, raw: str) -> Any:
                 return choice
         raise ValueError(f"{item.label}: choose one of the listed values")
     if item.kind == "json":
+        from relayflow.intake import IntakeError, loads
+
         try:
-            return json.loads(raw)
+            return loads(raw)
+        except IntakeError as exc:
+            raise ValueError(f"{item.label}: {exc.message}") from None
         except ValueError:
             raise ValueError(f"{item.label} must be JSON") from None
     return raw
+
+
+def _whole(item: FormField, text: str) -> int:
+    from relayflow.intake import MAX_INTEGER_DIGITS
+
+    if len(text.lstrip("+-")) > MAX_INTEGER_DIGITS:
+        # int() itself refuses past 4,300 digits; DynamoDB keeps 38.
+        raise ValueError(f"{item.label} has more than {MAX_INTEGER_DIGITS} digits")
+    return int(text)
 
 
 def form_to_data(schema: Mapping[str, Any] | None, form: Mapping[str, Sequence[str]]) -> Any:
