@@ -16,7 +16,8 @@ rule                      status  what
                                   overflows a double (``1e999``)
 ``number-range``          422     an integer of more than :data:`MAX_INTEGER_DIGITS` digits,
                                   or a non-zero number whose magnitude DynamoDB cannot hold
-``key-length``            422     an object key longer than :data:`MAX_KEY_CHARS`
+``key-length``            422     an empty object key, or one longer than
+                                  :data:`MAX_KEY_CHARS` (DynamoDB map keys need one)
 ========================  ======  ===========================================================
 
 The limits are chosen from the tightest reader. DynamoDB nests documents at most 32 levels
@@ -175,6 +176,13 @@ def _problems(value: Any, path: str, depth: int) -> Iterator[tuple[str, str, str
                 text = str(key)
                 if _SURROGATE.search(text):
                     yield "lone-surrogate", path, _surrogate_message("a key", text)
+                    return
+                if not text:
+                    yield (
+                        "key-length",
+                        path,
+                        f"an empty key (keys have 1 to {MAX_KEY_CHARS} characters)",
+                    )
                     return
                 if len(text) > MAX_KEY_CHARS:
                     yield (

@@ -171,13 +171,13 @@ def _converted(item: FormField, raw: str) -> Any:
     if item.kind == "integer":
         if not _INTEGER.match(raw.strip()):
             raise ValueError(f"{item.label} must be a whole number")
-        return _whole(item, raw.strip())
+        return int(raw.strip())
     if item.kind == "number":
         text = raw.strip()
         if not _NUMBER.match(text):
             raise ValueError(f"{item.label} must be a number")
         if _INTEGER.match(text):
-            return _whole(item, text)
+            return int(text)
         number = float(text)
         if not math.isfinite(number):
             raise ValueError(f"{item.label} must be a number")
@@ -197,15 +197,6 @@ def _converted(item: FormField, raw: str) -> Any:
         except ValueError:
             raise ValueError(f"{item.label} must be JSON") from None
     return raw
-
-
-def _whole(item: FormField, text: str) -> int:
-    from relayflow.intake import MAX_INTEGER_DIGITS
-
-    if len(text.lstrip("+-")) > MAX_INTEGER_DIGITS:
-        # int() itself refuses past 4,300 digits; DynamoDB keeps 38.
-        raise ValueError(f"{item.label} has more than {MAX_INTEGER_DIGITS} digits")
-    return int(text)
 
 
 def form_to_data(schema: Mapping[str, Any] | None, form: Mapping[str, Sequence[str]]) -> Any:
