@@ -143,6 +143,26 @@ def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(cli
     assert run["output"]["steps"]["wait"]["output"] == {"total": 2}
 
 
+def test_an_empty_key_in_waitpoint_data_is_refused_and_the_waitpoint_stays_readable(client):
+    # An empty key was stored (moto), and every later read of the waitpoint answered 500
+    run_id = start(client, "intake-waitpoint")
+
+    def waiting() -> Any:
+        items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+        return items[0] if items else None
+
+    path = f"/waitpoints/{eventually(waiting)['waitpoint_id']}"
+    answer = client.post(f"{path}/complete", json={"data": {"": 1}})
+    body = refused(answer, 422, "unprocessable")
+    assert body["details"][0] == {
+        "path": "body.data",
+        "type": "key_length",
+        "message": body["message"],
+    }
+    read = client.get(path)
+    assert read.status_code == 200 and read.json()["status"] == "pending"
+
+
 @pytest.mark.parametrize("literal", NON_FINITE)
 def test_non_finite_run_input_is_refused_not_turned_into_null(client, literal):
     text = f'{{"input": {{"n": {literal}}}}}'
@@ -237,3 +257,37 @@ def test_a_body_that_is_not_utf8_is_a_400(client):
         "/workflows/intake-echo/runs", content=b'{"input": "\xff\xfe"}', headers=JSON_HEADERS
     )
     refused(answer, 400, "bad_request")
+
+
+# ----------------------------------------------------------------------------- Idempotency-Key
+
+
+def test_the_idempotency_key_limit_is_one_number_everywhere():
+    from relayflow.api.app import MAX_IDEMPOTENCY_KEY
+    from relayflow.control.service import MAX_IDEMPOTENCY_KEY as SERVICE_LIMIT
+    from relayflow.triggers.webhook import MAX_IDEMPOTENCY_KEY as WEBHOOK_LIMIT
+
+    assert MAX_IDEMPOTENCY_KEY == SERVICE_LIMIT == WEBHOOK_LIMIT == 256
+
+
+def test_a_256_character_idempotency_key_starts_one_run_and_257_is_a_400(client):
+    from relayflow.control.service import idempotent_run_id
+
+    # Given the longest key the docs allow
+    key = "k" * 256
+    first = client.post(
+        "/workflows/intake-echo/runs", json={"input": {}}, headers={"Idempotency-Key": key}
+    )
+    again = client.post(
+        "/workflows/intake-echo/runs", json={"input": {}}, headers={"Idempotency-Key": key}
+    )
+    # Then it starts one run, whose id (the execution name) is 32 hex digits
+    assert first.status_code == 201, first.text
+    assert again.status_code == 200 and again.json()["run_id"] == first.json()["run_id"]
+    assert first.json()["run_id"] == idempotent_run_id("local", "intake-echo", key)
+    # And one character more is refused with the header named
+    longer = client.post(
+        "/workflows/intake-echo/runs", json={"input": {}}, headers={"Idempotency-Key": key + "k"}
+    )
+    body = refused(longer, 400, "bad_request")
+    assert "idempotency" in json.dumps(body["details"]).lower()
