@@ -182,7 +182,8 @@ class World:
         return started.json()["run_id"]
 
     def read(self, path: str, **params: Any) -> Any:
-        response = self.checked(self.client.get(path, params=params))
+        # httpx replaces a path's own query with ``params`` when both are given
+        response = self.checked(self.client.get(path, params=params or None))
         assert response.status_code == 200, response.text
         return response.json()
 
