@@ -21,10 +21,11 @@ rule                      status  what
 ========================  ======  ===========================================================
 
 The limits are chosen from the tightest reader. DynamoDB nests documents at most 32 levels
-(an approval's data is kept two levels down, at ``decision.data``), holds numbers of at most
-38 significant digits between 1e-130 and 1e126, and the API body itself wraps the data one
-level. 24 levels leaves each of them a margin, and is far below what ``json``, pydantic,
-PyYAML and CEL handle (hundreds of levels) and far above what real payloads use.
+(an approval's data is kept one level down, at ``decision.data``, and the body's own object
+wraps it one level too), holds numbers of at most 38 significant digits between 1e-130 and
+1e126, and needs map keys of at least one character. 24 levels leaves DynamoDB 7 levels or
+more, and is far below what ``json``, pydantic, PyYAML and CEL handle (hundreds of levels)
+and far above what real payloads use.
 """
 
 from __future__ import annotations
@@ -82,10 +83,9 @@ def join_path(prefix: str, path: str) -> str:
     return prefix + path if path.startswith("[") else f"{prefix}.{path}"
 
 
-def depth_message(path: str = "") -> str:
-    """``nests deeper than the limit of 24 levels`` (``at <path>`` when known)."""
-    where = f" at {path}" if path else ""
-    return f"nests deeper than the limit of {MAX_DEPTH} levels{where}"
+def depth_message() -> str:
+    """``nests deeper than the limit of 24 levels``: the refusal's reason."""
+    return f"nests deeper than the limit of {MAX_DEPTH} levels"
 
 
 # ----------------------------------------------------------------------------- JSON text
