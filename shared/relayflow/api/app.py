@@ -59,7 +59,7 @@ from relayflow.control.models import (
     WorkflowDetail,
     WorkflowSummary,
 )
-from relayflow.intake import UNREADABLE_RULES, IntakeError
+from relayflow.intake import UNREADABLE_RULES, IntakeError, loads
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 
@@ -192,8 +192,6 @@ def _json_loads(text: str) -> Any:
     """The JSON intake policy (:mod:`relayflow.intake`) for every request body. Text that is
     not JSON raises JSONDecodeError (Powertools answers 400); JSON the policy refuses raises
     IntakeError (answered by :func:`_intake_refused`)."""
-    from relayflow.intake import loads
-
     return loads(text)
 
 

@@ -39,6 +39,7 @@ from relayflow.approvals.links import (
     decision_deadline,
     to_epoch,
 )
+from relayflow.intake import IntakeError, check_value, loads
 
 #: The largest form body accepted (a form of a few fields is a few hundred bytes).
 MAX_FORM_BYTES = 64 * 1024
@@ -156,8 +157,6 @@ def _convert(item: FormField, raw: str) -> Any:
     """One field's text as its JSON value, within the JSON intake policy (relayflow.intake:
     finite numbers DynamoDB can hold, bounded depth); ValueError with a message for the
     guest."""
-    from relayflow.intake import IntakeError, check_value
-
     value = _converted(item, raw)
     try:
         # One level below the form's data object, as the decision stores it.
@@ -188,8 +187,6 @@ def _converted(item: FormField, raw: str) -> Any:
                 return choice
         raise ValueError(f"{item.label}: choose one of the listed values")
     if item.kind == "json":
-        from relayflow.intake import IntakeError, loads
-
         try:
             return loads(raw)
         except IntakeError as exc:
