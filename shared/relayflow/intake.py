@@ -158,10 +158,12 @@ def decode_utf8(raw: bytes, what: str = "the body") -> str:
 # ----------------------------------------------------------------------------- values
 
 
-def check_value(value: Any, path: str = "") -> None:
+def check_value(value: Any, path: str = "", *, level: int = 0) -> None:
     """Check an already-parsed value (JSON, YAML or a form's conversion) against the policy;
-    raise :class:`IntakeError` for the first value refused, in document order."""
-    for rule, where, reason in _problems(value, path, 0):
+    raise :class:`IntakeError` for the first value refused, in document order. ``path``
+    names the value itself, and ``level`` counts the levels it sits under in its body (a
+    request's ``data`` sits one level under the body's object)."""
+    for rule, where, reason in _problems(value, path, level):
         raise IntakeError(rule, where, reason)
 
 

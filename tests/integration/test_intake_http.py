@@ -291,3 +291,32 @@ def test_a_256_character_idempotency_key_starts_one_run_and_257_is_a_400(client)
     )
     body = refused(longer, 400, "bad_request")
     assert "idempotency" in json.dumps(body["details"]).lower()
+
+
+def test_the_wait_service_refuses_unstorable_data_from_any_caller(client):
+    from relayflow.control.errors import Unprocessable
+    from relayflow.control.waits import get_wait_service
+
+    # Given a pending approval and a caller that is not the API (no JSON text to parse)
+    run_id = start(client, "intake-approval")
+
+    def pending() -> Any:
+        items = client.get("/approvals").json()["items"]
+        return next((a for a in items if a["run_id"] == run_id), None)
+
+    approval_id = eventually(pending)["approval_id"]
+    # When it answers with a float the JSON text could not even carry
+    with pytest.raises(Unprocessable) as caught:
+        get_wait_service().respond(
+            "local", approval_id, "approve", {"rate": [float("inf")]}, responder="test"
+        )
+    # Then nothing is stored, and the approval still reads and lists as pending
+    assert caught.value.details == [
+        {
+            "path": "data.rate[0]",
+            "rule": "non-finite-number",
+            "message": "data.rate[0]: inf is not a finite number",
+        }
+    ]
+    assert client.get(f"/approvals/{approval_id}").json()["status"] == "pending"
+    assert client.get("/approvals", params={"status": "decided"}).status_code == 200

@@ -159,8 +159,7 @@ def _convert(item: FormField, raw: str) -> Any:
     guest."""
     value = _converted(item, raw)
     try:
-        # One level below the form's data object, as the decision stores it.
-        check_value([value])
+        check_value(value, level=1)  # a field of the form's data object
     except IntakeError as exc:
         raise ValueError(f"{item.label}: {exc.reason}") from None
     return value
