@@ -63,7 +63,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     compiled = compile_workflow(_load(args.file))
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from exc
         print(
             f"wrote {args.output} ({len(compiled.asl['States'])} top-level states)", file=sys.stderr
         )

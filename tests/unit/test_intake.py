@@ -217,6 +217,13 @@ def test_a_bad_input_file_exits_2_in_one_line(files, capsys, name, rule):
     assert err.count("\n") == 1 and f"[{rule}]" in err and err.startswith("relayflow: --input")
 
 
+def test_compile_to_an_unwritable_output_exits_2_in_one_line(files, capsys):
+    status = main(["compile", str(files / "ok.yaml"), "-o", str(files / "no" / "such.json")])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "No such file or directory" in err and "States" not in err
+
+
 def test_a_resources_file_with_an_alias_bomb_exits_2(files, capsys):
     (files / "res.yaml").write_text(ALIAS_BOMB.replace(NOOP, "s3_buckets: []\n"))
     status = main(["run", str(files / "ok.yaml"), "--resources", str(files / "res.yaml")])
