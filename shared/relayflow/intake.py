@@ -244,40 +244,57 @@ def _shorten(text: str, width: int = 24) -> str:
 # ----------------------------------------------------------------------------- YAML text
 
 
-def check_yaml(text: str, loader: Any = None) -> None:
+def check_yaml(text: str) -> None:
     """Refuse YAML anchors and aliases, and nesting past :data:`MAX_DEPTH`, reading only the
-    event stream (linear in the text). Run this BEFORE composing or loading: an alias bomb of
-    a few hundred bytes expands to billions of nodes for any pass that follows aliases, and
-    the composer recurses once per level. Syntax errors are left to the parser that follows,
-    which reports them with their line."""
+    event stream. Run this BEFORE composing or loading: an alias bomb of a few hundred bytes
+    expands to billions of nodes for any pass that follows aliases, and the composer recurses
+    once per level. Syntax errors are left to the parser that follows, which reports them
+    with their line.
+
+    libyaml's event parser is used when PyYAML has it: PyYAML's own scanner looks ahead up to
+    1,024 characters for each open flow collection, so ``[[[[…`` costs it a second, libyaml a
+    millisecond. Text libyaml refuses is scanned again by PyYAML, which the loader uses."""
+    import yaml
+
+    parsers = [yaml.SafeLoader]
+    if yaml.__with_libyaml__:
+        parsers.insert(0, yaml.CSafeLoader)
+    for parser in parsers:
+        try:
+            _check_yaml_events(yaml.parse(text, Loader=parser))
+        except yaml.YAMLError as exc:
+            if "maximum nesting depth" in str(exc):  # libyaml's own limit (1,000 levels)
+                raise IntakeError("depth", "", f"the YAML {depth_message()}") from None
+            continue
+        except RecursionError:  # a parser that recursed after all: still the depth rule
+            raise IntakeError("depth", "", f"the YAML {depth_message()}") from None
+        return
+
+
+def _check_yaml_events(events: Iterator[Any]) -> None:
     import yaml
 
     frames: list[list[Any]] = []  # [is_mapping, key_next, segment] per open collection
-    try:
-        for event in yaml.parse(text, Loader=loader or yaml.SafeLoader):
-            if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
-                frames.pop()
-                continue
-            if not isinstance(event, yaml.NodeEvent):
-                continue
-            _yaml_node_starts(frames, event)
-            path = _yaml_path(frames)
-            if isinstance(event, yaml.AliasEvent) or event.anchor is not None:
-                line = event.start_mark.line + 1
-                raise IntakeError(
-                    "yaml-alias",
-                    path,
-                    f"YAML anchors (&name) and aliases (*name) are not accepted (line {line})",
-                )
-            if isinstance(event, yaml.CollectionStartEvent):
-                if len(frames) >= MAX_DEPTH:
-                    raise IntakeError("depth", path, f"the YAML {depth_message()}")
-                mapping = isinstance(event, yaml.MappingStartEvent)
-                frames.append([mapping, True, None if mapping else -1])
-    except yaml.YAMLError:
-        return
-    except RecursionError:  # a parser that recursed after all: still the depth rule
-        raise IntakeError("depth", "", f"the YAML {depth_message()}") from None
+    for event in events:
+        if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            frames.pop()
+            continue
+        if not isinstance(event, yaml.NodeEvent):
+            continue
+        _yaml_node_starts(frames, event)
+        path = _yaml_path(frames)
+        if isinstance(event, yaml.AliasEvent) or event.anchor is not None:
+            line = event.start_mark.line + 1
+            raise IntakeError(
+                "yaml-alias",
+                path,
+                f"YAML anchors (&name) and aliases (*name) are not accepted (line {line})",
+            )
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(frames) >= MAX_DEPTH:
+                raise IntakeError("depth", path, f"the YAML {depth_message()}")
+            mapping = isinstance(event, yaml.MappingStartEvent)
+            frames.append([mapping, True, None if mapping else -1])
 
 
 def _yaml_node_starts(frames: list[list[Any]], event: Any) -> None:

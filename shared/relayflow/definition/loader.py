@@ -148,7 +148,7 @@ def _parse_json(text: str, doc: LoadedDocument) -> None:
 
 
 def _parse_yaml(text: str, doc: LoadedDocument) -> None:
-    check_yaml(text, _Yaml12Loader)
+    check_yaml(text)
     try:
         node = yaml.compose(text, Loader=_Yaml12Loader)
         doc.data = yaml.load(text, Loader=_Yaml12Loader)
