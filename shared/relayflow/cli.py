@@ -77,7 +77,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from exc
         print(
             f"wrote {args.output} ({len(compiled.asl['States'])} top-level states)", file=sys.stderr
         )
@@ -98,14 +101,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def _read_input(value: str | None) -> Any:
     if value is None:
         return {}
-    try:
-        text = Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value
-    except OSError as exc:
-        raise UsageError(f"--input {value}: {exc.strerror}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+    return _json_option(value, "--input")
 
 
 def _summary(value: Any, width: int = 48) -> str:
@@ -199,14 +195,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     trigger = _read_input(args.input)
     resources = None
     if args.resources:
-        from pydantic import ValidationError
+        import yaml
 
         from relayflow.local.resources import load_resources
 
         try:
             resources = load_resources(args.resources)
-        except (OSError, ValidationError) as exc:
-            raise UsageError(f"--resources {args.resources}: {exc}") from exc
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            reason = " ".join(str(exc).split())  # pydantic's and PyYAML's span lines
+            raise UsageError(f"--resources {args.resources}: {reason}") from exc
     if not args.json:
         print(
             f"running '{workflow.id}' on the local runtime (time scale {args.time_scale})",
@@ -260,6 +257,7 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
         preview,
         scheduler_dst_note,
         to_scheduler_expressions,
+        zone_name,
     )
 
     if args.n < 1:
@@ -270,11 +268,12 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
         raise UsageError(f"--start {args.start}: not an ISO 8601 date-time") from exc
     try:
         expressions = to_scheduler_expressions(args.cron)
-        times = preview(args.cron, args.tz, args.n, start)
+        tz = zone_name(args.tz)
+        times = preview(args.cron, tz, args.n, start)
     except (UnsupportedCron, UnknownTimeZone) as exc:
         raise UsageError(str(exc)) from exc
     plural = "s (either fires)" if len(expressions) > 1 else ""
-    print(f"EventBridge Scheduler expression{plural}, ScheduleExpressionTimezone {args.tz}:")
+    print(f"EventBridge Scheduler expression{plural}, ScheduleExpressionTimezone {tz}:")
     for expression in expressions:
         print(f"  {expression}")
     print(f"next {len(times)} fire times (croniter):")
@@ -406,15 +405,15 @@ def _children_first(texts: dict[str, str]) -> list[str]:
     """The files in the order to register them: a workflow after the workflows among them
     that its ``sub_workflow`` steps start (the API refuses a child it does not know yet);
     otherwise as given. Unreadable files keep their place (their PUT reports them)."""
-    import yaml
+    from relayflow.definition.loader import parse_text
 
     ids: dict[str, str] = {}
     children: dict[str, set[str]] = {}
     for path, text in texts.items():
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            continue
+        # The loader refuses YAML aliases before it builds anything (an alias bomb would
+        # expand here otherwise); a file it cannot read keeps its place.
+        fmt = "json" if Path(path).suffix.lower() == ".json" else "yaml"
+        data = parse_text(text, path, fmt=fmt).data
         if not isinstance(data, dict) or not isinstance(data.get("id"), str):
             continue
         ids[data["id"]] = path
@@ -454,6 +453,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             texts[path] = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"{path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path}: not UTF-8 text (byte {exc.start} is invalid)") from exc
     with _api_client(args) as api:
         for path in _children_first(texts):
             text = texts[path]
@@ -636,17 +637,25 @@ def cmd_dlq_discard(args: argparse.Namespace) -> int:
 
 
 def _json_option(value: str | None, option: str) -> Any:
-    """A ``--data`` value: JSON text, or ``@file`` holding it; ``None`` when not given."""
+    """A ``--data``/``--input`` value: JSON text, or ``@file`` holding it; ``None`` when not
+    given. The JSON intake policy applies (relayflow.intake): a bad file is a one-line
+    :class:`UsageError` naming the option, the path in the document and the rule."""
+    from relayflow.intake import IntakeError, decode_utf8, loads
+
     if value is None:
         return None
     try:
-        text = Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value
+        if value.startswith("@"):
+            text = decode_utf8(Path(value[1:]).read_bytes(), f"{option} {value}")
+        else:
+            text = value
+        return loads(text)
     except OSError as exc:
         raise UsageError(f"{option} {value}: {exc.strerror}") from exc
-    try:
-        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{option} is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+    except IntakeError as exc:
+        raise UsageError(f"{option} refused: {exc.message} [{exc.rule}]") from exc
 
 
 def _approval_line(approval: dict[str, Any]) -> str:

@@ -15,11 +15,20 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from relayflow.errors import HttpError, InvalidArgsError, SsrfBlocked, TransientError
+from relayflow.errors import (
+    HttpError,
+    InvalidArgsError,
+    RelayflowError,
+    SsrfBlocked,
+    TransientError,
+)
 from relayflow.net import http
 from relayflow.settings import override_settings
 
@@ -95,7 +104,13 @@ class Handler(BaseHTTPRequestHandler):
                 {"Location": f"http://other.test:{self.server.port}/echo"},
             ),
         }
-        if path == "/slow":
+        if path == "/to":  # a redirect to the Location in the query (?location=...)
+            location = parse_qs(urlsplit(self.path).query)["location"][0]
+            status, ctype, payload, extra = 302, "", b"", {"Location": location}
+        elif path == "/bad-gzip":
+            status, ctype, payload = 200, "text/plain", b"this is not gzip"
+            extra = {"Content-Encoding": "gzip"}
+        elif path == "/slow":
             time.sleep(1.0)
             status, ctype, payload, extra = 200, "text/plain", b"late", {}
         elif path == "/echo":
@@ -290,6 +305,56 @@ def test_max_redirects_zero_returns_the_redirect_unfollowed(server):
     assert caught.value.details["status"] == 307
 
 
+BAD_LOCATIONS = [
+    "http:169.254.169.254/",  # a scheme, no host: httpx raised a raw InvalidURL
+    "https:",
+    "http:///latest/meta-data/",
+    "http://[::1",  # httpx raised RemoteProtocolError, which read as a retryable failure
+    "http://x:abc/",
+    "//:99999/",
+]
+
+
+@pytest.mark.parametrize("max_redirects", [0, 1, 5])
+@pytest.mark.parametrize("location", BAD_LOCATIONS)
+def test_a_redirect_to_an_invalid_url_is_a_named_error_at_any_max_redirects(
+    server, location, max_redirects
+):
+    # Given a server that redirects to a Location that is not a fetchable URL
+    target = url(server, "/to") + "?" + urlencode({"location": location})
+    if max_redirects == 0:
+        # When redirects are not followed / Then the 3xx comes back with its Location
+        response = http.request("GET", target, max_redirects=0)
+        assert response.status_code == 302
+        assert response.headers["Location"] == location
+        return
+    # When it is followed / Then the guard refuses it by name, and it is not retryable
+    with pytest.raises(SsrfBlocked) as caught:
+        http.request("GET", target, max_redirects=max_redirects)
+    assert caught.value.details["rule"] == "invalid-url"
+    assert not caught.value.retryable
+    assert len(server.requests) == 1
+
+
+def test_a_redirect_to_another_scheme_without_a_host_is_refused_by_its_scheme(server):
+    target = url(server, "/to") + "?" + urlencode({"location": "ftp:x"})
+    with pytest.raises(SsrfBlocked) as caught:
+        http.request("GET", target)
+    assert caught.value.details["rule"] == "scheme"
+
+
+def test_a_body_that_does_not_decode_is_a_named_error_not_retried(server):
+    with pytest.raises(HttpError, match="does not decode") as caught:
+        http.request("GET", url(server, "/bad-gzip"))
+    assert not caught.value.retryable
+
+
+def test_a_json_body_that_cannot_be_encoded_is_invalid_args(server):
+    with pytest.raises(InvalidArgsError, match="cannot be built"):
+        http.request("POST", url(server, "/echo"), json={"x": float("nan")})
+    assert server.requests == []
+
+
 def test_a_blocked_url_never_reaches_the_network(server):
     with override_settings(ssrf_allow=[]), pytest.raises(SsrfBlocked, match="loopback"):
         http.request("GET", url(server, "/json"))
@@ -406,3 +471,42 @@ def test_a_large_binary_body_is_cut_at_the_limit():
     assert parsed["content_type"] == "image/png"
     assert parsed["truncated"] is True
     assert len(base64.b64decode(parsed["base64"])) == http.BINARY_BODY_LIMIT
+
+
+_URLISH = st.lists(
+    st.sampled_from([*"abcxyz019:/?#[]@!$&'()*+,;=%.-_~ ", "169.254.169.254", "::", "\\"]),
+    max_size=20,
+).map("".join)
+
+
+@settings(
+    max_examples=80,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    location=st.one_of(
+        _URLISH,
+        st.builds(
+            lambda s, rest: s + rest,
+            st.sampled_from(["http:", "https:", "http://", "//", "http://[", "ftp:", "HTTP:"]),
+            _URLISH,
+        ),
+    ),
+    max_redirects=st.integers(min_value=0, max_value=3),
+)
+def test_any_location_ends_in_a_response_or_a_named_relayflow_error(
+    server, location, max_redirects
+):
+    # Given any Location a server may send, at any max_redirects
+    target = url(server, "/to") + "?" + urlencode({"location": location})
+    # When it is followed / Then the outcome is a response or a Relayflow error, never httpx's
+    try:
+        response = http.request("GET", target, max_redirects=max_redirects, timeout=2)
+    except RelayflowError as exc:
+        assert isinstance(exc, SsrfBlocked | TransientError | HttpError), exc
+        if isinstance(exc, SsrfBlocked):
+            assert not exc.retryable
+    else:
+        assert response.status_code in (200, 302, 404)

@@ -27,6 +27,7 @@ from relayflow.triggers.cron import (
     scheduler_dst_note,
     to_at_expression,
     to_scheduler_expressions,
+    zone,
 )
 
 # --------------------------------------------------------------------- conversion rules, exact
@@ -111,10 +112,11 @@ def test_conversion_rules(cron, expected):
         ("0 9 * * MON-MON", "the range 'MON-MON' has equal ends"),
         ("5-5 * * * *", "the range '5-5' has equal ends"),
         ("0 9 * * 1;2", "allowed are digits, names, and * , - /"),
-        ("61 * * * *", "is not valid"),
-        ("0 24 * * *", "is not valid"),
-        ("0 0 0 * *", "is not valid"),
-        ("*/0 * * * *", "is not valid"),
+        ("61 * * * *", "minute field '61' (field 1 of 5): out of range; allowed are 0-59"),
+        ("0 24 * * *", "hour field '24' (field 2 of 5): out of range; allowed are 0-23"),
+        ("0 0 0 * *", "day-of-month field '0' (field 3 of 5): out of range; allowed are 1-31"),
+        ("0 0 1 13 *", "month field '13' (field 4 of 5): out of range; allowed are 1-12"),
+        ("*/0 * * * *", "minute field '*/0' (field 1 of 5): step '0' is not allowed"),
         ("0 0 30 2 *", "never fires: day-of-month '30' never falls in month '2'"),
         ("0 0 31 4,6,9,11 *", "never fires"),
     ],
@@ -125,6 +127,29 @@ def test_refusals_say_why(cron, message):
     with pytest.raises(UnsupportedCron) as caught:
         to_scheduler_expressions(cron)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("cron", ["61 * * * *", "0 24 * * *", "*/0 * * * *", "0 0 * 13 *"])
+def test_croniters_own_refusals_name_the_field_counting_from_one(cron):
+    # croniter quotes the whole expression and numbers fields from 0 ("in field 0")
+    with pytest.raises(UnsupportedCron) as caught:
+        to_scheduler_expressions(cron)
+    message = str(caught.value)
+    assert "field 0" not in message and "in field" not in message
+    assert "(field " in message and " of 5)" in message
+
+
+@pytest.mark.parametrize(
+    ("tz", "name"),
+    [("utc", "UTC"), ("UTC", "UTC"), ("Etc/UTC", "Etc/UTC"), ("europe/berlin", "Europe/Berlin")],
+)
+def test_time_zones_are_matched_without_case_and_named_as_the_database_does(tz, name):
+    from relayflow.triggers.cron import zone_name
+
+    # Given a zone written in any case / Then it is the database's spelling, and it resolves
+    assert zone_name(tz) == name
+    assert str(zone(tz)) == name
+    assert preview("0 9 * * *", tz, 1, datetime(2026, 1, 1))[0].utcoffset() is not None
 
 
 def test_refusals_are_value_errors_and_preview_refuses_the_same():

@@ -33,7 +33,6 @@ status  code                       when
 import base64
 import binascii
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -62,6 +61,7 @@ from relayflow.control.models import (
     WorkflowDetail,
     WorkflowSummary,
 )
+from relayflow.intake import UNREADABLE_RULES, IntakeError, loads
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN, BreakerInfo
 
@@ -72,6 +72,10 @@ MAX_BODY_BYTES = 256 * 1024
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 #: Run ids are uuid4 hex, or the first 32 hex digits of a sha256 (Idempotency-Key).
 RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
+#: ``relayflow.control.service.MAX_IDEMPOTENCY_KEY`` (a test keeps them equal). The key is
+#: never the execution name itself (Step Functions allows 80 characters there): the run id
+#: and execution name are 32 hex digits of its sha256, so the limit is only the stored key's.
+MAX_IDEMPOTENCY_KEY = 256
 #: Largest workflow version (stored as ``V#<version:010d>``).
 MAX_VERSION = 9_999_999_999
 #: Routes API Gateway serves without the authorizer (template.yaml: ``Auth: NONE``); every
@@ -176,9 +180,10 @@ IdempotencyKey = Annotated[
     Header(
         alias="Idempotency-Key",
         min_length=1,
-        max_length=256,
+        max_length=MAX_IDEMPOTENCY_KEY,
         pattern=r"^[\x20-\x7e]+$",
-        description="A repeat with the same key returns the run the first request started.",
+        description="A repeat with the same key returns the run the first request started "
+        f"(1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters).",
     ),
 ]
 
@@ -186,14 +191,10 @@ IdempotencyKey = Annotated[
 
 
 def _json_loads(text: str) -> Any:
-    """``json.loads`` whose every failure is a JSONDecodeError (Powertools answers those 400):
-    numbers longer than 4300 digits raise ValueError, deep nesting RecursionError."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise json.JSONDecodeError(f"unreadable JSON ({type(exc).__name__})", text, 0) from exc
+    """The JSON intake policy (:mod:`relayflow.intake`) for every request body. Text that is
+    not JSON raises JSONDecodeError (Powertools answers 400); JSON the policy refuses raises
+    IntakeError (answered by :func:`_intake_refused`)."""
+    return loads(text)
 
 
 app = openapi.DocumentedResolver(
@@ -291,6 +292,18 @@ def _request_invalid(exc: RequestValidationError) -> Response:
     return _error(400, "bad_request", f"the request has {len(details)} bad parameter(s)", details)
 
 
+@app.exception_handler(IntakeError)
+def _intake_refused(exc: IntakeError) -> Response:
+    refusal = exc.under("body")
+    code = "bad_request" if refusal.status == 400 else "unprocessable"
+    details = [{"path": refusal.path, "message": refusal.message, "type": _type(refusal.rule)}]
+    return _error(refusal.status, code, refusal.message, details)
+
+
+def _type(rule: str) -> str:
+    return rule.replace("-", "_")
+
+
 @app.exception_handler(RequestUnsupportedContentType)
 def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
     return _error(415, "unsupported_media_type", "send the body as application/json")
@@ -335,19 +348,6 @@ def _media_type() -> str:
     return raw.split(";", 1)[0].strip().lower()
 
 
-def _refuse_yaml_aliases(text: str) -> None:
-    """Aliases let a few hundred bytes of YAML expand to billions of nodes; definitions never
-    need them. Syntax errors are left for the parser, which reports them with their line."""
-    import yaml
-
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise BadRequest("YAML aliases (*name) are not accepted in a definition")
-    except (yaml.YAMLError, RecursionError):
-        return
-
-
 def _definition_body() -> dict[str, Any]:
     """The PUT body as a mapping: JSON, or YAML with a YAML Content-Type. Duplicate keys are
     reported as problems (json and YAML parsers would keep the last one silently)."""
@@ -366,13 +366,18 @@ def _definition_body() -> dict[str, Any]:
     text = app.current_event.decoded_body or ""
     if not text.strip():
         raise BadRequest("the body is empty: send the workflow definition")
-    if fmt == "yaml":
-        _refuse_yaml_aliases(text)
-    try:
-        document = parse_text(text, "", fmt=fmt)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"the body is not readable {fmt.upper()}") from exc
+    # The loader applies the intake policy (relayflow.intake) first: YAML aliases, depth,
+    # numbers and text come back as problems with their paths, never as exceptions.
+    document = parse_text(text, "", fmt=fmt)
     problems = [dataclasses.replace(p, file=None) for p in document.problems]
+    unreadable = [p for p in problems if p.rule in UNREADABLE_RULES]
+    if unreadable:
+        raise BadRequest(
+            f"the body is not a readable definition: {unreadable[0]}",
+            details=[p.to_dict() for p in unreadable],
+        )
+    if document.data is None and problems and not any(p.rule == "syntax" for p in problems):
+        raise InvalidDefinition.from_problems(problems)
     syntax = [p for p in problems if p.rule == "syntax"]
     if syntax:
         raise BadRequest(

@@ -39,6 +39,7 @@ from relayflow.approvals.links import (
     decision_deadline,
     to_epoch,
 )
+from relayflow.intake import IntakeError, check_value, loads
 
 #: The largest form body accepted (a form of a few fields is a few hundred bytes).
 MAX_FORM_BYTES = 64 * 1024
@@ -153,7 +154,18 @@ def _choice_text(value: Any) -> str:
 
 
 def _convert(item: FormField, raw: str) -> Any:
-    """One field's text as its JSON value; ValueError with a message for the guest."""
+    """One field's text as its JSON value, within the JSON intake policy (relayflow.intake:
+    finite numbers DynamoDB can hold, bounded depth); ValueError with a message for the
+    guest."""
+    value = _converted(item, raw)
+    try:
+        check_value(value, level=1)  # a field of the form's data object
+    except IntakeError as exc:
+        raise ValueError(f"{item.label}: {exc.reason}") from None
+    return value
+
+
+def _converted(item: FormField, raw: str) -> Any:
     if item.kind == "integer":
         if not _INTEGER.match(raw.strip()):
             raise ValueError(f"{item.label} must be a whole number")
@@ -175,7 +187,9 @@ def _convert(item: FormField, raw: str) -> Any:
         raise ValueError(f"{item.label}: choose one of the listed values")
     if item.kind == "json":
         try:
-            return json.loads(raw)
+            return loads(raw)
+        except IntakeError as exc:
+            raise ValueError(f"{item.label}: {exc.message}") from None
         except ValueError:
             raise ValueError(f"{item.label} must be JSON") from None
     return raw

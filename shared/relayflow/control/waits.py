@@ -180,6 +180,7 @@ class WaitService:
                 f"option {option!r} is not offered; choose one of: {', '.join(item.options)}",
                 {"path": "option", "options": item.options},
             )
+        _check_storable(data)
         if item.form_schema:
             _check_form(item.form_schema, {} if data is None else data)
         from relayflow.steps.approval import approved
@@ -272,6 +273,7 @@ class WaitService:
         """Complete the waitpoint: its run resumes with ``data`` as the step's output."""
         from relayflow.steps.waitpoint import completion_output
 
+        _check_storable(data)
         output = completion_output(data)
         return self._finish(
             tenant,
@@ -382,6 +384,18 @@ class WaitService:
             raise ServiceUnavailable(
                 "the service could not reach Step Functions; send the same request again"
             ) from exc
+
+
+def _check_storable(data: Any) -> None:
+    """The intake policy once more, where the data is about to be stored: callers other than
+    the API (the guest page, tests, tools) must not store a value no read could serve."""
+    from relayflow.intake import IntakeError, check_value
+
+    try:
+        check_value(data, "data", level=1)  # under the body's own object, as the API counts
+    except IntakeError as exc:
+        detail = {"path": exc.path, "rule": exc.rule, "message": exc.message}
+        raise Unprocessable(f"the data cannot be stored: {exc.message}", [detail]) from None
 
 
 def _check_form(schema: dict[str, Any], data: Any) -> None:

@@ -3,6 +3,11 @@
 PyYAML and ``json`` both keep the last of two equal keys silently; a definition with two
 ``charge`` steps would lose one without a word. Both readers here report every duplicate
 with its line instead.
+
+Definitions are external input like any API body: :mod:`relayflow.intake` refuses YAML
+anchors and aliases and nesting past its depth limit before anything else reads the text
+(an alias bomb would make every later pass exponential), and then non-finite or out-of-range
+numbers, lone surrogates and over-long keys, each reported as a problem with its path.
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ from typing import Any
 import yaml
 
 from relayflow.definition.problems import Problem
+from relayflow.intake import (
+    JSON_HOOKS,
+    IntakeError,
+    check_value,
+    check_yaml,
+    decode_utf8,
+    depth_message,
+)
 
 
 @dataclass
@@ -89,32 +102,53 @@ def _duplicate_paths(node: yaml.Node, path: list[str], out: list[tuple[str, str,
 
 
 def parse_text(text: str, file: str, *, fmt: str | None = None) -> LoadedDocument:
-    """Parse YAML or JSON text. ``fmt`` is ``"json"``, ``"yaml"`` or ``None`` (by content)."""
+    """Parse YAML or JSON text. ``fmt`` is ``"json"``, ``"yaml"`` or ``None`` (by content).
+
+    A document the intake policy refuses has no ``data``, and one problem whose ``rule`` is
+    the policy's (``depth``, ``yaml-alias``, ``non-finite-number``, ...)."""
     doc = LoadedDocument(file=file)
-    if fmt == "json" or (fmt is None and text.lstrip().startswith("{")):
-        duplicates: list[str] = []
+    try:
+        if fmt == "json" or (fmt is None and text.lstrip().startswith("{")):
+            _parse_json(text, doc)
+        else:
+            _parse_yaml(text, doc)
+        if doc.data is not None:
+            check_value(doc.data)
+    except IntakeError as exc:
+        doc.data = None
+        doc.problems = [Problem(file, exc.path, exc.rule, exc.reason)]
+    except RecursionError:
+        doc.data = None
+        doc.problems = [Problem(file, "", "depth", f"the definition {depth_message()}")]
+    return doc
 
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            result: dict[str, Any] = {}
-            for key, value in items:
-                if key in result:
-                    duplicates.append(key)
-                result[key] = value
-            return result
 
-        try:
-            doc.data = json.loads(text, object_pairs_hook=pairs)
-        except json.JSONDecodeError as exc:
-            doc.problems.append(
-                Problem(file, f"line {exc.lineno}", "syntax", f"invalid JSON: {exc.msg}")
-            )
-            return doc
-        doc.problems.extend(
-            Problem(file, key, "duplicate-key", f"key '{key}' appears more than once")
-            for key in duplicates
+def _parse_json(text: str, doc: LoadedDocument) -> None:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in items:
+            if key in result:
+                duplicates.append(key)
+            result[key] = value
+        return result
+
+    try:
+        doc.data = json.loads(text, object_pairs_hook=pairs, **JSON_HOOKS)
+    except json.JSONDecodeError as exc:
+        doc.problems.append(
+            Problem(doc.file, f"line {exc.lineno}", "syntax", f"invalid JSON: {exc.msg}")
         )
-        return doc
+        return
+    doc.problems.extend(
+        Problem(doc.file, key, "duplicate-key", f"key '{key}' appears more than once")
+        for key in duplicates
+    )
 
+
+def _parse_yaml(text: str, doc: LoadedDocument) -> None:
+    check_yaml(text)
     try:
         node = yaml.compose(text, Loader=_Yaml12Loader)
         doc.data = yaml.load(text, Loader=_Yaml12Loader)
@@ -122,26 +156,31 @@ def parse_text(text: str, file: str, *, fmt: str | None = None) -> LoadedDocumen
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "document"
         reason = getattr(exc, "problem", None) or str(exc)
-        doc.problems.append(Problem(file, where, "syntax", f"invalid YAML: {reason}"))
-        return doc
+        doc.problems.append(Problem(doc.file, where, "syntax", f"invalid YAML: {reason}"))
+        return
     found: list[tuple[str, str, int]] = []
     if node is not None:
         _duplicate_paths(node, [], found)
     doc.problems.extend(
-        Problem(file, path, "duplicate-key", f"key '{key}' appears more than once (line {line})")
+        Problem(
+            doc.file, path, "duplicate-key", f"key '{key}' appears more than once (line {line})"
+        )
         for path, key, line in found
     )
-    return doc
 
 
 def load_file(path: str | Path) -> LoadedDocument:
     """Read and parse a definition file; problems are returned, never raised."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         return LoadedDocument(
             str(path), None, [Problem(str(path), "", "file", exc.strerror or str(exc))]
         )
+    try:
+        text = decode_utf8(raw, "the file")
+    except IntakeError as exc:
+        return LoadedDocument(str(path), None, [Problem(str(path), "", exc.rule, exc.reason)])
     fmt = "json" if path.suffix.lower() == ".json" else "yaml"
     return parse_text(text, str(path), fmt=fmt)

@@ -39,6 +39,24 @@ TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold p
 ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
 
 
+def _zone_spelling(value: str) -> str:
+    """A known zone in the database's spelling (``utc`` → ``UTC``); an unknown one is left
+    for the validator, which reports it with its path."""
+    from relayflow.triggers.cron import UnknownTimeZone, zone_name
+
+    try:
+        return zone_name(value)
+    except UnknownTimeZone:
+        return value
+
+
+TimeZoneName = Annotated[
+    str,
+    AfterValidator(_zone_spelling),
+    Field(description="IANA time zone, e.g. Europe/Berlin (any case: utc is UTC)."),
+]
+
+
 class _Model(BaseModel):
     # defer_build: a model's validator is built on first use, so a step function that
     # validates one step type does not pay for all of them at cold start.
@@ -508,14 +526,14 @@ class ManualTrigger(_Model):
 class CronTrigger(_Model):
     type: Literal["cron"]
     cron: str = Field(description="Standard 5-field cron expression.")
-    timezone: str = Field("UTC", description="IANA time zone, e.g. Europe/Berlin.")
+    timezone: TimeZoneName = "UTC"
     input: TemplateValue = Field(default_factory=dict, description="Trigger payload of each run.")
 
 
 class AtTrigger(_Model):
     type: Literal["at"]
     at: datetime = Field(description="One-time ISO-8601 start time.")
-    timezone: str = "UTC"
+    timezone: TimeZoneName = "UTC"
     input: TemplateValue = Field(default_factory=dict)
 
 

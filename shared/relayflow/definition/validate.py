@@ -8,7 +8,6 @@ are checked here on the raw data, so that one broken field never hides the rest.
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -507,9 +506,11 @@ class _Checker:
         from datetime import datetime
 
         from relayflow.triggers.cron import (
+            UnknownTimeZone,
             UnsupportedCron,
             to_at_expression,
             to_scheduler_expressions,
+            zone,
         )
 
         slugs: dict[str, int] = {}
@@ -520,8 +521,8 @@ class _Checker:
             valid_tz = True
             if isinstance(tz, str):
                 try:
-                    zoneinfo.ZoneInfo(tz)
-                except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                    zone(tz)
+                except UnknownTimeZone:
                     valid_tz = False
                     self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
             cron = trig.get("cron")

@@ -49,9 +49,15 @@ class LocalResources(BaseModel):
 
 
 def load_resources(path: str | Path) -> LocalResources:
-    return LocalResources.model_validate(
-        yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    )
+    """Read a resources file. Raises OSError, ``ValueError`` (not UTF-8, refused by the intake
+    policy: YAML aliases, depth; or pydantic's ValidationError) or ``yaml.YAMLError``."""
+    from relayflow.intake import check_value, check_yaml, decode_utf8
+
+    text = decode_utf8(Path(path).read_bytes(), "the file")
+    check_yaml(text)
+    data = yaml.safe_load(text) or {}
+    check_value(data)
+    return LocalResources.model_validate(data)
 
 
 def _exists(call: Any, *args: Any, **kwargs: Any) -> bool:

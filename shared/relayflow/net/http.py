@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http.cookiejar import CookieJar, CookiePolicy
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpcore
 import httpx
@@ -45,6 +46,10 @@ ERROR_BODY_LIMIT = 1024
 BINARY_BODY_LIMIT = 1024 * 1024
 SIGNATURE_HEADER = "X-Relayflow-Signature"
 USER_AGENT = "Relayflow"
+
+#: Where :func:`_hold_location` keeps a redirect's ``Location`` while httpx looks at the
+#: response (``Response.extensions``).
+_LOCATION = "relayflow.location"
 
 # Headers that must not follow a redirect to another origin.
 _CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
@@ -90,10 +95,13 @@ def request(
     ``timeout`` (seconds, default ``http_timeout_seconds``) applies to connect, read, write
     and pool wait each. ``allow`` and ``resolver`` are passed to :func:`check_url`.
 
-    The status is not judged: call :func:`raise_for_status`. Raises ``SsrfBlocked`` for a
-    refused URL or redirect target, ``TransientError`` for network errors, timeouts and too
-    many redirects, ``InvalidArgsError`` for both ``content`` and ``json`` or for headers HTTP
-    cannot carry (the message never quotes a header value).
+    The status is not judged: call :func:`raise_for_status`. Every failure is a named error,
+    never httpx's own: ``SsrfBlocked`` for a refused URL or redirect target (including a
+    ``Location`` that is not a URL or names a scheme but no host), ``TransientError`` for
+    network errors, timeouts and too many redirects, ``InvalidArgsError`` for both
+    ``content`` and ``json``, a body or parameters that cannot be encoded, or headers HTTP
+    cannot carry (the message never quotes a header value), ``HttpError`` for a response
+    body that does not decode.
     """
     if content is not None and json is not _UNSET:
         raise InvalidArgsError("pass either content or json, not both")
@@ -121,7 +129,8 @@ def request(
         _require_same_target(outgoing.url, target)
         response = _send(client, outgoing, target, seconds)
 
-        location = response.headers.get("Location")
+        location = response.extensions.get(_LOCATION)
+        _restore_location(response)
         if response.status_code not in REDIRECT_STATUSES or not location or max_redirects <= 0:
             response.history = history
             return response
@@ -132,14 +141,7 @@ def request(
                 max_redirects=max_redirects,
             )
         history.append(response)
-        try:
-            next_url = outgoing.url.join(location)
-        except httpx.InvalidURL as exc:
-            raise SsrfBlocked(
-                f"blocked: redirect to an invalid URL (from {_redact(outgoing.url)})",
-                url=_redact(outgoing.url),
-                rule="invalid-url",
-            ) from exc
+        next_url = _redirect_target(outgoing.url, location)
         new_method = _redirect_method(method, response.status_code)
         if new_method != method:
             method = new_method
@@ -151,6 +153,30 @@ def request(
             for name in _CREDENTIAL_HEADERS:
                 current_headers.pop(name, None)
         current_url, current_params = next_url, None
+
+
+def _redirect_target(base: httpx.URL, location: str) -> httpx.URL:
+    """Where a ``Location`` points, resolved against ``base`` (RFC 3986). A value that is
+    not a URL, or names a scheme but no host (``http:169.254.169.254/``, which httpx would
+    quietly send to the current host), is refused: no guess about what the server meant.
+    Other schemes are left to :func:`check_url`, which refuses them by name."""
+    shown = _redact(base)
+    try:
+        written = urlsplit(location.strip())
+        if written.scheme.lower() in DEFAULT_PORTS and not written.hostname:
+            # RFC 3986 reads it as an absolute URL with no host; httpx's join reads it as a
+            # path on the current host. Neither is what a server should send.
+            raise ValueError("an absolute URL without a host")
+        target = base.join(location)
+        if target.scheme in DEFAULT_PORTS and not target.host:
+            raise ValueError("no host")
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise SsrfBlocked(
+            f"blocked: redirect to an invalid URL (from {shown})",
+            url=shown,
+            rule="invalid-url",
+        ) from exc
+    return target
 
 
 def raise_for_status(response: httpx.Response) -> None:
@@ -336,8 +362,27 @@ def _get_client() -> httpx.Client:
                     follow_redirects=False,
                     cookies=CookieJar(policy=_NoCookies()),
                     headers={"User-Agent": USER_AGENT},
+                    event_hooks={"response": [_hold_location]},
                 )
     return _client
+
+
+def _hold_location(response: httpx.Response) -> None:
+    """Take a redirect's ``Location`` out of httpx's sight, into ``response.extensions``.
+
+    httpx builds the next request of every redirect, even when it follows none, and raises
+    its own errors there for a Location it cannot parse (``InvalidURL``, or a
+    ``RemoteProtocolError`` that would read as a retryable network failure). :func:`request`
+    resolves the Location itself (:func:`_redirect_target`) and puts the header back."""
+    if response.status_code in REDIRECT_STATUSES and "Location" in response.headers:
+        response.extensions[_LOCATION] = response.headers["Location"]
+        del response.headers["Location"]
+
+
+def _restore_location(response: httpx.Response) -> None:
+    location = response.extensions.get(_LOCATION)
+    if location is not None and "Location" not in response.headers:
+        response.headers["Location"] = location
 
 
 def _build(
@@ -360,6 +405,12 @@ def _build(
             url=shown,
             rule="invalid-url",
         ) from exc
+    except (TypeError, ValueError, UnicodeError) as exc:
+        # A body or parameter httpx cannot encode (json with NaN, a set, bytes keys...).
+        shown = _redact(url)
+        raise InvalidArgsError(
+            f"{method} {shown}: the request cannot be built ({type(exc).__name__})", url=shown
+        ) from None
 
 
 def _require_same_target(url: httpx.URL, target: Target) -> None:
@@ -399,6 +450,14 @@ def _send(
     except httpx.TransportError as exc:
         reason = str(exc)[:200] or type(exc).__name__
         raise TransientError(f"{where} failed: {reason}", url=_redact(outgoing.url)) from exc
+    except httpx.DecodingError as exc:
+        # The server's Content-Encoding does not decode: asking again gets the same bytes.
+        raise HttpError(
+            f"{where}: the response body does not decode ({str(exc)[:200]})",
+            url=_redact(outgoing.url),
+        ) from exc
+    except httpx.HTTPError as exc:  # every other failure of httpx, named and not retried
+        raise HttpError(f"{where} failed: {type(exc).__name__}", url=_redact(outgoing.url)) from exc
     finally:
         _pins.reset(token)
 

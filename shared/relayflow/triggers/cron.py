@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,12 +61,37 @@ class UnknownTimeZone(ValueError):
     """Not an IANA time zone name known to this Python's zone database."""
 
 
+def zone_name(tz: str) -> str:
+    """The IANA name of ``tz`` as the zone database spells it: names are matched without
+    regard to case (``utc`` is ``UTC``, ``europe/berlin`` is ``Europe/Berlin``), so what
+    EventBridge Scheduler receives is always a name it knows. :class:`UnknownTimeZone` when
+    there is no such zone."""
+    if isinstance(tz, str):
+        names = _zone_names()
+        if tz in names.values():
+            return tz
+        found = names.get(tz.lower())
+        if found is not None:
+            return found
+    raise UnknownTimeZone(
+        f"unknown time zone '{tz}' (use an IANA name such as Europe/Berlin or UTC)"
+    )
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    from zoneinfo import available_timezones
+
+    return {name.lower(): name for name in available_timezones()}
+
+
 def zone(tz: str) -> ZoneInfo:
-    """The IANA zone ``tz``; :class:`UnknownTimeZone` when there is no such zone."""
+    """The IANA zone ``tz`` (any case, see :func:`zone_name`); :class:`UnknownTimeZone` when
+    there is no such zone."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
-        return ZoneInfo(tz)
+        return ZoneInfo(zone_name(tz))
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise UnknownTimeZone(
             f"unknown time zone '{tz}' (use an IANA name such as Europe/Berlin or UTC)"
@@ -158,8 +184,7 @@ def _expand(cron: str) -> tuple[list[str], list[list[int] | None]]:
     try:
         expanded, nth = croniter.expand(" ".join(fields))
     except CroniterError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise UnsupportedCron(f"cron '{cron}' is not valid: {reason}") from exc
+        raise _field_refusal(cron, fields, exc) from exc
     if nth:  # defensive: '#' and 'L' were refused above
         raise UnsupportedCron(f"cron '{cron}': nth-weekday syntax is not standard cron")
     sets: list[list[int] | None] = []
@@ -171,6 +196,36 @@ def _expand(cron: str) -> tuple[list[str], list[list[int] | None]]:
         else:  # defensive: 'l' (last day) was refused above
             raise UnsupportedCron(f"cron '{cron}': 'L' is not standard cron")
     return fields, sets
+
+
+def _field_refusal(cron: str, fields: list[str], exc: Exception) -> UnsupportedCron:
+    """croniter's refusal, with the field it is about named: croniter's messages quote the
+    whole expression and count fields from 0, so each field is tried alone to find it."""
+    from croniter import CroniterError, croniter
+
+    for index, text in enumerate(fields):
+        probe = ["*"] * len(fields)
+        probe[index] = text
+        try:
+            croniter.expand(" ".join(probe))
+        except CroniterError as alone:
+            name, low, high = _FIELDS[index]
+            reason = _croniter_reason(alone, " ".join(probe))
+            return UnsupportedCron(
+                f"cron '{cron}': {name} field '{text}' (field {index + 1} of 5): {reason}; "
+                f"allowed are {low}-{high}"
+            )
+    return UnsupportedCron(f"cron '{cron}' is not valid: {_croniter_reason(exc, cron)}")
+
+
+def _croniter_reason(exc: Exception, expression: str) -> str:
+    """croniter's message without the expression it quotes or its 0-based field index."""
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else ""
+    if "out of range" in text or "out of bands" in text:
+        return "out of range"
+    text = text.replace(f"[{expression}]", "").replace(expression, "")
+    text = re.sub(r"\s*in field \d+", "", text).replace(" is not acceptable", " is not allowed")
+    return " ".join(text.split()) or type(exc).__name__
 
 
 def _never_fires(dom: str, month: str) -> str | None:

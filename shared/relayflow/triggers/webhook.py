@@ -470,21 +470,27 @@ def lower_headers(event: Mapping[str, Any]) -> dict[str, str]:
     return headers
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_payload(body: bytes) -> Any:
     """The body as JSON, or ``{"raw": <text>}`` when it is not JSON (form posts, plain
-    text, broken JSON; bytes that are not UTF-8 are replaced)."""
+    text, broken JSON; bytes that are not UTF-8 are replaced). JSON that the intake policy
+    (:mod:`relayflow.intake`) refuses is 400 or 422 naming the path and the rule: a delivery
+    that would start a run nothing could read back starts none."""
+    from relayflow.intake import IntakeError, loads
+
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return {"raw": body.decode("utf-8", errors="replace")}
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+        return loads(text)
+    except json.JSONDecodeError:
         return {"raw": text}
+    except IntakeError as exc:
+        refusal = exc.under("body")
+        details = [{"path": refusal.path, "rule": refusal.rule, "message": refusal.message}]
+        if refusal.status == 400:
+            raise BadRequest(refusal.message, details) from None
+        raise Unprocessable(refusal.message, details) from None
 
 
 def _delivery_id(trigger: Any, headers: Mapping[str, str], payload: Any) -> str | None:
