@@ -9,8 +9,13 @@ SAM_CLI_VERSION := 1.170.0
 SAM_VENV := $(VENV)/tools/sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
+# AWS's ASL language service and asl-validator (npm), pinned by tools/asl/package-lock.json and
+# installed with `npm ci` into a tool folder inside .venv; the stamp follows the lockfile.
+ASL_TOOLS := $(VENV)/tools/asl
+ASL_STAMP := $(ASL_TOOLS)/.installed-stamp
 
-.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser \
+	asl-tools
 
 venv: $(STAMP)
 
@@ -36,9 +41,10 @@ format: venv
 	$(BIN)/ruff format .
 
 # tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first. The guest
-# approval page is tested in headless Chromium: the browser comes first too.
-test: lint sam-cli browser
-	RELAYFLOW_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -n auto -q
+# approval page is tested in headless Chromium: the browser comes first too. Compiled machines
+# are checked by AWS's own ASL validators (tests/deploy/test_asl_validators.py): those first too.
+test: lint sam-cli browser asl-tools
+	RELAYFLOW_REQUIRE_CHROMIUM=1 RELAYFLOW_REQUIRE_ASL_TOOLS=1 $(BIN)/python -m pytest -n auto -q
 
 bench: venv
 	$(BIN)/python bench/compile_bench.py
@@ -60,6 +66,14 @@ $(SAM_STAMP):
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_CLI_VERSION)'
 	touch $(SAM_STAMP)
+
+asl-tools: $(ASL_STAMP)
+
+$(ASL_STAMP): tools/asl/package.json tools/asl/package-lock.json
+	mkdir -p $(ASL_TOOLS)
+	cp tools/asl/package.json tools/asl/package-lock.json $(ASL_TOOLS)/
+	npm ci --prefix $(ASL_TOOLS) --no-audit --no-fund --loglevel=error
+	touch $(ASL_STAMP)
 
 sam-validate: sam-cli
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
