@@ -3,8 +3,8 @@
 // asl-validator, and print their diagnostics as JSON.
 //
 // Usage:
-//   node tools/asl/validate.mjs --tools <dir> [file.asl.json ...]
-//   node tools/asl/validate.mjs --tools <dir> < documents.json
+//   node tools/asl/validate.mjs --tools <dir> [--fresh-ajv] [file.asl.json ...]
+//   node tools/asl/validate.mjs --tools <dir> [--fresh-ajv] < documents.json
 //
 // <dir> is the folder `npm ci` installed into (.venv/tools/asl). With files, each is
 // validated as written. Without, stdin holds [{"name": "...", "definition": {...}}, ...]
@@ -27,16 +27,59 @@ function fail(message) {
 function parseArgs(argv) {
   const files = [];
   let tools = null;
+  let sharedAjv = true;
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--tools") {
       tools = argv[i + 1];
       i += 1;
+    } else if (argv[i] === "--fresh-ajv") {
+      sharedAjv = false;
     } else {
       files.push(argv[i]);
     }
   }
   if (!tools) fail("--tools <dir> is required (the folder `make asl-tools` installs into)");
-  return { tools: resolve(tools), files };
+  return { tools: resolve(tools), files, sharedAjv };
+}
+
+// asl-validator builds a new Ajv instance and compiles all of its JSON schemas on every
+// call (about half a second each), which would make a corpus of hundreds of documents take
+// minutes. Its options, schemas and formats are the same on every call, so one instance is
+// shared: the first construction is kept and later ones return it, with the keywords that
+// its format plugin adds on each call (already defined) left as they are. Everything else
+// (formats, validate, errors) is the library's own. `--fresh-ajv` turns this off; the tests
+// show both modes give the same diagnostics.
+function shareAjv(requireTool) {
+  const requireFromValidator = createRequire(requireTool.resolve("asl-validator"));
+  const ajvModule = requireFromValidator("ajv");
+  const Ajv = ajvModule.default;
+  let shared = null;
+  let sharedOptions = null;
+  const optionsKey = (options) =>
+    JSON.stringify({ ...options, schemas: (options.schemas ?? []).map((s) => s.$id) });
+  function SharedAjv(options = {}) {
+    if (shared === null) {
+      shared = new Ajv(options);
+      sharedOptions = optionsKey(options);
+      return shared;
+    }
+    if (optionsKey(options) !== sharedOptions) return new Ajv(options);
+    return new Proxy(shared, {
+      get(target, property) {
+        if (property === "addKeyword") {
+          return (definition) => {
+            const names = [definition.keyword].flat();
+            return names.every((name) => target.getKeyword(name))
+              ? target
+              : target.addKeyword(definition);
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+  ajvModule.default = SharedAjv;
 }
 
 function readStdin() {
@@ -50,12 +93,13 @@ function readStdin() {
 
 // Both packages are CommonJS; they are required from the tool folder, not from this
 // script's folder, so the committed driver runs against the pinned install.
-const { tools, files } = parseArgs(process.argv.slice(2));
+const { tools, files, sharedAjv } = parseArgs(process.argv.slice(2));
 const requireTool = createRequire(join(tools, "package.json"));
 let aslService;
 let aslValidator;
 let TextDocument;
 try {
+  if (sharedAjv) shareAjv(requireTool);
   aslService = requireTool("amazon-states-language-service");
   aslValidator = requireTool("asl-validator");
   ({ TextDocument } = requireTool("vscode-languageserver-textdocument"));
