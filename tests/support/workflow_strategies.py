@@ -14,8 +14,10 @@ generator does not avoid inputs that validation accepts but the compiler gets wr
 those is its purpose.
 
 ``runnable=True`` draws the part of the space that runs on the local runtime without external
-resources (no tool, webhook_out, custom, approval, waitpoint or sub_workflow; short delays;
-templates that read only the trigger, see :data:`RUNNABLE_TRIGGER`), for fuzz runs.
+resources, for fuzz runs: noop, transform, condition, delay, parallel and for_each steps (no
+tool, webhook_out, custom, approval, waitpoint or sub_workflow, and no code step, whose
+sandbox process per call is slow), short delays and retries, cycles bounded at a dozen
+steps, templates that read only the trigger (:data:`RUNNABLE_TRIGGER`).
 
 Use with ``@given`` or :func:`draw_corpus`, which collects a deterministic list.
 """
@@ -118,7 +120,9 @@ def _numbers(runnable: bool) -> st.SearchStrategy[Any]:
     if runnable:
         return _finite_numbers()
     # YAML's .inf / .nan parse to these; a definition may hold them.
-    return st.one_of(_finite_numbers(), st.sampled_from([float("inf"), float("-inf")]))
+    return st.one_of(
+        _finite_numbers(), st.sampled_from([float("inf"), float("-inf"), float("nan")])
+    )
 
 
 @dataclass(frozen=True)
@@ -249,7 +253,7 @@ class _Builder:
         high = 10 if self.runnable else 86_400
         base = draw(st.one_of(st.integers(1, 10), st.integers(1, high)))
         policy: dict[str, Any] = {
-            "max_attempts": draw(st.integers(1, 4 if self.runnable else 25)),
+            "max_attempts": draw(st.integers(1, 3 if self.runnable else 25)),
             "backoff": backoff,
             "base_seconds": base,
         }
@@ -305,11 +309,14 @@ class _Builder:
     # -------------------------------------------------------------- steps
 
     def kinds(self, depth: int) -> list[str]:
-        kinds = ["noop", "transform", "condition", "delay", "code"]
+        kinds = ["noop", "transform", "condition", "delay"]
         if depth < 2 and len(self.steps) < self.BUDGET:
             kinds += ["parallel", "for_each"]
         if not self.runnable:
-            kinds += ["tool", "custom", "webhook_out", "approval", "waitpoint", "sub_workflow"]
+            # Runnable definitions leave out the code step too: each call starts a sandbox
+            # process, which makes the fuzz runs slow without adding runtime paths.
+            kinds += ["code", "tool", "custom", "webhook_out", "approval", "waitpoint"]
+            kinds += ["sub_workflow"]
         return kinds
 
     def scope(self, depth: int, size: int, kinds: list[str] | None = None) -> list[str]:
@@ -371,7 +378,7 @@ class _Builder:
             step["cpu_seconds"] = self.draw(st.integers(1, 60))
 
     def fill_parallel(self, step: dict[str, Any], slot: _Slot) -> None:
-        count = self.draw(st.one_of(st.integers(1, 3), st.integers(1, 40)))
+        count = self.draw(st.one_of(st.integers(1, 3), st.integers(1, 6 if self.runnable else 40)))
         size = 1 if count > 3 else 2
         step["branches"] = [self.scope(slot.depth + 1, size)[0] for _ in range(count)]
 
@@ -381,9 +388,9 @@ class _Builder:
         if not self.runnable:
             paths += [f"steps.{k}.output" for k in slot.others[:3]]
         step["items"] = f"{{{{ {draw(st.sampled_from(paths))} }}}}"
-        targets = ["noop", "transform", "code"]
+        targets = ["noop", "transform"]
         if not self.runnable:
-            targets += ["tool", "webhook_out", "sub_workflow"]
+            targets += ["code", "tool", "webhook_out", "sub_workflow"]
         # One step, alone in its scope, that cannot route (the item processor).
         step["step"] = self.scope(slot.depth + 1, 1, targets)[0]
         if draw(st.booleans()):
@@ -563,7 +570,7 @@ class _Builder:
             definition["run_timeout_seconds"] = draw(st.integers(low, high))
         if self.runnable or draw(st.booleans()):
             # Runnable: a cycle that never leaves stops after a few dozen steps.
-            definition["max_steps_per_run"] = draw(st.integers(1, 50 if self.runnable else 100_000))
+            definition["max_steps_per_run"] = draw(st.integers(1, 12 if self.runnable else 100_000))
         return definition
 
 

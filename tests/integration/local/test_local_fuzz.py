@@ -9,19 +9,28 @@ out or aborted) without the runtime crashing; a run that fails must fail with a 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 from workflow_strategies import RUNNABLE_TRIGGER, draw_corpus, workflow_definitions
 
 from relayflow.definition import validate_data
+from relayflow.local import ExecutionRecord, ExecutionWaitTimeout
 from relayflow.runner import run_workflow
 
 pytestmark = pytest.mark.integration
 
 #: Bounded so the module stays fast; the validator corpus covers the breadth.
 RUNS = 50
+#: A generated run takes well under a second at this time scale; one still running after
+#: this long does not end (its cycle guard never fires) and is stopped.
+WAIT_SECONDS = 30
 TERMINAL = {"succeeded", "failed", "timed_out", "aborted"}
+
+
+def _last_states(record: ExecutionRecord) -> list[str]:
+    return [state.name for state in record.states[-8:]]
 
 
 def test_generated_native_workflows_run_to_a_terminal_status(runtime):
@@ -38,8 +47,14 @@ def test_generated_native_workflows_run_to_a_terminal_status(runtime):
 
             # When each runs on the local runtime
             try:
-                result = run_workflow(workflow, RUNNABLE_TRIGGER, runtime=runtime, timeout=90)
-            except Exception as exc:  # a crash or a run that never ends: a finding
+                result = run_workflow(
+                    workflow, RUNNABLE_TRIGGER, runtime=runtime, timeout=WAIT_SECONDS
+                )
+            except ExecutionWaitTimeout as exc:  # a run that does not end: a finding
+                problems[index] = f"{exc}; last states: {_last_states(exc.record)}"
+                runtime.stop_execution(exc.record.execution_arn)
+                continue
+            except Exception as exc:  # a crash: a finding
                 problems[index] = f"{type(exc).__name__}: {exc}"
                 continue
 
@@ -52,7 +67,10 @@ def test_generated_native_workflows_run_to_a_terminal_status(runtime):
     finally:
         runtime.time_scale = previous
 
-    assert not problems, {i: (p, definitions[i]) for i, p in problems.items()}
+    assert not problems, "\n".join(
+        f"definition {i}: {problem}\n    {json.dumps(definitions[i])}"
+        for i, problem in problems.items()
+    )
     assert sum(outcomes.values()) == RUNS
     # and most runs succeed: the generator's runnable definitions read only the trigger
     assert outcomes[("succeeded", None)] >= RUNS // 2, outcomes
