@@ -548,9 +548,23 @@ class _Builder:
 
     def workflow(self) -> dict[str, Any]:
         draw = self.draw
-        if not self.runnable and draw(st.integers(0, 60)) == 0:
-            # A long chain of Lambda steps with retries (the compiled size grows per step).
+        stress = 0 if self.runnable else draw(st.integers(0, 40))
+        if stress == 1:
+            # A long chain with a linear retry on every step (compiled size grows per step).
             main = self.scope(0, draw(st.integers(100, 300)), ["transform", "code"])
+            for key in main:
+                self.steps[key]["retry"] = {"max_attempts": 3, "backoff": "linear"}
+        elif stress == 2:
+            # One large declared HTTP body, called by several steps.
+            body = {"blob": "x" * draw(st.integers(100_000, 300_000)), "id": "{{ args.id }}"}
+            self.http_tools["big"] = {
+                "base_url": "https://api.example.com",
+                "operations": {"send": {"body": body}},
+            }
+            main = [self.new_key() for _ in range(draw(st.integers(2, 8)))]
+            for key, nxt in zip(main, [*main[1:], None], strict=True):
+                call: dict[str, Any] = {"type": "tool", "tool": "http.big.send", "args": {}}
+                self.steps[key] = call if nxt is None else {**call, "on_success": nxt}
         else:
             main = self.scope(0, draw(st.integers(1, 8)))
         definition: dict[str, Any] = {"id": draw(st.sampled_from(["fuzz", "fuzz-wf", "f" * 64]))}
