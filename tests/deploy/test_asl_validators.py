@@ -33,8 +33,10 @@ from relayflow.definition import AVAILABLE_STEP_TYPES, load_workflow, validate_d
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))
 EXAMPLES = sorted((ROOT / "workflows" / "examples").glob("*.yaml"))
-#: Definitions drawn; every one that validation accepts is compiled and validated.
-CORPUS_SIZE = 520
+#: Definitions drawn; every one that validation accepts is compiled and validated. Some
+#: headroom: validation may come to refuse a rare edge value the generator draws (e.g. a
+#: delay past Step Functions' limit), and at least MIN_ACCEPTED must remain.
+CORPUS_SIZE = 560
 MIN_ACCEPTED = 500
 
 
@@ -161,7 +163,7 @@ def corpus() -> Corpus:
         name = f"generated-{index:03d}"
         workflow, problems = validate_data(definition)
         if workflow is None:
-            built.refused[name] = [str(p) for p in problems]
+            built.refused[name] = [p.rule for p in problems]
             continue
         built.definitions[name] = definition
         try:
@@ -169,6 +171,24 @@ def corpus() -> Corpus:
         except Exception as exc:  # a compiler crash is a finding, reported below
             built.crashed[name] = f"{type(exc).__name__}: {exc}"
     return built
+
+
+def _edges(definition: dict[str, Any]) -> set[str]:
+    """Which edge inputs a definition holds (see the coverage test)."""
+    found: set[str] = set()
+    text = json.dumps(definition)
+    if '.$"' in text:
+        found.add("user-key-path")
+    if "NaN" in text or "Infinity" in text:
+        found.add("non-finite")
+    if len(text) > 100_000:
+        found.add("large")
+    for step in definition["steps"].values():
+        if isinstance(step.get("seconds"), int) and step["seconds"] > 99_999_999:
+            found.add("long-delay")
+        if len(step.get("branches") or []) > 11 and step["type"] == "parallel":
+            found.add("wide-parallel")
+    return found
 
 
 def _all_states(machine: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -187,10 +207,10 @@ def _yaml(definition: dict[str, Any]) -> str:
 
 
 def test_corpus_definitions_are_valid_and_compile(corpus):
-    # Then (at least) MIN_ACCEPTED generated definitions pass validation: the generator
-    # draws valid definitions, so a refusal is a generator bug worth seeing
-    assert len(corpus.definitions) >= MIN_ACCEPTED, dict(list(corpus.refused.items())[:5])
-    assert not corpus.refused, dict(list(corpus.refused.items())[:5])
+    # Then at least MIN_ACCEPTED generated definitions pass validation (the generator draws
+    # valid ones; only its rare edge values may be refused)
+    refusals = Counter(rule for rules in corpus.refused.values() for rule in rules)
+    assert len(corpus.definitions) >= MIN_ACCEPTED, refusals.most_common(10)
     # and every one of them compiles
     assert not corpus.crashed, corpus.crashed
 
@@ -213,8 +233,9 @@ def test_corpus_covers_every_step_type_and_option(corpus):
                 seen[f"tool:{step['tool'].split('.')[0]}"] += 1
             if kind == "delay":
                 seen["delay:seconds" if "seconds" in step else "delay:until"] += 1
-        seen["cycle_guard"] += "max_steps_per_run" in definition
         seen["errors.on_failure"] += "errors" in definition
+        for edge in _edges(definition):
+            seen[f"edge:{edge}"] += 1
     # Then every available step type and every option appears many times
     wanted = [
         *sorted(AVAILABLE_STEP_TYPES),
@@ -234,6 +255,9 @@ def test_corpus_covers_every_step_type_and_option(corpus):
         "errors.on_failure",
     ]
     assert {name: seen[name] for name in wanted if seen[name] < 10} == {}
+    # and the inputs behind issue 12's bug classes keep occurring
+    edges = ["user-key-path", "non-finite", "long-delay", "wide-parallel", "large"]
+    assert {edge: seen[f"edge:{edge}"] for edge in edges if not seen[f"edge:{edge}"]} == {}
     # and the native and Lambda forms of condition and transform both occur
     runners: Counter[str] = Counter()
     for name, machine in corpus.machines.items():

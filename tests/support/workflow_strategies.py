@@ -116,13 +116,14 @@ def _finite_numbers() -> st.SearchStrategy[Any]:
     )
 
 
-def _numbers(runnable: bool) -> st.SearchStrategy[Any]:
-    if runnable:
-        return _finite_numbers()
-    # YAML's .inf / .nan parse to these; a definition may hold them.
-    return st.one_of(
-        _finite_numbers(), st.sampled_from([float("inf"), float("-inf"), float("nan")])
-    )
+#: Values at the edge of what validation accepts today (non-finite numbers, delays past
+#: Step Functions' limit, timestamps that only match the pattern) are drawn about once in
+#: RARE times, so that most of the corpus stays valid when validation refuses them.
+RARE = 25
+
+
+def _rare(draw: Callable[[st.SearchStrategy[Any]], Any]) -> bool:
+    return bool(draw(st.integers(0, RARE - 1)) == 0)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,10 @@ class _Builder:
         if kind == "bool":
             return self.draw(st.booleans())
         if kind == "number":
-            return self.draw(_numbers(self.runnable))
+            if not self.runnable and _rare(self.draw):
+                # YAML's .inf / .nan parse to these; a definition may hold them.
+                return self.draw(st.sampled_from([float("inf"), float("-inf"), float("nan")]))
+            return self.draw(_finite_numbers())
         if kind == "string":
             return self.template_string(others)
         if kind == "list":
@@ -245,7 +249,9 @@ class _Builder:
         patterned = st.from_regex(
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", fullmatch=True
         )
-        return self.draw(st.one_of(real, offset, patterned, st.just("{{ trigger.when }}")))
+        if _rare(self.draw):
+            return self.draw(patterned)
+        return self.draw(st.one_of(real, offset, st.just("{{ trigger.when }}")))
 
     def retry(self, *, linear: bool) -> dict[str, Any]:
         draw = self.draw
@@ -363,10 +369,20 @@ class _Builder:
 
     def fill_delay(self, step: dict[str, Any], slot: _Slot) -> None:
         if self.draw(st.booleans()):
-            high = 5 if self.runnable else 10**10
-            step["seconds"] = self.draw(
-                st.one_of(st.integers(0, high), st.integers(0, 60), st.just("{{ trigger.wait }}"))
-            )
+            if self.runnable:
+                step["seconds"] = self.draw(
+                    st.one_of(st.integers(0, 5), st.just("{{ trigger.wait }}"))
+                )
+            elif _rare(self.draw):
+                step["seconds"] = self.draw(st.integers(100_000_000, 10**10))
+            else:
+                step["seconds"] = self.draw(
+                    st.one_of(
+                        st.integers(0, 99_999_999),
+                        st.integers(0, 60),
+                        st.just("{{ trigger.wait }}"),
+                    )
+                )
         else:
             step["until"] = self.timestamp()
 
