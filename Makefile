@@ -9,6 +9,10 @@ SAM_CLI_VERSION := 1.170.0
 SAM_VENV := $(VENV)/tools/sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
+# AWS's ASL language service and asl-validator (npm), pinned by tools/asl/package-lock.json and
+# installed with `npm ci` into a tool folder inside .venv; the stamp follows the lockfile.
+ASL_TOOLS := $(VENV)/tools/asl
+ASL_STAMP := $(ASL_TOOLS)/.installed-stamp
 
 # The functions' runtime, python3.12, with the layer's requirements (and boto3, which Lambda's
 # runtime brings): tests/deploy/test_sam_local_invoke.py runs each handler in it.
@@ -21,7 +25,8 @@ CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := $(VENV)/tools/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 
-.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser lambda-python checkov
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser lambda-python checkov \
+	asl-tools
 
 venv: $(STAMP)
 
@@ -47,9 +52,10 @@ format: venv
 	$(BIN)/ruff format .
 
 # tests/deploy runs `sam validate --lint` and `sam build`: the SAM CLI comes first. The guest
-# approval page is tested in headless Chromium: the browser comes first too.
-test: lint sam-cli lambda-python checkov browser
-	RELAYFLOW_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -n auto -q
+# approval page is tested in headless Chromium: the browser comes first too. Compiled machines
+# are checked by AWS's own ASL validators (tests/deploy/test_asl_validators.py): those first too.
+test: lint sam-cli lambda-python checkov browser asl-tools
+	RELAYFLOW_REQUIRE_CHROMIUM=1 RELAYFLOW_REQUIRE_ASL_TOOLS=1 $(BIN)/python -m pytest -n auto -q
 
 bench: venv
 	$(BIN)/python bench/compile_bench.py
@@ -89,6 +95,14 @@ $(LAMBDA_PY_STAMP): shared/requirements.txt
 	$(LAMBDA_PY)/bin/python -m pip install --quiet --upgrade pip
 	$(LAMBDA_PY)/bin/python -m pip install --quiet -r shared/requirements.txt 'boto3>=1.44,<2'
 	touch $(LAMBDA_PY_STAMP)
+
+asl-tools: $(ASL_STAMP)
+
+$(ASL_STAMP): tools/asl/package.json tools/asl/package-lock.json
+	mkdir -p $(ASL_TOOLS)
+	cp tools/asl/package.json tools/asl/package-lock.json $(ASL_TOOLS)/
+	npm ci --prefix $(ASL_TOOLS) --no-audit --no-fund --loglevel=error
+	touch $(ASL_STAMP)
 
 sam-validate: sam-cli
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
