@@ -373,7 +373,27 @@ def _definition_id(path: str, text: str) -> str:
     workflow_id = document.data.get("id") if isinstance(document.data, dict) else None
     if not isinstance(workflow_id, str) or not workflow_id:
         raise UsageError(f"{path}: the definition has no id (the workflow's id in the API)")
+    _check_client_version(path, document.data)
     return workflow_id
+
+
+def _check_client_version(path: str, data: dict[str, Any]) -> None:
+    """The engine-version guard on the client: a definition that needs a newer Relayflow
+    than this client is not published by it (the API checks its own engine too)."""
+    from relayflow.definition.problems import Problem
+    from relayflow.engine import BadSpecifier, unmet_requirement
+
+    requires = data.get("requires")
+    if not isinstance(requires, str):
+        return
+    try:
+        unmet = unmet_requirement(requires)
+    except BadSpecifier:
+        return  # the API names the malformed specifier with the definition's other problems
+    if unmet is not None:
+        raise DefinitionError(
+            [Problem(path, "requires", "engine-version", f"{unmet}; upgrade the client")]
+        )
 
 
 def _children_first(texts: dict[str, str]) -> list[str]:

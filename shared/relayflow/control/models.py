@@ -13,6 +13,9 @@ class WorkflowVersionInfo(BaseModel):
     version: int
     created_at: str
     asl_sha256: str = Field(description="sha256 of the compiled state machine definition.")
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled this version."
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -64,6 +67,12 @@ class RunSummary(BaseModel):
     error: str | None = None
     attempt: int = Field(
         1, description="Executions of the run: more than 1 after a retry from the DLQ."
+    )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled the run's state machine."
+    )
+    dry_run: bool = Field(
+        False, description="A dry run: steps that act on the world only record the call."
     )
 
 

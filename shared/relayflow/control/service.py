@@ -24,6 +24,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -71,6 +72,7 @@ from relayflow.dal import (
 )
 from relayflow.dal import Throttled as DalThrottled
 from relayflow.dal.breakers import BreakerDal
+from relayflow.engine import ENGINE_VERSION
 from relayflow.errors import CircuitOpen
 from relayflow.reliability.breakers import (
     WORKFLOW_TRIAL_LEASE_SECONDS,
@@ -401,6 +403,7 @@ class ControlPlane:
             warnings=list(trigger_plan.skipped),
             step_types={key: step.type for key, step in workflow.steps.items()},
             step_runners=dict(compiled.step_runners),
+            engine_version=ENGINE_VERSION,
         )
         new_head = WorkflowItem(
             workflow_id=workflow_id,
@@ -414,6 +417,7 @@ class ControlPlane:
             alias_arn=head.alias_arn if head else None,
             created_at=head.created_at if head else now,
             updated_at=now,
+            live_engine_version=ENGINE_VERSION,
         )
         try:
             self.dal.save_workflow(
@@ -477,6 +481,7 @@ class ControlPlane:
         if head.live_version != latest.version:
             changes["live_version"] = latest.version
             changes["live_version_arn"] = latest.state_machine_version_arn
+            changes.update(_engine_of(latest))
         if head.name != name:
             changes["name"] = name
         if changes:
@@ -541,6 +546,7 @@ class ControlPlane:
                     version=v.version,
                     created_at=v.created_at,
                     asl_sha256=v.asl_sha256,
+                    engine_version=v.engine_version,
                     warnings=v.warnings,
                 )
                 for v in versions
@@ -576,6 +582,7 @@ class ControlPlane:
                 live_version=item.version,
                 live_version_arn=item.state_machine_version_arn,
                 updated_at=now_iso(),
+                **_engine_of(item),
             )
         self._point_alias(head)
         self._sync_triggers(tenant, workflow_id, triggers, enabled=head.enabled)
@@ -599,8 +606,13 @@ class ControlPlane:
         version: int | None = None,
         idempotency_key: str | None = None,
         trigger_type: str = "api",
+        dry_run: bool = False,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
+
+        A ``dry_run`` carries ``run.dry_run`` in its state document: steps that act on the
+        world record the call they would make instead (``docs/run-modes.md``). The run item
+        records the engine version that compiled the state machine it starts on.
 
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
@@ -619,8 +631,10 @@ class ControlPlane:
             raise BadRequest(f"an Idempotency-Key has 1 to {MAX_IDEMPOTENCY_KEY} characters")
         if version is None:
             version, target_arn = head.live_version, head.live_version_arn
+            engine_version = head.live_engine_version
         else:
-            target_arn = self._version(tenant, workflow_id, version).state_machine_version_arn
+            pinned = self._version(tenant, workflow_id, version)
+            target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
 
         run_id = (
             idempotent_run_id(tenant, workflow_id, idempotency_key)
@@ -634,7 +648,14 @@ class ControlPlane:
         admission = self._admit_run(tenant, workflow_id, version, run_id)
         try:
             return self._create_and_start(
-                head, run_id, input, version, target_arn, idempotency_key, trigger_type
+                head,
+                run_id,
+                input,
+                version,
+                target_arn,
+                idempotency_key,
+                trigger_type,
+                _RunMode(engine_version=engine_version, dry_run=dry_run),
             )
         except Exception:
             if admission is not None:
@@ -652,12 +673,13 @@ class ControlPlane:
         target_arn: str,
         idempotency_key: str | None,
         trigger_type: str,
+        mode: _RunMode,
     ) -> StartRunResult:
         from relayflow.document import execution_input
 
         tenant, workflow_id = head.tenant, head.workflow_id
         document = execution_input(
-            workflow_id, input, run_id=run_id, version=version, tenant=tenant
+            workflow_id, input, run_id=run_id, version=version, tenant=tenant, dry_run=mode.dry_run
         )
         document_json = _json(document)
         if len(document_json.encode()) > MAX_INPUT_BYTES:
@@ -675,6 +697,8 @@ class ControlPlane:
             idempotency_key=idempotency_key,
             trigger_type=trigger_type,
             expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+            engine_version=mode.engine_version,
+            dry_run=mode.dry_run,
         )
         if not self.dal.create_run(run):
             # A concurrent request with the same key wrote it first.
@@ -763,6 +787,7 @@ class ControlPlane:
                 run_id=run.run_id,
                 version=version,
                 tenant=run.tenant,
+                dry_run=run.dry_run,
             )
             document["run"]["started_at"] = run.started_at
             self._start_execution(run, target.state_machine_version_arn, _json(document))
@@ -992,6 +1017,20 @@ def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
     return WorkflowSummary.model_validate(
         item.model_dump(include=set(WorkflowSummary.model_fields))
     )
+
+
+@dataclass(frozen=True)
+class _RunMode:
+    """How a run is started: the engine that compiled its machine, and the dry-run flag."""
+
+    engine_version: str | None
+    dry_run: bool
+
+
+def _engine_of(version: VersionItem) -> dict[str, str]:
+    """The head attribute naming the engine of ``version`` (none for versions published
+    before versions recorded it)."""
+    return {"live_engine_version": version.engine_version} if version.engine_version else {}
 
 
 def _run_summary(item: RunItem) -> RunSummary:

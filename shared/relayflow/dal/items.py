@@ -104,6 +104,9 @@ class WorkflowItem(_Item):
     alias_arn: str | None = Field(None, description="The `live` alias, for callers outside.")
     created_at: str
     updated_at: str
+    live_engine_version: str | None = Field(
+        None, description="Engine version that compiled live_version (copied onto each run)."
+    )
 
     def key(self) -> keys.Key:
         return keys.workflow_key(self.tenant, self.workflow_id)
@@ -130,6 +133,9 @@ class VersionItem(_Item):
     )
     step_runners: dict[str, str] = Field(
         default_factory=dict, description="Step key → 'native' or the function kind."
+    )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled this state machine."
     )
 
     def key(self) -> keys.Key:
@@ -169,6 +175,10 @@ class RunItem(_Item):
         description="Executions of the run so far: a DLQ retry restarts it under the same run "
         "id as execution <run id>_r<attempt>.",
     )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled the run's state machine."
+    )
+    dry_run: bool = Field(False, description="A dry run: acting steps record, never act.")
 
     def key(self) -> keys.Key:
         return keys.run_key(self.tenant, self.run_id)

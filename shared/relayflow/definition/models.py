@@ -675,6 +675,12 @@ class Workflow(_Model):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")
+    requires: str | None = Field(
+        None,
+        max_length=100,
+        description="Engine-version guard: a version specifier (PEP 440) that the Relayflow "
+        'engine must satisfy, e.g. ">=0.3"; validation refuses the definition otherwise.',
+    )
     name: str | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=4000)
     start: StepKey = Field(description="Key of the first step.")
@@ -698,3 +704,16 @@ class Workflow(_Model):
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."
     )
+
+    @field_validator("requires")
+    @classmethod
+    def _version_specifier(cls, value: str | None) -> str | None:
+        from relayflow.engine import BadSpecifier, parse_requirement
+
+        if value is None:
+            return None
+        try:
+            parse_requirement(value)
+        except BadSpecifier as exc:
+            raise PydanticCustomError("version-specifier", str(exc)) from exc
+        return value.strip()

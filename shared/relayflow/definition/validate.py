@@ -141,9 +141,12 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
 
 
 class _Checker:
-    def __init__(self, data: Mapping[str, Any], file: str | None) -> None:
+    def __init__(
+        self, data: Mapping[str, Any], file: str | None, engine_version: str | None = None
+    ) -> None:
         self.data = data
         self.file = file
+        self.engine_version = engine_version
         self.problems: list[Problem] = []
         raw_steps = data.get("steps")
         self.steps: dict[str, Mapping[str, Any]] = {
@@ -155,6 +158,7 @@ class _Checker:
         self.problems.append(Problem(self.file, path, rule, message))
 
     def run(self) -> list[Problem]:
+        self.check_requires()
         self.check_keys_and_types()
         start = self.data.get("start")
         errors = self.data.get("errors")
@@ -180,6 +184,21 @@ class _Checker:
         self.check_tools()
         self.check_triggers()
         return self.problems
+
+    def check_requires(self) -> None:
+        """The engine-version guard: a definition written for another engine is refused,
+        naming both versions (a malformed specifier is the model's problem)."""
+        from relayflow.engine import ENGINE_VERSION, BadSpecifier, unmet_requirement
+
+        requires = self.data.get("requires")
+        if not isinstance(requires, str):
+            return
+        try:
+            unmet = unmet_requirement(requires, self.engine_version or ENGINE_VERSION)
+        except BadSpecifier:
+            return
+        if unmet is not None:
+            self.add("requires", "engine-version", unmet)
 
     def check_keys_and_types(self) -> None:
         for key, raw in self.steps.items():
@@ -564,8 +583,13 @@ def _path_like_keys(value: Any, path: str) -> Iterable[str]:
             yield from _path_like_keys(item, f"{path}[{index}]")
 
 
-def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, list[Problem]]:
-    """Check a parsed definition. Returns the model (when it parsed) and every problem found."""
+def validate_data(
+    data: Any, file: str | None = None, *, engine_version: str | None = None
+) -> tuple[Workflow | None, list[Problem]]:
+    """Check a parsed definition. Returns the model (when it parsed) and every problem found.
+
+    ``engine_version`` is the engine the ``requires:`` guard is checked against (default:
+    this one, :data:`relayflow.engine.ENGINE_VERSION`)."""
     if not isinstance(data, Mapping):
         return None, [
             Problem(file, "", "type", "a definition is a mapping (YAML) or object (JSON)")
@@ -576,7 +600,7 @@ def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, 
         workflow = Workflow.model_validate(data)
     except ValidationError as exc:
         problems.extend(_model_problems(file, exc))
-    problems.extend(_Checker(data, file).run())
+    problems.extend(_Checker(data, file, engine_version).run())
     if workflow is not None and not problems:
         # Only a sound definition compiles; its size is the last thing to check.
         problems.extend(compiled_size_problems(workflow, file))

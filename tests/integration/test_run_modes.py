@@ -1,0 +1,117 @@
+"""Run modes on the control plane and the local runtime: the engine-version guard and the
+engine version every run records.
+
+One runtime serves the module; every test works in its own tenant, so tests share nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from relayflow.adapters.aws import client
+from relayflow.control import service
+from relayflow.control.errors import InvalidDefinition
+from relayflow.control.recorder import record_status_change, status_change_event
+from relayflow.control.service import ControlPlane
+from relayflow.dal import create_table
+from relayflow.engine import ENGINE_VERSION
+from relayflow.local import LocalRuntime
+from relayflow.settings import get_settings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime(time_scale=0.001) as rt:
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+        yield rt
+
+
+@pytest.fixture
+def plane(runtime: LocalRuntime) -> ControlPlane:
+    return ControlPlane()
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def greet(greeting: str = "hi", requires: str | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": "greet",
+        "start": "done",
+        "steps": {"done": {"type": "transform", "mapping": {"greeting": greeting}}},
+    }
+    if requires is not None:
+        data["requires"] = requires
+    return data
+
+
+def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
+    run = plane.dal.get_run(tenant, run_id)
+    assert run is not None and run.execution_arn
+    runtime.wait(run.execution_arn, timeout=30)
+    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
+    record_status_change(status_change_event(described), control=plane)
+    return plane.get_run(tenant, run_id)
+
+
+# --------------------------------------------------------------------------- engine version
+
+
+def test_a_definition_for_a_newer_engine_is_refused_and_nothing_is_stored(plane, tenant):
+    with pytest.raises(InvalidDefinition) as info:
+        plane.put_workflow(tenant, "greet", greet(requires=">=99"))
+    [problem] = info.value.details
+    assert problem["path"] == "requires" and problem["rule"] == "engine-version"
+    assert ">=99" in problem["message"] and ENGINE_VERSION in problem["message"]
+    assert plane.dal.get_workflow(tenant, "greet") is None
+
+
+def test_every_run_records_the_engine_that_compiled_its_version(
+    runtime, plane, tenant, monkeypatch
+):
+    # Given version 1 compiled by an older engine, and version 2 by this one
+    monkeypatch.setattr(service, "ENGINE_VERSION", "0.0.9")
+    plane.put_workflow(tenant, "greet", greet("v1"))
+    monkeypatch.undo()
+    plane.put_workflow(tenant, "greet", greet("v2", requires=f">={ENGINE_VERSION}"))
+    assert [v.engine_version for v in plane.get_workflow(tenant, "greet").versions] == [
+        "0.0.9",
+        ENGINE_VERSION,
+    ]
+    # When a run starts on the live version, and one on version 1
+    live = plane.start_run(tenant, "greet", {})
+    pinned = plane.start_run(tenant, "greet", {}, version=1)
+    # Then each run item records the engine of the machine it started on
+    assert plane.dal.get_run(tenant, live.run_id).engine_version == ENGINE_VERSION
+    assert plane.dal.get_run(tenant, pinned.run_id).engine_version == "0.0.9"
+    # And GET /runs/{id} shows it
+    detail = settle(runtime, plane, tenant, pinned.run_id)
+    assert detail.engine_version == "0.0.9" and detail.status == "succeeded"
+    # When version 1 is made live again, new runs record its engine
+    plane.rollback_workflow(tenant, "greet", 1)
+    again = plane.start_run(tenant, "greet", {})
+    assert again.engine_version == "0.0.9"
+
+
+def test_deploy_refuses_a_definition_that_needs_a_newer_client(tmp_path, capsys, monkeypatch):
+    from relayflow.cli import main
+
+    # Given a definition that needs Relayflow 99, and an API nobody listens on
+    path = tmp_path / "greet.yaml"
+    path.write_text("id: greet\nrequires: '>=99'\nstart: a\nsteps: {a: {type: noop}}\n")
+    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
+    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
+    # When it is deployed, then the client refuses it before any request (exit 2: invalid)
+    assert main(["deploy", str(path), "--api", "http://127.0.0.1:9", "--api-key", "k"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: requires: this definition requires Relayflow >=99" in err
+    assert f"this engine is Relayflow {ENGINE_VERSION}; upgrade the client [engine-version]" in err
