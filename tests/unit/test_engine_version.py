@@ -21,7 +21,7 @@ def with_requires(spec: Any) -> dict[str, Any]:
 
 
 def test_the_engine_version_is_the_package_version():
-    assert ENGINE_VERSION == __version__
+    assert __version__ == ENGINE_VERSION
 
 
 def test_a_definition_for_a_newer_engine_is_refused_naming_both_versions():
