@@ -37,6 +37,10 @@ Template = Annotated[str, Field(description="Text with optional {{ expression }}
 #: Any JSON value whose strings may hold placeholders.
 TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold placeholders.")]
 ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
+#: An HTTP header name (an RFC 9110 token of letters, digits and '-').
+HeaderName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=128)
+]
 
 
 class _Model(BaseModel):
@@ -375,6 +379,11 @@ class WebhookOutStep(_Routed):
     secret: SecretRef | None = Field(
         None, description="Signing secret; adds X-Relayflow-Signature: sha256=<hex HMAC of body>."
     )
+    signature_header: HeaderName | None = Field(
+        None,
+        description="With secret: the header the sha256=<hex> signature goes in (default "
+        "X-Relayflow-Signature; X-Webhook-Signature for receivers of that GitHub-style preset).",
+    )
     request_timeout_seconds: float = Field(30.0, gt=0, le=900)
 
 
@@ -551,6 +560,12 @@ class WebhookTrigger(_Model):
         "github: X-Hub-Signature-256 sha256=<hex> over the body; stripe: Stripe-Signature "
         "t=<unix>,v1=<hex> over '<t>.<body>'.",
     )
+    signature_header: HeaderName | None = Field(
+        None,
+        description="github scheme only: the header that carries sha256=<hex> instead of "
+        "X-Hub-Signature-256; preset for senders that sign like GitHub under another name: "
+        "X-Webhook-Signature.",
+    )
     replay_window_seconds: int = Field(
         300, ge=10, le=86_400, description="Max age of a timestamped signature."
     )
@@ -570,6 +585,17 @@ class WebhookTrigger(_Model):
         "accepted", description="accepted: 202 with the run id; sync: wait for the run's output."
     )
     sync_timeout_seconds: int = Field(25, ge=1, le=28, description="Bounded wait for sync.")
+
+    @model_validator(mode="after")
+    def _header_for_github(self) -> WebhookTrigger:
+        if self.signature_header is not None and self.signature_scheme != "github":
+            raise PydanticCustomError(
+                "signature-header",
+                "signature_header renames the github scheme's header (sha256=<hex> over the "
+                "body); the {scheme} scheme's header is fixed",
+                {"scheme": self.signature_scheme},
+            )
+        return self
 
 
 Trigger = Annotated[

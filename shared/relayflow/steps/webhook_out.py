@@ -1,8 +1,8 @@
 """The webhook_out step: one HTTP request built from templates, signed when a secret is named.
 
 The body is sent as compact JSON, or as UTF-8 text when it renders to a string. With
-``secret``, ``X-Relayflow-Signature: sha256=<hex>`` is the HMAC-SHA256 of exactly the bytes
-sent, so a receiver verifies the raw body before parsing it (``docs/tools.md``).
+``secret``, ``X-Relayflow-Signature: sha256=<hex>`` (or the step's ``signature_header``, e.g.
+the ``X-Webhook-Signature`` preset) is the HMAC-SHA256 of exactly the bytes sent, so a receiver verifies the raw body before parsing it (``docs/tools.md``).
 """
 
 from __future__ import annotations
@@ -29,12 +29,14 @@ def deliver(
     body: Any,
     secret: Any,
     timeout: float,
+    signature_header: str | None = None,
 ) -> Any:
     """Send one request for ``task``'s step and return the 2xx response.
 
     ``url``, ``headers`` and ``body`` are already rendered. Adds the content type, the
     Relayflow headers (run id, step, a delivery id that stays the same across retries) and,
-    with ``secret``, the signature. Non-2xx answers raise through ``raise_for_status``."""
+    with ``secret``, the signature (in ``signature_header``, default
+    ``X-Relayflow-Signature``). Non-2xx answers raise through ``raise_for_status``."""
     from relayflow.net.http import SIGNATURE_HEADER, raise_for_status, request, sign_body
 
     key = task.step.key
@@ -56,7 +58,8 @@ def deliver(
     if secret:
         from relayflow.tools.secrets import resolve_secret
 
-        sent[SIGNATURE_HEADER] = sign_body(content or b"", resolve_secret(secret))
+        signed = sign_body(content or b"", resolve_secret(secret))
+        sent[signature_header or SIGNATURE_HEADER] = signed
     response = request(method, url.strip(), headers=sent, content=content, timeout=timeout)
     raise_for_status(response)
     return response
@@ -80,5 +83,6 @@ def run(event: Any) -> dict[str, Any]:
         body=render(config.get("body"), task.doc),
         secret=config.get("secret"),
         timeout=timeout_of(config),
+        signature_header=config.get("signature_header"),
     )
     return result(response_output(response), task=task)
