@@ -1,8 +1,9 @@
 """The webhook_out step: one HTTP request built from templates, signed when a secret is named.
 
 The body is sent as compact JSON, or as UTF-8 text when it renders to a string. With
-``secret``, ``X-Relayflow-Signature: sha256=<hex>`` (or the step's ``signature_header``, e.g.
-the ``X-Webhook-Signature`` preset) is the HMAC-SHA256 of exactly the bytes sent, so a receiver verifies the raw body before parsing it (``docs/tools.md``).
+``secret``, ``X-Relayflow-Signature: sha256=<hex>`` (or the step's ``signature_header``,
+e.g. the ``X-Webhook-Signature`` preset) is the HMAC-SHA256 of exactly the bytes sent, so a
+receiver verifies the raw body before parsing it (``docs/tools.md``).
 """
 
 from __future__ import annotations
