@@ -118,11 +118,26 @@ def _progress(event: dict[str, Any]) -> None:
         print(f"    ! {failed.get('error', 'failed')}", file=sys.stderr, flush=True)
 
 
+def would_call_summary(record: Any) -> str | None:
+    """``simulated: <call>`` for a step a dry run simulated (``dynamodb:PutItem`` or ``POST
+    <url>``), ``read (dry run)`` for a ``dry_run: read`` tool, ``None`` otherwise."""
+    if not isinstance(record, dict):
+        return None
+    if not record.get("simulated"):
+        return "read (dry run)" if record.get("read") else None
+    call = record.get("call") if isinstance(record.get("call"), dict) else {}
+    if call.get("kind") == "aws":
+        return f"simulated: {call.get('action') or call.get('tool')}"
+    return f"simulated: {call.get('method')} {call.get('url')}"
+
+
 def _print_table(result: Any, out: TextIO) -> None:
     headers = ("step", "type", "runs on", "status", "attempts", "ms", "output / error")
     rows = []
     for step in result.steps:
+        simulated = would_call_summary(step.dry_run)
         detail = f"{step.error}: {step.cause}" if step.error else _summary(step.output)
+        detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
             (step.key, step.type, step.runner, step.status, str(step.attempts), ms, detail[:60])
@@ -185,8 +200,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (OSError, ValidationError) as exc:
             raise UsageError(f"--resources {args.resources}: {exc}") from exc
     if not args.json:
+        mode = "a dry run of " if args.dry_run else ""
         print(
-            f"running '{workflow.id}' on the local runtime (time scale {args.time_scale})",
+            f"running {mode}'{workflow.id}' on the local runtime (time scale {args.time_scale})",
             file=sys.stderr,
         )
     try:
@@ -198,6 +214,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_event=None if args.json else _progress,
             resources=resources,
             workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
+            dry_run=args.dry_run,
         )
     except TimeoutError:
         print(
@@ -503,6 +520,8 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"input": _read_input(args.input)}
     if args.version is not None:
         body["version"] = args.version
+    if args.dry_run:
+        body["dry_run"] = True
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
     with _api_client(args) as api:
         code, run = api.call(
@@ -535,7 +554,7 @@ def cmd_runs_get(args: argparse.Namespace) -> int:
     headers = ("step", "type", "status", "attempts", "ms", "output / error")
     rows = []
     for step in run.get("steps") or []:
-        detail = (
+        detail = would_call_summary(step.get("dry_run")) or (
             f"{step['error']}: {step.get('cause')}"
             if step.get("error")
             else _summary(step.get("output"))
@@ -938,6 +957,11 @@ def _add_api_commands(sub: Any) -> None:
     p.add_argument("--input", help="trigger payload: JSON text, or @file.json")
     p.add_argument("--idempotency-key", help="a repeat with the same key returns the same run")
     p.add_argument("--version", type=int, help="run this version instead of the live one")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a dry run: steps that act record the call they would make instead",
+    )
     _api_options(p)
     p.set_defaults(func=cmd_runs_start)
     p = runs.add_parser("get", help="a run and its step timeline")
@@ -1078,6 +1102,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workflows",
         help="folder holding the definitions its sub_workflow steps start (default: the "
         "file's folder)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a dry run: steps that act record the call they would make instead",
     )
     p.set_defaults(func=cmd_run)
 

@@ -90,6 +90,7 @@ def run_workflow(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     resources: LocalResources | None = None,
     workflows: Mapping[str, Workflow] | None = None,
+    dry_run: bool = False,
 ) -> RunResult:
     """Compile and run ``workflow`` locally. Pass a ``runtime`` to reuse one (tests do);
     otherwise a runtime is started for this run and stopped after it. ``resources`` are
@@ -98,13 +99,14 @@ def run_workflow(
     workflow itself when it has sub_workflow steps, is published as a state machine version
     with the ``live`` alias pointing at it (see :func:`publish_local`). A compiled machine
     that fails :mod:`relayflow.compiler.check` raises ``CompiledMachineInvalid`` before any
-    runtime starts."""
+    runtime starts. A ``dry_run`` starts the run with ``run.dry_run`` set: acting steps record
+    the call they would make instead (:mod:`relayflow.steps.dry_run`)."""
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
     compiled = compile_checked(workflow)
     run_id = run_id or new_run_id()
-    document = execution_input(workflow.id, trigger, run_id=run_id)
+    document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
     if any(step.type == "sub_workflow" for step in workflow.steps.values()):
         published[workflow.id] = workflow

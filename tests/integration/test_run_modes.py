@@ -6,6 +6,8 @@ One runtime serves the module; every test works in its own tenant, so tests shar
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -115,3 +117,129 @@ def test_deploy_refuses_a_definition_that_needs_a_newer_client(tmp_path, capsys,
     err = capsys.readouterr().err
     assert f"{path}: requires: this definition requires Relayflow >=99" in err
     assert f"this engine is Relayflow {ENGINE_VERSION}; upgrade the client [engine-version]" in err
+
+
+# --------------------------------------------------------------------------- dry runs
+
+
+def approve_then_put(table: str) -> dict[str, Any]:
+    """An approval, then a tool that writes to ``table``."""
+    return {
+        "id": "gated",
+        "start": "ask",
+        "steps": {
+            "ask": {"type": "approval", "title": "Ship {{ trigger.order }}?", "on_approve": "save"},
+            "save": {
+                "type": "tool",
+                "tool": "aws.dynamodb.put_item",
+                "args": {"table": table, "item": {"pk": "{{ trigger.order }}"}},
+                "dry_run_output": {"saved": "{{ trigger.order }}"},
+            },
+        },
+    }
+
+
+def test_a_dry_run_waits_on_its_approval_and_stays_dry_when_resumed(runtime, plane, tenant):
+    from relayflow.control.waits import WaitService
+
+    # Given a table the workflow would write to, and a dry run of it waiting on an approval
+    table = f"orders-{tenant}"
+    client("dynamodb").create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    plane.put_workflow(tenant, "gated", approve_then_put(table))
+    started = plane.start_run(tenant, "gated", {"order": "o-1"}, dry_run=True)
+    assert started.dry_run and plane.dal.get_run(tenant, started.run_id).dry_run
+    waits = WaitService()
+    pending = None
+    for _ in range(200):
+        found = waits.list_approvals(tenant).items
+        if found:
+            pending = found[0]
+            break
+        time.sleep(0.05)
+    assert pending is not None and pending.run_id == started.run_id
+    # When someone approves it
+    waits.respond(tenant, pending.approval_id, "approve", responder="alice")
+    detail = settle(runtime, plane, tenant, started.run_id)
+    # Then the resumed run is still dry: the write was simulated, and the table is empty
+    assert detail.status == "succeeded" and detail.dry_run
+    steps = {step.key: step for step in detail.steps}
+    assert steps["ask"].dry_run is None and steps["ask"].output["approved"] is True
+    assert steps["save"].dry_run["simulated"] is True
+    assert steps["save"].dry_run["call"]["args"]["item"] == {"pk": "o-1"}
+    assert steps["save"].output == {"saved": "o-1"}
+    assert client("dynamodb").scan(TableName=table)["Items"] == []
+
+
+def test_a_child_started_by_a_dry_parent_is_dry(runtime, plane, tenant):
+    # Given a child that writes to a queue, and a parent that starts it
+    queue_url = client("sqs").create_queue(QueueName=f"q-{tenant}")["QueueUrl"]
+    plane.put_workflow(
+        tenant,
+        "child",
+        {
+            "id": "child",
+            "start": "send",
+            "steps": {
+                "send": {
+                    "type": "tool",
+                    "tool": "aws.sqs.send_message",
+                    "args": {"queue_url": queue_url, "body": "{{ trigger.n }}"},
+                }
+            },
+        },
+    )
+    plane.put_workflow(
+        tenant,
+        "parent",
+        {
+            "id": "parent",
+            "start": "call",
+            "steps": {"call": {"type": "sub_workflow", "workflow_id": "child", "input": {"n": 7}}},
+        },
+    )
+    # When the parent runs dry
+    started = plane.start_run(tenant, "parent", {}, dry_run=True)
+    detail = settle(runtime, plane, tenant, started.run_id)
+    assert detail.status == "succeeded", (detail.error, detail.cause)
+    # Then the child's document and its recorded run are dry, and it sent nothing
+    child_output = detail.output["steps"]["call"]["output"]
+    child_id = child_output["run_id"]
+    assert child_output["steps"]["send"]["output"]["dry_run"] is True
+    machine = f"relayflow-{get_settings().stage}-{tenant}_child"
+    described = runtime.sfn_client.describe_execution(
+        executionArn=f"arn:aws:states:us-east-1:123456789012:execution:{machine}:{child_id}"
+    )
+    assert json.loads(described["input"])["run"]["dry_run"] is True
+    record_status_change(status_change_event(described), control=plane)
+    assert plane.dal.get_run(tenant, child_id).dry_run is True
+    assert "Messages" not in client("sqs").receive_message(QueueUrl=queue_url)
+
+
+def test_a_failed_dry_run_reaches_no_dlq_and_trips_no_breaker(runtime, plane, tenant):
+    # Given a workflow with a breaker that opens on one failure, whose code step fails
+    plane.put_workflow(
+        tenant,
+        "flaky",
+        {
+            "id": "flaky",
+            "start": "boom",
+            "breaker": {"failure_threshold": 1, "cooldown_seconds": 600},
+            "steps": {"boom": {"type": "code", "code": "raise ValueError('no')"}},
+        },
+    )
+    # When a dry run fails
+    started = plane.start_run(tenant, "flaky", {}, dry_run=True)
+    detail = settle(runtime, plane, tenant, started.run_id)
+    assert detail.status == "failed" and detail.dry_run
+    # Then nothing is archived and the breaker stays closed: a real run still starts
+    assert plane.dlq.list_entries(tenant).items == []
+    real = plane.start_run(tenant, "flaky", {})
+    assert real.created and not real.dry_run
+    # While the real run's failure does count (the breaker opens, the DLQ holds it)
+    settle(runtime, plane, tenant, real.run_id)
+    assert [e.run_id for e in plane.dlq.list_entries(tenant).items] == [real.run_id]

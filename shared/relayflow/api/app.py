@@ -125,6 +125,12 @@ class StartRunRequest(BaseModel):
         le=MAX_VERSION,
         description="Run this version instead of the live one (the run stays on it).",
     )
+    dry_run: bool = Field(
+        False,
+        description="A dry run: steps that act on the world (tool, webhook_out, custom) record "
+        "the call they would make and return their dry_run_output instead; waits and "
+        "approvals still wait, code steps run, and child runs are dry too.",
+    )
 
 
 class PublishEventRequest(BaseModel):
@@ -486,6 +492,7 @@ def start_run(
         request.input,
         version=request.version,
         idempotency_key=idempotency_key,
+        dry_run=request.dry_run,
     )
     return _reply(201 if result.created else 200, result)
 

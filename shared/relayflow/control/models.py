@@ -54,6 +54,12 @@ class StepEntry(BaseModel):
     error: str | None = None
     cause: str | None = None
     runner: str | None = Field(None, description="'native' or the function kind that ran it.")
+    dry_run: dict[str, Any] | None = Field(
+        None,
+        description="Dry runs only: {simulated: true, call} for a step that recorded the call it "
+        "would make (AWS action and args, or HTTP method, url, headers without secrets, body) "
+        "instead of acting; {simulated: false, read: true} for a dry_run: read tool.",
+    )
 
 
 class RunSummary(BaseModel):

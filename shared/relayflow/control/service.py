@@ -645,7 +645,9 @@ class ControlPlane:
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
-        admission = self._admit_run(tenant, workflow_id, version, run_id)
+        # A dry run acts on nothing: an open breaker does not refuse it, and it is never
+        # the half-open trial (the recorder does not settle dry runs on the breaker).
+        admission = None if dry_run else self._admit_run(tenant, workflow_id, version, run_id)
         try:
             return self._create_and_start(
                 head,
@@ -1050,6 +1052,7 @@ def _step_entry(step: StepRun) -> StepEntry:
         error=step.error,
         cause=step.cause,
         runner=step.runner,
+        dry_run=step.dry_run if isinstance(step.dry_run, dict) else None,
     )
 
 

@@ -32,6 +32,9 @@ class StepRun:
     output: Any = None
     error: str | None = None
     cause: str | None = None
+    #: In a dry run: ``{"simulated": true, "call": <the would-be call>}`` for a step that
+    #: did not act, ``{"simulated": false, "read": true}`` for a ``dry_run: read`` tool.
+    dry_run: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -46,6 +49,13 @@ def _step_output(key: str, output: Any, in_item: bool) -> Any:
     if record is None and in_item and "status" in output:
         record = output
     return record.get("output") if isinstance(record, dict) else None
+
+
+def _dry_run_record(task_result: Any) -> Any:
+    """The dry-run record a step Lambda answered beside its output (``ResultSelector`` keeps
+    it out of the state document; the history has it)."""
+    payload = task_result.get("Payload") if isinstance(task_result, dict) else None
+    return payload.get("dry_run") if isinstance(payload, dict) else None
 
 
 def fold_steps(
@@ -97,6 +107,7 @@ def fold_steps(
             entry.status = state.status
             entry.error, entry.cause = state.error, state.cause
             entry.output = _step_output(key, state.output, state.iteration is not None)
+            entry.dry_run = _dry_run_record(state.task_result)
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"

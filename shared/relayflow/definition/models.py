@@ -37,6 +37,14 @@ Template = Annotated[str, Field(description="Text with optional {{ expression }}
 #: Any JSON value whose strings may hold placeholders.
 TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold placeholders.")]
 ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
+#: What an acting step returns in a dry run instead of acting (docs/run-modes.md).
+DryRunOutput = Annotated[
+    Any,
+    Field(
+        description="Dry runs only: the step's output (a template) instead of acting; default "
+        '{"dry_run": true, "simulated": true}.'
+    ),
+]
 #: An HTTP header name (an RFC 9110 token of letters, digits and '-').
 HeaderName = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=128)
@@ -321,6 +329,12 @@ class ToolStep(_Routed):
         description="Circuit breaker for this tool (per tenant, shared by every workflow that "
         "calls it); null turns it off.",
     )
+    dry_run: Literal["simulate", "read"] | None = Field(
+        None,
+        description="In a dry run: simulate (default: record the call, do not make it) or read "
+        "(make it: the author vouches it only reads; AWS tools: get_item, query, get_object).",
+    )
+    dry_run_output: DryRunOutput = None
 
 
 class AgentStep(_Routed):
@@ -385,6 +399,7 @@ class WebhookOutStep(_Routed):
         "X-Relayflow-Signature; X-Webhook-Signature for receivers of that GitHub-style preset).",
     )
     request_timeout_seconds: float = Field(30.0, gt=0, le=900)
+    dry_run_output: DryRunOutput = None
 
 
 class ApprovalStep(_StepBase):
@@ -432,6 +447,7 @@ class CustomStep(_StepBase):
     branches: dict[str, StepKey] = Field(default_factory=dict)
     on_success: StepKey | None = None
     request_timeout_seconds: float = Field(30.0, gt=0, le=900)
+    dry_run_output: DryRunOutput = None
 
 
 class WaitpointStep(_Routed):

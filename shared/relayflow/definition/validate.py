@@ -48,13 +48,13 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "transform": ("mapping",),
     "delay": ("seconds", "until"),
     "for_each": ("items",),
-    "tool": ("args",),
+    "tool": ("args", "dry_run_output"),
     "agent": ("prompt",),
     "llm_batch": ("items", "prompt_template"),
     "sub_workflow": ("input",),
-    "webhook_out": ("url", "headers", "body"),
+    "webhook_out": ("url", "headers", "body", "dry_run_output"),
     "approval": ("title", "prompt", "description"),
-    "custom": ("url", "headers"),
+    "custom": ("url", "headers", "dry_run_output"),
     "code": ("input",),
     "waitpoint": ("idempotency_key",),
 }
@@ -505,8 +505,27 @@ class _Checker:
         for key, raw in self.steps.items():
             if raw.get("type") != "tool" or not isinstance(raw.get("tool"), str):
                 continue
+            self.check_dry_run_read(key, raw)
             for suffix, rule, message in check_tool(raw["tool"], raw.get("args", {}), http_tools):
                 self.add(f"steps.{key}.{suffix}".rstrip("."), rule, message)
+
+    def check_dry_run_read(self, key: str, raw: Mapping[str, Any]) -> None:
+        """``dry_run: read`` lets a tool act in a dry run: only AWS tools that read may."""
+        from relayflow.steps.dry_run import READ_ONLY_AWS_TOOLS
+
+        tool = raw["tool"]
+        if (
+            raw.get("dry_run") == "read"
+            and tool.startswith("aws.")
+            and tool not in READ_ONLY_AWS_TOOLS
+        ):
+            self.add(
+                f"steps.{key}.dry_run",
+                "dry-run-read",
+                f"{tool} changes the world, so a dry run cannot make the call; dry_run: read "
+                f"is for tools that only read ({', '.join(sorted(READ_ONLY_AWS_TOOLS))}, or an "
+                "http tool you know to be safe)",
+            )
 
     def check_triggers(self) -> None:
         """Time zones, cron expressions as EventBridge Scheduler will run them (one that AWS
