@@ -157,7 +157,10 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
     ``id`` among the definitions in ``directory``. Files that do not load are skipped unless
     one of them is needed."""
     wanted = {s.workflow_id for s in workflow.steps.values() if s.type == "sub_workflow"}
-    if not wanted - {workflow.id}:
+    # A templated target may be any of them: every definition in the folder is published.
+    dynamic = any("{{" in workflow_id for workflow_id in wanted)
+    wanted = {workflow_id for workflow_id in wanted if "{{" not in workflow_id}
+    if not wanted - {workflow.id} and not dynamic:
         return {}
     available: dict[str, Workflow] = {}
     for path in sorted(directory.glob("*")):
@@ -168,6 +171,8 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
         except (DefinitionError, OSError):
             continue
         available.setdefault(found.id, found)
+    if dynamic:
+        return {k: v for k, v in available.items() if k != workflow.id}
     found_all: dict[str, Workflow] = {}
     pending = sorted(wanted - {workflow.id})
     while pending:

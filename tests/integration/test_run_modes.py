@@ -243,3 +243,80 @@ def test_a_failed_dry_run_reaches_no_dlq_and_trips_no_breaker(runtime, plane, te
     # While the real run's failure does count (the breaker opens, the DLQ holds it)
     settle(runtime, plane, tenant, real.run_id)
     assert [e.run_id for e in plane.dlq.list_entries(tenant).items] == [real.run_id]
+
+
+# --------------------------------------------------------------------------- dynamic targets
+
+
+def handler(label: str) -> dict[str, Any]:
+    return {
+        "id": f"{label}-handler",
+        "start": "answer",
+        "steps": {"answer": {"type": "transform", "mapping": {"handled_by": label}}},
+    }
+
+
+DISPATCH: dict[str, Any] = {
+    "id": "dispatch",
+    "start": "route",
+    "steps": {
+        "route": {
+            "type": "sub_workflow",
+            "workflow_id": "{{ trigger.kind }}-handler",
+            "input": {"kind": "{{ trigger.kind }}"},
+            "on_failure": "missing",
+        },
+        "missing": {"type": "transform", "mapping": {"error": "{{ error.Error }}"}},
+    },
+}
+
+
+def test_a_templated_target_routes_to_a_child_chosen_by_input(runtime, plane, tenant):
+    # Given two handlers and a dispatcher whose target is rendered from the trigger
+    plane.put_workflow(tenant, "order-handler", handler("order"))
+    plane.put_workflow(tenant, "refund-handler", handler("refund"))
+    plane.put_workflow(tenant, "dispatch", DISPATCH)
+    # When it runs for each kind, then each run reaches its own child
+    for kind in ("order", "refund"):
+        run = plane.start_run(tenant, "dispatch", {"kind": kind})
+        detail = settle(runtime, plane, tenant, run.run_id)
+        assert detail.status == "succeeded", (detail.error, detail.cause)
+        child = detail.output["steps"]["route"]["output"]
+        assert child["steps"]["answer"]["output"] == {"handled_by": kind}
+        machine = f"relayflow-{get_settings().stage}-{tenant}_{kind}-handler"
+        described = runtime.sfn_client.describe_execution(
+            executionArn=f"arn:aws:states:us-east-1:123456789012:execution:{machine}:"
+            f"{child['run_id']}"
+        )
+        assert json.loads(described["input"])["run"]["workflow_id"] == f"{kind}-handler"
+
+
+def test_an_unknown_or_another_tenants_target_is_workflow_not_found(runtime, plane, tenant):
+    # Given another tenant that has a "secret-handler", and a dispatcher in this tenant
+    other = f"o-{uuid.uuid4().hex[:10]}"
+    plane.put_workflow(other, "secret-handler", handler("secret"))
+    plane.put_workflow(tenant, "dispatch", DISPATCH)
+    for kind in ("nothing", "secret"):
+        # When the rendered target names no workflow of this tenant
+        run = plane.start_run(tenant, "dispatch", {"kind": kind})
+        detail = settle(runtime, plane, tenant, run.run_id)
+        # Then the step fails with Relayflow.WorkflowNotFound, which routes like any failure
+        assert detail.status == "succeeded", (detail.error, detail.cause)
+        assert detail.output["steps"]["missing"]["output"] == {
+            "error": "Relayflow.WorkflowNotFound"
+        }
+    # And the other tenant's workflow never ran
+    machine = f"relayflow-{get_settings().stage}-{other}_secret-handler"
+    arn = f"arn:aws:states:us-east-1:123456789012:stateMachine:{machine}"
+    assert runtime.sfn_client.list_executions(stateMachineArn=arn)["executions"] == []
+
+
+def test_a_templated_target_without_a_route_fails_the_run_naming_it(runtime, plane, tenant):
+    definition = json.loads(json.dumps(DISPATCH))
+    del definition["steps"]["route"]["on_failure"]
+    del definition["steps"]["missing"]
+    plane.put_workflow(tenant, "dispatch", definition)
+    run = plane.start_run(tenant, "dispatch", {"kind": "ghost"})
+    detail = settle(runtime, plane, tenant, run.run_id)
+    assert (detail.status, detail.error) == ("failed", "Relayflow.WorkflowNotFound")
+    assert "found no workflow ghost-handler of this tenant" in detail.cause

@@ -447,6 +447,8 @@ class ControlPlane:
         for key, step in workflow.steps.items():
             if step.type != "sub_workflow" or step.workflow_id == workflow.id:
                 continue
+            if "{{" in step.workflow_id:
+                continue  # resolved at run time; an unknown one is Relayflow.WorkflowNotFound
             path = f"steps.{key}"
             if self.dal.get_workflow(tenant, step.workflow_id) is None:
                 problems.append(

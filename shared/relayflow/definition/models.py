@@ -364,7 +364,12 @@ class LlmBatchStep(_Routed):
 
 class SubWorkflowStep(_Routed):
     type: Literal["sub_workflow"]
-    workflow_id: str = Field(pattern=WORKFLOW_ID_PATTERN)
+    workflow_id: str = Field(
+        pattern=r"^([a-z0-9][a-z0-9_-]*|.*\{\{.*\}\}.*)$",
+        max_length=200,
+        description="The child workflow's id, or a template rendering it at run time (e.g. "
+        "'{{ trigger.kind }}-handler'): always a workflow of the run's own tenant.",
+    )
     version: int | None = Field(None, ge=1)
     input: TemplateValue = Field(default_factory=dict)
 

@@ -366,6 +366,8 @@ class _Checker:
                     )
             if step_type == "sub_workflow" and raw.get("input") is not None:
                 self.check_sub_workflow_input(f"steps.{key}.input", raw["input"])
+            if step_type == "sub_workflow" and "{{" in str(raw.get("workflow_id") or ""):
+                self.check_dynamic_target(key, raw)
             if step_type == "delay" and isinstance(raw.get("until"), str):
                 self.check_until(f"steps.{key}.until", raw["until"])
             if step_type == "delay" and isinstance(raw.get("seconds"), str):
@@ -458,6 +460,34 @@ class _Checker:
                 "a sub_workflow input may hold only literals, placeholders naming a value "
                 "(e.g. '{{ steps.fetch.output.order }}') and text mixing the two; compute "
                 "anything else in a transform step first",
+            )
+
+    def check_dynamic_target(self, key: str, raw: Mapping[str, Any]) -> None:
+        """A templated ``workflow_id`` is rendered natively (``States.Format`` into the child's
+        ARN), so it may mix only literal text and plain-path placeholders; a version cannot
+        be pinned on a workflow not known until run time."""
+        from relayflow.expressions import template_to_parameters
+
+        path = f"steps.{key}.workflow_id"
+        self.check_template_field(path, raw["workflow_id"])
+        try:
+            native = template_to_parameters({"id": raw["workflow_id"]})
+        except (TemplateSyntaxError, ExpressionSyntaxError):
+            return  # reported by check_template_field
+        if native is None or "id.$" not in native:
+            self.add(
+                path,
+                "dynamic-workflow-id",
+                "a templated workflow_id may hold only literal text and placeholders naming a "
+                "value, e.g. '{{ trigger.kind }}-handler'; compute anything else in a "
+                "transform step first",
+            )
+        if raw.get("version") is not None:
+            self.add(
+                f"steps.{key}.version",
+                "dynamic-workflow-id",
+                "a templated workflow_id always starts the target's live version; a version "
+                "cannot be pinned",
             )
 
     def check_until(self, path: str, value: str) -> None:
