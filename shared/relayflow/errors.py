@@ -143,6 +143,13 @@ class WorkflowNotFound(RelayflowError):
     error_name = "Relayflow.WorkflowNotFound"
 
 
+class StepThroughOff(RelayflowError):
+    """A step-through run was told to run to its end: its gates stop pausing. Raised by the
+    gate and caught by it (the step then runs at once); never a failure of the run."""
+
+    error_name = "Relayflow.StepThroughOff"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

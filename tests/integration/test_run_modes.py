@@ -320,3 +320,119 @@ def test_a_templated_target_without_a_route_fails_the_run_naming_it(runtime, pla
     detail = settle(runtime, plane, tenant, run.run_id)
     assert (detail.status, detail.error) == ("failed", "Relayflow.WorkflowNotFound")
     assert "found no workflow ghost-handler of this tenant" in detail.cause
+
+
+# --------------------------------------------------------------------------- step-through
+
+
+THREE_STEPS: dict[str, Any] = {
+    "id": "three",
+    "start": "one",
+    "steps": {
+        "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
+        "two": {"type": "transform", "mapping": {"n": 2}, "on_success": "three"},
+        "three": {"type": "transform", "mapping": {"n": 3}},
+    },
+}
+
+
+def entered(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> list[str]:
+    """The steps whose main state the run has entered so far."""
+    run = plane.dal.get_run(tenant, run_id)
+    assert run is not None and run.execution_arn
+    events = runtime.sfn_client.get_execution_history(
+        executionArn=run.execution_arn, maxResults=1000
+    )["events"]
+    return [
+        e["stateEnteredEventDetails"]["name"]
+        for e in events
+        if "stateEnteredEventDetails" in e
+        and e["stateEnteredEventDetails"]["name"] in THREE_STEPS["steps"]
+    ]
+
+
+def waiting_gate(plane: ControlPlane, tenant: str, run_id: str) -> str:
+    """The step the run waits before (polls until a gate is pending)."""
+    from relayflow.dal.waits import WaitDal
+
+    for _ in range(400):
+        pending = [
+            w.step
+            for w in WaitDal(plane.dal).list_run_waitpoints(tenant, run_id)
+            if w.label == "step-through" and w.status == "pending"
+        ]
+        if pending:
+            return pending[-1]
+        time.sleep(0.025)
+    raise AssertionError("the run never waited at a gate")
+
+
+def test_three_continues_walk_three_steps_one_each(runtime, plane, tenant):
+    from relayflow.control.errors import Conflict
+
+    plane.put_workflow(tenant, "three", THREE_STEPS)
+    normal_arn = plane.dal.get_version(tenant, "three", 1).state_machine_version_arn
+    # When a step-through run starts, it waits before the first step
+    run = plane.start_run(tenant, "three", {}, step_through=True)
+    assert run.step_through
+    assert waiting_gate(plane, tenant, run.run_id) == "one"
+    assert entered(runtime, plane, tenant, run.run_id) == []
+    # Then each continue lets exactly one step run
+    for step, seen in (("one", ["one"]), ("two", ["one", "two"])):
+        assert plane.continue_run(tenant, run.run_id).released == step
+        nxt = waiting_gate(plane, tenant, run.run_id)
+        assert entered(runtime, plane, tenant, run.run_id) == seen
+        assert nxt == {"one": "two", "two": "three"}[step]
+    assert plane.continue_run(tenant, run.run_id).released == "three"
+    detail = settle(runtime, plane, tenant, run.run_id)
+    assert detail.status == "succeeded"
+    assert [s.key for s in detail.steps] == ["one", "two", "three"]
+    # And a continue after the end is refused
+    with pytest.raises(Conflict):
+        plane.continue_run(tenant, run.run_id)
+    # And normal runs still start on the normal version, which has no gates
+    version = plane.dal.get_version(tenant, "three", 1)
+    assert version.step_through_version_arn not in (None, normal_arn)
+    normal = plane.start_run(tenant, "three", {})
+    described = runtime.sfn_client.describe_execution(
+        executionArn=plane.dal.get_run(tenant, normal.run_id).execution_arn
+    )
+    assert described["stateMachineVersionArn"] == normal_arn
+    assert settle(runtime, plane, tenant, normal.run_id).status == "succeeded"
+
+
+def test_a_double_continue_releases_one_step(runtime, plane, tenant):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from relayflow.control.errors import Conflict
+
+    plane.put_workflow(tenant, "three", THREE_STEPS)
+    run = plane.start_run(tenant, "three", {}, step_through=True)
+    waiting_gate(plane, tenant, run.run_id)
+
+    def attempt(_: int) -> str:
+        try:
+            return f"released {plane.continue_run(tenant, run.run_id).released}"
+        except Conflict:
+            return "conflict"
+
+    # When two continues race for the first gate
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = sorted(pool.map(attempt, range(2)))
+    # Then one released step one and the other was refused
+    assert outcomes == ["conflict", "released one"]
+    assert waiting_gate(plane, tenant, run.run_id) == "two"
+    assert entered(runtime, plane, tenant, run.run_id) == ["one"]
+    # And to_end lets the rest run without pausing
+    result = plane.continue_run(tenant, run.run_id, to_end=True)
+    assert (result.released, result.to_end) == ("two", True)
+    assert settle(runtime, plane, tenant, run.run_id).status == "succeeded"
+
+
+def test_continue_refuses_a_run_that_is_not_stepping_through(runtime, plane, tenant):
+    from relayflow.control.errors import Conflict
+
+    plane.put_workflow(tenant, "three", THREE_STEPS)
+    run = plane.start_run(tenant, "three", {})
+    with pytest.raises(Conflict, match="not a step-through run"):
+        plane.continue_run(tenant, run.run_id)

@@ -80,6 +80,9 @@ class RunSummary(BaseModel):
     dry_run: bool = Field(
         False, description="A dry run: steps that act on the world only record the call."
     )
+    step_through: bool = Field(
+        False, description="A step-through run: it pauses before each step until continued."
+    )
 
 
 class RunDetail(RunSummary):
@@ -88,6 +91,14 @@ class RunDetail(RunSummary):
     cause: str | None = None
     failing_step: str | None = None
     steps: list[StepEntry] = Field(default_factory=list)
+
+
+class ContinueResult(BaseModel):
+    run_id: str
+    released: str | None = Field(
+        None, description="The step this call let start (none when to_end found no gate)."
+    )
+    to_end: bool = Field(description="Whether the run now runs to its end without pausing.")
 
 
 class Page(BaseModel, Generic[T]):

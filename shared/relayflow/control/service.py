@@ -44,6 +44,7 @@ from relayflow.control.errors import (
 )
 from relayflow.control.models import (
     ApiKeyInfo,
+    ContinueResult,
     NewApiKey,
     Page,
     PutWorkflowResult,
@@ -318,7 +319,7 @@ class ControlPlane:
         :class:`PayloadTooLarge` over :data:`MAX_DEFINITION_BYTES`, :class:`Conflict` when a
         concurrent PUT won.
         """
-        from relayflow.compiler import CompileOptions, compile_workflow
+        from relayflow.compiler import compile_workflow
         from relayflow.definition import validate_data
 
         _check_tenant(tenant)
@@ -341,18 +342,7 @@ class ControlPlane:
         assert definition_json is not None
         settings = get_settings()
         self._check_sub_workflows(tenant, workflow)
-        compiled = compile_workflow(
-            workflow,
-            CompileOptions(
-                function_arns=dict(settings.function_arns),
-                region=settings.region,
-                # The state machines live in the account of the role they run with.
-                account=settings.state_machine_role_arn.split(":")[4],
-                state_machine_name=functools.partial(
-                    sfn_api.state_machine_name, settings.stage, tenant
-                ),
-            ),
-        )
+        compiled = compile_workflow(workflow, compile_options(tenant))
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
@@ -609,11 +599,14 @@ class ControlPlane:
         idempotency_key: str | None = None,
         trigger_type: str = "api",
         dry_run: bool = False,
+        step_through: bool = False,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
 
         A ``dry_run`` carries ``run.dry_run`` in its state document: steps that act on the
-        world record the call they would make instead (``docs/run-modes.md``). The run item
+        world record the call they would make instead (``docs/run-modes.md``). A
+        ``step_through`` run starts on the version's step-through variant (published on
+        first use) and pauses before each step until :meth:`continue_run`. The run item
         records the engine version that compiled the state machine it starts on.
 
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
@@ -637,6 +630,10 @@ class ControlPlane:
         else:
             pinned = self._version(tenant, workflow_id, version)
             target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
+        if step_through:
+            from relayflow.control.step_through import StepThrough
+
+            target_arn = StepThrough(self).target(head, version)
 
         run_id = (
             idempotent_run_id(tenant, workflow_id, idempotency_key)
@@ -659,7 +656,7 @@ class ControlPlane:
                 target_arn,
                 idempotency_key,
                 trigger_type,
-                _RunMode(engine_version=engine_version, dry_run=dry_run),
+                _RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
             )
         except Exception:
             if admission is not None:
@@ -703,6 +700,7 @@ class ControlPlane:
             expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
             engine_version=mode.engine_version,
             dry_run=mode.dry_run,
+            step_through=mode.step_through,
         )
         if not self.dal.create_run(run):
             # A concurrent request with the same key wrote it first.
@@ -796,6 +794,14 @@ class ControlPlane:
             document["run"]["started_at"] = run.started_at
             self._start_execution(run, target.state_machine_version_arn, _json(document))
         return StartRunResult(**_run_summary(run).model_dump(), created=False)
+
+    @_translated
+    def continue_run(self, tenant: str, run_id: str, *, to_end: bool = False) -> ContinueResult:
+        """Release the step a step-through run waits before (:class:`Conflict` while a step
+        runs, so a second call releases nothing), or with ``to_end`` let it finish."""
+        from relayflow.control.step_through import StepThrough
+
+        return StepThrough(self).continue_run(self._run(tenant, run_id), to_end=to_end)
 
     @_translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
@@ -1023,12 +1029,28 @@ def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
     )
 
 
+def compile_options(tenant: str) -> Any:
+    """How the control plane compiles the tenant's workflows: the deployment's functions,
+    region and account, and the tenant's state machine naming."""
+    from relayflow.compiler import CompileOptions
+
+    settings = get_settings()
+    return CompileOptions(
+        function_arns=dict(settings.function_arns),
+        region=settings.region,
+        # The state machines live in the account of the role they run with.
+        account=settings.state_machine_role_arn.split(":")[4],
+        state_machine_name=functools.partial(sfn_api.state_machine_name, settings.stage, tenant),
+    )
+
+
 @dataclass(frozen=True)
 class _RunMode:
     """How a run is started: the engine that compiled its machine, and the dry-run flag."""
 
     engine_version: str | None
     dry_run: bool
+    step_through: bool = False
 
 
 def _engine_of(version: VersionItem) -> dict[str, str]:

@@ -137,6 +137,11 @@ class VersionItem(_Item):
     engine_version: str | None = Field(
         None, description="The Relayflow engine version that compiled this state machine."
     )
+    step_through_version_arn: str | None = Field(
+        None,
+        description="The step-through variant of this version (a version of the same state "
+        "machine), published on the first step-through run.",
+    )
 
     def key(self) -> keys.Key:
         return keys.version_key(self.tenant, self.workflow_id, self.version)
@@ -179,6 +184,10 @@ class RunItem(_Item):
         None, description="The Relayflow engine version that compiled the run's state machine."
     )
     dry_run: bool = Field(False, description="A dry run: acting steps record, never act.")
+    step_through: bool = Field(False, description="Pauses before each step until continued.")
+    step_mode: str | None = Field(
+        None, description="'to_end' once a step-through run was told to run to its end."
+    )
 
     def key(self) -> keys.Key:
         return keys.run_key(self.tenant, self.run_id)
