@@ -190,6 +190,7 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow
 
     workflow = _load(args.file)
@@ -220,6 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             resources=resources,
             workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
             dry_run=args.dry_run,
+            step=step_prompt() if args.step else None,
         )
     except TimeoutError:
         print(
@@ -527,6 +529,8 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
         body["version"] = args.version
     if args.dry_run:
         body["dry_run"] = True
+    if args.step_through:
+        body["step_through"] = True
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
     with _api_client(args) as api:
         code, run = api.call(
@@ -967,6 +971,11 @@ def _add_api_commands(sub: Any) -> None:
         action="store_true",
         help="a dry run: steps that act record the call they would make instead",
     )
+    p.add_argument(
+        "--step-through",
+        action="store_true",
+        help="pause before each step until `relayflow runs continue`",
+    )
     _api_options(p)
     p.set_defaults(func=cmd_runs_start)
     p = runs.add_parser("get", help="a run and its step timeline")
@@ -984,6 +993,9 @@ def _add_api_commands(sub: Any) -> None:
     p.add_argument("run_id")
     _api_options(p)
     p.set_defaults(func=cmd_runs_cancel)
+    from relayflow.cli_runmodes import add_continue_parser
+
+    add_continue_parser(runs, _api_options)
 
     dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
         dest="dlq_command", required=True
@@ -1112,6 +1124,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help="a dry run: steps that act record the call they would make instead",
+    )
+    p.add_argument(
+        "--step",
+        action="store_true",
+        help="step through: ask before each step (Enter runs it, c runs to the end)",
     )
     p.set_defaults(func=cmd_run)
 

@@ -436,3 +436,29 @@ def test_continue_refuses_a_run_that_is_not_stepping_through(runtime, plane, ten
     run = plane.start_run(tenant, "three", {})
     with pytest.raises(Conflict, match="not a step-through run"):
         plane.continue_run(tenant, run.run_id)
+
+
+def test_the_local_runner_asks_before_each_step_and_can_run_to_the_end(runtime):
+    from relayflow.cli_runmodes import step_prompt
+    from relayflow.definition.models import Workflow
+    from relayflow.runner import run_workflow
+
+    workflow = Workflow.model_validate(THREE_STEPS)
+    # Given a prompt that is answered with Enter every time
+    asked: list[str] = []
+
+    def enter(question: str) -> str:
+        asked.append(question)
+        return ""
+
+    result = run_workflow(workflow, {}, runtime=runtime, step=step_prompt(enter))
+    # Then it asked once before each step, in order, and the run finished
+    assert result.status == "succeeded", (result.error, result.cause)
+    assert [q.split()[2] for q in asked] == ["one", "two", "three"]
+    assert [s.key for s in result.steps] == ["one", "two", "three"]
+    # And answering "c" once runs the rest without asking again
+    asked.clear()
+    result = run_workflow(
+        workflow, {}, runtime=runtime, step=step_prompt(lambda q: asked.append(q) or "c")
+    )
+    assert result.status == "succeeded" and len(asked) == 1
