@@ -202,3 +202,34 @@ steps:
         load_workflow_text(definition, "w.yaml")
     problems = {(p.path, p.rule): p.message for p in info.value.problems}
     assert "aws.sqs.send_message changes the world" in problems[("steps.a.dry_run", "dry-run-read")]
+
+
+@pytest.mark.parametrize("dry", [True, False])
+def test_an_approval_in_a_dry_run_waits_but_notifies_no_one(runtime, receiver, dry):
+    from relayflow.dal.waits import WaitDal
+    from relayflow.document import StepRef
+    from relayflow.steps import approval
+
+    # Given an approval step whose request would be posted to a webhook channel
+    config = {
+        "title": "Ship it?",
+        "options": ["approve", "reject"],
+        "notification_channels": [{"webhook": {"url": f"{receiver.url}/notify"}}],
+    }
+    run_id = "a" * 31 + ("1" if dry else "0")
+    event = {
+        "step": StepRef(key="ask", type="approval", config=config).wire(),
+        "doc": {
+            "run": {"id": run_id, "workflow_id": "w", "tenant": "acme", "dry_run": dry},
+            "trigger": {},
+            "steps": {},
+        },
+        "context": {"attempt": 0},
+        "task_token": "token-1",
+    }
+    # When the step stores its request
+    answer = approval.run(event)
+    # Then the request waits either way, and only a real run tells the channel
+    stored = WaitDal().get_approval("acme", answer["output"]["approval_id"])
+    assert stored is not None and stored.status == "pending"
+    assert len(receiver.requests) == (0 if dry else 1)
