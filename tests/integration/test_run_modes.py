@@ -405,10 +405,15 @@ def test_a_double_continue_releases_one_step(runtime, plane, tenant):
     from concurrent.futures import ThreadPoolExecutor
 
     from relayflow.control.errors import Conflict
+    from relayflow.control.waits import WaitService
+    from relayflow.dal.waits import WaitDal
 
-    plane.put_workflow(tenant, "three", THREE_STEPS)
+    # Given a step-through run whose first step waits (so no gate is pending while it runs)
+    definition = json.loads(json.dumps(THREE_STEPS))
+    definition["steps"]["one"] = {"type": "waitpoint", "label": "hold", "on_success": "two"}
+    plane.put_workflow(tenant, "three", definition)
     run = plane.start_run(tenant, "three", {}, step_through=True)
-    waiting_gate(plane, tenant, run.run_id)
+    assert waiting_gate(plane, tenant, run.run_id) == "one"
 
     def attempt(_: int) -> str:
         try:
@@ -416,11 +421,30 @@ def test_a_double_continue_releases_one_step(runtime, plane, tenant):
         except Conflict:
             return "conflict"
 
-    # When two continues race for the first gate
+    # When two continues race for the gate
     with ThreadPoolExecutor(2) as pool:
         outcomes = sorted(pool.map(attempt, range(2)))
     # Then one released step one and the other was refused
     assert outcomes == ["conflict", "released one"]
+    # And while step one runs (it waits for its waitpoint), a continue releases nothing
+    hold = None
+    for _ in range(400):
+        hold = next(
+            (
+                w
+                for w in WaitDal(plane.dal).list_run_waitpoints(tenant, run.run_id)
+                if w.label == "hold"
+            ),
+            None,
+        )
+        if hold is not None:
+            break
+        time.sleep(0.025)
+    assert hold is not None
+    with pytest.raises(Conflict, match="one is running"):
+        plane.continue_run(tenant, run.run_id)
+    # When step one ends, the run waits before step two
+    WaitService(plane.dal).complete_waitpoint(tenant, hold.waitpoint_id, {"ok": True})
     assert waiting_gate(plane, tenant, run.run_id) == "two"
     assert entered(runtime, plane, tenant, run.run_id) == ["one"]
     # And to_end lets the rest run without pausing
