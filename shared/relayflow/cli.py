@@ -125,11 +125,26 @@ def _progress(event: dict[str, Any]) -> None:
         print(f"    ! {failed.get('error', 'failed')}", file=sys.stderr, flush=True)
 
 
+def would_call_summary(record: Any) -> str | None:
+    """``simulated: <call>`` for a step a dry run simulated (``dynamodb:PutItem`` or ``POST
+    <url>``), ``read (dry run)`` for a ``dry_run: read`` tool, ``None`` otherwise."""
+    if not isinstance(record, dict):
+        return None
+    if not record.get("simulated"):
+        return "read (dry run)" if record.get("read") else None
+    call = record.get("call") if isinstance(record.get("call"), dict) else {}
+    if call.get("kind") == "aws":
+        return f"simulated: {call.get('action') or call.get('tool')}"
+    return f"simulated: {call.get('method')} {call.get('url')}"
+
+
 def _print_table(result: Any, out: TextIO) -> None:
     headers = ("step", "type", "runs on", "status", "attempts", "ms", "output / error")
     rows = []
     for step in result.steps:
+        simulated = would_call_summary(step.dry_run)
         detail = f"{step.error}: {step.cause}" if step.error else _summary(step.output)
+        detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
             (step.key, step.type, step.runner, step.status, str(step.attempts), ms, detail[:60])
@@ -149,7 +164,10 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
     ``id`` among the definitions in ``directory``. Files that do not load are skipped unless
     one of them is needed."""
     wanted = {s.workflow_id for s in workflow.steps.values() if s.type == "sub_workflow"}
-    if not wanted - {workflow.id}:
+    # A templated target may be any of them: every definition in the folder is published.
+    dynamic = any("{{" in workflow_id for workflow_id in wanted)
+    wanted = {workflow_id for workflow_id in wanted if "{{" not in workflow_id}
+    if not wanted - {workflow.id} and not dynamic:
         return {}
     available: dict[str, Workflow] = {}
     for path in sorted(directory.glob("*")):
@@ -160,6 +178,8 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
         except (DefinitionError, OSError):
             continue
         available.setdefault(found.id, found)
+    if dynamic:
+        return {k: v for k, v in available.items() if k != workflow.id}
     found_all: dict[str, Workflow] = {}
     pending = sorted(wanted - {workflow.id})
     while pending:
@@ -189,6 +209,7 @@ def _process_age() -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow_within
 
     workflow = _load(args.file)
@@ -205,8 +226,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             reason = " ".join(str(exc).split())  # pydantic's and PyYAML's span lines
             raise UsageError(f"--resources {args.resources}: {reason}") from exc
     if not args.json:
+        mode = "a dry run of " if args.dry_run else ""
         print(
-            f"running '{workflow.id}' on the local runtime (time scale {args.time_scale})",
+            f"running {mode}'{workflow.id}' on the local runtime (time scale {args.time_scale})",
             file=sys.stderr,
         )
     try:
@@ -220,6 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_event=None if args.json else _progress,
             resources=resources,
             workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
+            dry_run=args.dry_run,
+            step=step_prompt() if args.step else None,
         )
     except TimeoutError:
         print(
@@ -398,7 +422,27 @@ def _definition_id(path: str, text: str) -> str:
     workflow_id = document.data.get("id") if isinstance(document.data, dict) else None
     if not isinstance(workflow_id, str) or not workflow_id:
         raise UsageError(f"{path}: the definition has no id (the workflow's id in the API)")
+    _check_client_version(path, document.data)
     return workflow_id
+
+
+def _check_client_version(path: str, data: dict[str, Any]) -> None:
+    """The engine-version guard on the client: a definition that needs a newer Relayflow
+    than this client is not published by it (the API checks its own engine too)."""
+    from relayflow.definition.problems import Problem
+    from relayflow.engine import BadSpecifier, unmet_requirement
+
+    requires = data.get("requires")
+    if not isinstance(requires, str):
+        return
+    try:
+        unmet = unmet_requirement(requires)
+    except BadSpecifier:
+        return  # the API names the malformed specifier with the definition's other problems
+    if unmet is not None:
+        raise DefinitionError(
+            [Problem(path, "requires", "engine-version", f"{unmet}; upgrade the client")]
+        )
 
 
 def _children_first(texts: dict[str, str]) -> list[str]:
@@ -510,6 +554,10 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"input": _read_input(args.input)}
     if args.version is not None:
         body["version"] = args.version
+    if args.dry_run:
+        body["dry_run"] = True
+    if args.step_through:
+        body["step_through"] = True
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
     with _api_client(args) as api:
         code, run = api.call(
@@ -542,7 +590,7 @@ def cmd_runs_get(args: argparse.Namespace) -> int:
     headers = ("step", "type", "status", "attempts", "ms", "output / error")
     rows = []
     for step in run.get("steps") or []:
-        detail = (
+        detail = would_call_summary(step.get("dry_run")) or (
             f"{step['error']}: {step.get('cause')}"
             if step.get("error")
             else _summary(step.get("output"))
@@ -973,6 +1021,16 @@ def _add_api_commands(sub: Any) -> None:
     p.add_argument("--input", help="trigger payload: JSON text, or @file.json")
     p.add_argument("--idempotency-key", help="a repeat with the same key returns the same run")
     p.add_argument("--version", type=int, help="run this version instead of the live one")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a dry run: steps that act record the call they would make instead",
+    )
+    p.add_argument(
+        "--step-through",
+        action="store_true",
+        help="pause before each step until `relayflow runs continue`",
+    )
     _api_options(p)
     p.set_defaults(func=cmd_runs_start)
     p = runs.add_parser("get", help="a run and its step timeline")
@@ -990,6 +1048,9 @@ def _add_api_commands(sub: Any) -> None:
     p.add_argument("run_id")
     _api_options(p)
     p.set_defaults(func=cmd_runs_cancel)
+    from relayflow.cli_runmodes import add_continue_parser
+
+    add_continue_parser(runs, _api_options)
 
     dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
         dest="dlq_command", required=True
@@ -1118,6 +1179,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--workflows",
         help="folder holding the definitions its sub_workflow steps start (default: the "
         "file's folder)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a dry run: steps that act record the call they would make instead",
+    )
+    p.add_argument(
+        "--step",
+        action="store_true",
+        help="step through: ask before each step (Enter runs it, c runs to the end)",
     )
     p.set_defaults(func=cmd_run)
 

@@ -135,6 +135,21 @@ class SubWorkflowFailed(RelayflowError):
     error_name = "Relayflow.SubWorkflowFailed"
 
 
+class WorkflowNotFound(RelayflowError):
+    """A sub_workflow step with a templated ``workflow_id`` rendered the id of no workflow of
+    the run's tenant. Raised by the compiled state machine (the child's start was refused);
+    it routes like any step failure."""
+
+    error_name = "Relayflow.WorkflowNotFound"
+
+
+class StepThroughOff(RelayflowError):
+    """A step-through run was told to run to its end: its gates stop pausing. Raised by the
+    gate and caught by it (the step then runs at once); never a failure of the run."""
+
+    error_name = "Relayflow.StepThroughOff"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

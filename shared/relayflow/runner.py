@@ -91,6 +91,8 @@ def run_workflow(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     resources: LocalResources | None = None,
     workflows: Mapping[str, Workflow] | None = None,
+    dry_run: bool = False,
+    step: Callable[[str], bool] | None = None,
 ) -> RunResult:
     """Compile and run ``workflow`` locally. Pass a ``runtime`` to reuse one (tests do);
     otherwise a runtime is started for this run and stopped after it. ``resources`` are
@@ -99,13 +101,17 @@ def run_workflow(
     workflow itself when it has sub_workflow steps, is published as a state machine version
     with the ``live`` alias pointing at it (see :func:`publish_local`). A compiled machine
     that fails :mod:`relayflow.compiler.check` raises ``CompiledMachineInvalid`` before any
-    runtime starts."""
+    runtime starts. A ``dry_run`` starts the run with ``run.dry_run`` set: acting steps record
+    the call they would make instead (:mod:`relayflow.steps.dry_run`). With ``step`` the run
+    steps through (the step-through variant, :mod:`relayflow.compiler.debug`): before each
+    top-level step ``step(<step key>)`` is called, and the step starts when it returns;
+    once it returns ``False`` the run goes on to its end without asking again."""
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
     compiled = compile_checked(workflow)
     run_id = run_id or new_run_id()
-    document = execution_input(workflow.id, trigger, run_id=run_id)
+    document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
     if any(step.type == "sub_workflow" for step in workflow.steps.values()):
         published[workflow.id] = workflow
@@ -115,12 +121,50 @@ def run_workflow(
                 provision(resources)
             for item in published.values():
                 publish_local(owned, item)
-            return _run(owned, workflow, compiled, document, run_id, timeout, on_event)
+            return _run(owned, workflow, compiled, document, run_id, timeout, on_event, step)
     if resources is not None:
         provision(resources)
     for item in published.values():
         publish_local(runtime, item)
-    return _run(runtime, workflow, compiled, document, run_id, timeout, on_event)
+    return _run(runtime, workflow, compiled, document, run_id, timeout, on_event, step)
+
+
+def _step_through(
+    runtime: LocalRuntime,
+    workflow: Workflow,
+    compiled: CompiledWorkflow,
+    document: dict[str, Any],
+    run_id: str,
+    timeout: float,
+    step: Callable[[str], bool],
+) -> ExecutionRecord:
+    """Run the step-through variant, asking ``step`` before releasing each gate."""
+    import time
+
+    from relayflow.compiler import CompileOptions
+    from relayflow.compiler.debug import step_through_variant
+    from relayflow.control.waits import WaitService
+    from relayflow.dal.waits import WaitDal
+    from relayflow.steps.step_gate import GATE_LABEL
+
+    variant = step_through_variant(compiled.asl, workflow.steps, CompileOptions().arn("waitpoint"))
+    assert_valid_machine(variant)
+    arn = runtime.create_state_machine(local_state_machine_name(workflow.id), variant)
+    execution_arn = runtime.start_execution(arn, document, name=run_id)
+    tenant = str(document["run"]["tenant"])
+    asking, released = True, set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and runtime.describe(execution_arn).status == "RUNNING":
+        for gate in WaitDal().list_run_waitpoints(tenant, run_id):
+            if gate.label != GATE_LABEL or gate.status != "pending":
+                continue
+            if gate.waitpoint_id in released:
+                continue
+            asking = asking and step(gate.step)
+            WaitService().complete_waitpoint(tenant, gate.waitpoint_id, None)
+            released.add(gate.waitpoint_id)
+        time.sleep(0.02)
+    return runtime.wait(execution_arn, timeout=max(deadline - time.monotonic(), 1))
 
 
 def run_workflow_within(
@@ -198,16 +242,20 @@ def _run(
     run_id: str,
     timeout: float,
     on_event: Callable[[dict[str, Any]], None] | None,
+    step: Callable[[str], bool] | None = None,
 ) -> RunResult:
     before = len(runtime.invocations)
-    record = runtime.run(
-        local_state_machine_name(workflow.id),
-        compiled.asl,
-        document,
-        execution_name=run_id,
-        timeout=timeout,
-        on_event=on_event,
-    )
+    if step is None:
+        record = runtime.run(
+            local_state_machine_name(workflow.id),
+            compiled.asl,
+            document,
+            execution_name=run_id,
+            timeout=timeout,
+            on_event=on_event,
+        )
+    else:
+        record = _step_through(runtime, workflow, compiled, document, run_id, timeout, step)
     duration = None
     if record.started_at and record.stopped_at:
         duration = (record.stopped_at - record.started_at).total_seconds() * 1000

@@ -175,6 +175,7 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/workflows/{workflow_id}/runs": ["get", "post"],
         "/runs/{run_id}": ["get"],
         "/runs/{run_id}/cancel": ["post"],
+        "/runs/{run_id}/continue": ["post"],
         "/events": ["post"],
         "/breakers": ["get"],
         "/breakers/{breaker_id}/reset": ["post"],

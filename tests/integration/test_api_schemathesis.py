@@ -97,6 +97,7 @@ OPERATIONS = [
     "POST /dlq/{run_id}/retry",
     "POST /events",
     "POST /runs/{run_id}/cancel",
+    "POST /runs/{run_id}/continue",
     "POST /waitpoints/{waitpoint_id}/complete",
     "POST /waitpoints/{waitpoint_id}/fail",
     "POST /workflows/{workflow_id}/rollback",

@@ -50,6 +50,7 @@ from relayflow.api import openapi
 from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
 from relayflow.control.models import (
     ApprovalView,
+    ContinueResult,
     DlqEntryInfo,
     DlqRetryResult,
     Page,
@@ -128,6 +129,25 @@ class StartRunRequest(BaseModel):
         ge=1,
         le=MAX_VERSION,
         description="Run this version instead of the live one (the run stays on it).",
+    )
+    dry_run: bool = Field(
+        False,
+        description="A dry run: steps that act on the world (tool, webhook_out, custom) record "
+        "the call they would make and return their dry_run_output instead; waits and "
+        "approvals still wait, code steps run, and child runs are dry too.",
+    )
+    step_through: bool = Field(
+        False,
+        description="Step through: the run pauses before each step until POST "
+        "/runs/{run_id}/continue (it runs on a separately compiled variant of the version).",
+    )
+
+
+class ContinueRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to_end: bool = Field(
+        False, description="Let the run finish without pausing again (and release its gate)."
     )
 
 
@@ -491,6 +511,8 @@ def start_run(
         request.input,
         version=request.version,
         idempotency_key=idempotency_key,
+        dry_run=request.dry_run,
+        step_through=request.step_through,
     )
     return _reply(201 if result.created else 200, result)
 
@@ -534,6 +556,22 @@ def get_run(run_id: RunId) -> Response[RunDetail]:
 )
 def cancel_run(run_id: RunId) -> Response[RunSummary]:
     return _reply(200, _control().cancel_run(_tenant(), run_id))
+
+
+@app.post(
+    "/runs/<run_id>/continue",
+    summary="Release the next step of a step-through run",
+    description="A step-through run waits before each step; this lets exactly one step start. "
+    "409 while a step runs (a second call releases nothing), and for a run that is not a "
+    "running step-through run. With to_end the run finishes without pausing again.",
+    responses=_docs({200: "Released"}, ContinueResult, 404, 409),
+    tags=["runs"],
+)
+def continue_run(
+    run_id: RunId, request: Annotated[ContinueRequest | None, Body()] = None
+) -> Response[ContinueResult]:
+    request = request or ContinueRequest()
+    return _reply(200, _control().continue_run(_tenant(), run_id, to_end=request.to_end))
 
 
 @app.post(

@@ -314,6 +314,8 @@ class Dlq:
             run_id=run.run_id,
             version=run.version,
             tenant=run.tenant,
+            # Dry runs are never archived; should one be restarted, it stays dry.
+            dry_run=run.dry_run,
         )
         document["run"]["started_at"] = run.started_at
         updated = self.control.dal.update_run(

@@ -13,6 +13,9 @@ class WorkflowVersionInfo(BaseModel):
     version: int
     created_at: str
     asl_sha256: str = Field(description="sha256 of the compiled state machine definition.")
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled this version."
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -51,6 +54,12 @@ class StepEntry(BaseModel):
     error: str | None = None
     cause: str | None = None
     runner: str | None = Field(None, description="'native' or the function kind that ran it.")
+    dry_run: dict[str, Any] | None = Field(
+        None,
+        description="Dry runs only: {simulated: true, call} for a step that recorded the call it "
+        "would make (AWS action and args, or HTTP method, url, headers without secrets, body) "
+        "instead of acting; {simulated: false, read: true} for a dry_run: read tool.",
+    )
 
 
 class RunSummary(BaseModel):
@@ -65,6 +74,15 @@ class RunSummary(BaseModel):
     attempt: int = Field(
         1, description="Executions of the run: more than 1 after a retry from the DLQ."
     )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled the run's state machine."
+    )
+    dry_run: bool = Field(
+        False, description="A dry run: steps that act on the world only record the call."
+    )
+    step_through: bool = Field(
+        False, description="A step-through run: it pauses before each step until continued."
+    )
 
 
 class RunDetail(RunSummary):
@@ -73,6 +91,14 @@ class RunDetail(RunSummary):
     cause: str | None = None
     failing_step: str | None = None
     steps: list[StepEntry] = Field(default_factory=list)
+
+
+class ContinueResult(BaseModel):
+    run_id: str
+    released: str | None = Field(
+        None, description="The step this call let start (none when to_end found no gate)."
+    )
+    to_end: bool = Field(description="Whether the run now runs to its end without pausing.")
 
 
 class Page(BaseModel, Generic[T]):

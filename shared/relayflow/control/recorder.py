@@ -292,6 +292,8 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         started_at=started_at,
         trigger_type=SUB_WORKFLOW_TRIGGER if parent else EXTERNAL_TRIGGER,
         expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+        # A child of a dry run is dry: its document says so (the parent's step copied it).
+        dry_run=isinstance(info, dict) and info.get("dry_run") is True,
     )
     if control.dal.create_run(run):
         return run
@@ -397,6 +399,8 @@ def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> No
 
     if run.trigger_type == SUB_WORKFLOW_TRIGGER:
         return  # its parent fails with it and is archived; a retry of the parent starts anew
+    if run.dry_run:
+        return  # a dry run is a rehearsal: there is nothing to retry or to keep
     if run.status in ("failed", "timed_out") or (run.status == "aborted" and run.attempt > 1):
         entry = Dlq(control).archive(run, steps)
         if entry is not None and run.attempt == 1:
@@ -410,8 +414,8 @@ def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> No
 
 def _notify(control: ControlPlane, run: RunItem) -> None:
     """Send the failure notifications the run's version declares. Never raises: the end is
-    recorded and published by now."""
-    if run.status == "succeeded" or run.version is None:
+    recorded and published by now. A dry run notifies no one."""
+    if run.status == "succeeded" or run.version is None or run.dry_run:
         return
     try:
         version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
@@ -430,8 +434,9 @@ def _notify(control: ControlPlane, run: RunItem) -> None:
 def _settle_breaker(control: ControlPlane, run: RunItem) -> None:
     """Record the run's end on its workflow's circuit breaker, when the version it ran
     declares one. The end is recorded and published by now, and a redelivery would find it
-    claimed: a breaker that cannot be reached is logged, never raised."""
-    if run.version is None:
+    claimed: a breaker that cannot be reached is logged, never raised. A dry run never
+    counts (it was never admitted either)."""
+    if run.version is None or run.dry_run:
         return
     version = run.version
     try:

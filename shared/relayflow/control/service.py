@@ -24,6 +24,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -44,6 +45,7 @@ from relayflow.control.errors import (
 )
 from relayflow.control.models import (
     ApiKeyInfo,
+    ContinueResult,
     NewApiKey,
     Page,
     PutWorkflowResult,
@@ -72,6 +74,7 @@ from relayflow.dal import (
 )
 from relayflow.dal import Throttled as DalThrottled
 from relayflow.dal.breakers import BreakerDal
+from relayflow.engine import ENGINE_VERSION
 from relayflow.errors import CircuitOpen
 from relayflow.reliability.breakers import (
     WORKFLOW_TRIAL_LEASE_SECONDS,
@@ -317,7 +320,7 @@ class ControlPlane:
         :class:`PayloadTooLarge` over :data:`MAX_DEFINITION_BYTES`, :class:`Conflict` when a
         concurrent PUT won.
         """
-        from relayflow.compiler import CompileOptions, compile_workflow
+        from relayflow.compiler import compile_workflow
         from relayflow.definition import validate_data
 
         _check_tenant(tenant)
@@ -340,18 +343,7 @@ class ControlPlane:
         assert definition_json is not None
         settings = get_settings()
         self._check_sub_workflows(tenant, workflow)
-        compiled = compile_workflow(
-            workflow,
-            CompileOptions(
-                function_arns=dict(settings.function_arns),
-                region=settings.region,
-                # The state machines live in the account of the role they run with.
-                account=settings.state_machine_role_arn.split(":")[4],
-                state_machine_name=functools.partial(
-                    sfn_api.state_machine_name, settings.stage, tenant
-                ),
-            ),
-        )
+        compiled = compile_workflow(workflow, compile_options(tenant))
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
@@ -402,6 +394,7 @@ class ControlPlane:
             warnings=[*trigger_plan.skipped, *_document_size_warnings(workflow)],
             step_types={key: step.type for key, step in workflow.steps.items()},
             step_runners=dict(compiled.step_runners),
+            engine_version=ENGINE_VERSION,
         )
         new_head = WorkflowItem(
             workflow_id=workflow_id,
@@ -415,6 +408,7 @@ class ControlPlane:
             alias_arn=head.alias_arn if head else None,
             created_at=head.created_at if head else now,
             updated_at=now,
+            live_engine_version=ENGINE_VERSION,
         )
         try:
             self.dal.save_workflow(
@@ -444,6 +438,8 @@ class ControlPlane:
         for key, step in workflow.steps.items():
             if step.type != "sub_workflow" or step.workflow_id == workflow.id:
                 continue
+            if "{{" in step.workflow_id:
+                continue  # resolved at run time; an unknown one is Relayflow.WorkflowNotFound
             path = f"steps.{key}"
             if self.dal.get_workflow(tenant, step.workflow_id) is None:
                 problems.append(
@@ -478,6 +474,7 @@ class ControlPlane:
         if head.live_version != latest.version:
             changes["live_version"] = latest.version
             changes["live_version_arn"] = latest.state_machine_version_arn
+            changes.update(_engine_of(latest))
         if head.name != name:
             changes["name"] = name
         if changes:
@@ -542,6 +539,7 @@ class ControlPlane:
                     version=v.version,
                     created_at=v.created_at,
                     asl_sha256=v.asl_sha256,
+                    engine_version=v.engine_version,
                     warnings=v.warnings,
                 )
                 for v in versions
@@ -577,6 +575,7 @@ class ControlPlane:
                 live_version=item.version,
                 live_version_arn=item.state_machine_version_arn,
                 updated_at=now_iso(),
+                **_engine_of(item),
             )
         self._point_alias(head)
         self._sync_triggers(tenant, workflow_id, triggers, enabled=head.enabled)
@@ -600,8 +599,16 @@ class ControlPlane:
         version: int | None = None,
         idempotency_key: str | None = None,
         trigger_type: str = "api",
+        dry_run: bool = False,
+        step_through: bool = False,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
+
+        A ``dry_run`` carries ``run.dry_run`` in its state document: steps that act on the
+        world record the call they would make instead (``docs/run-modes.md``). A
+        ``step_through`` run starts on the version's step-through variant (published on
+        first use) and pauses before each step until :meth:`continue_run`. The run item
+        records the engine version that compiled the state machine it starts on.
 
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
@@ -620,8 +627,14 @@ class ControlPlane:
             raise BadRequest(f"an Idempotency-Key has 1 to {MAX_IDEMPOTENCY_KEY} characters")
         if version is None:
             version, target_arn = head.live_version, head.live_version_arn
+            engine_version = head.live_engine_version
         else:
-            target_arn = self._version(tenant, workflow_id, version).state_machine_version_arn
+            pinned = self._version(tenant, workflow_id, version)
+            target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
+        if step_through:
+            from relayflow.control.step_through import StepThrough
+
+            target_arn = StepThrough(self).target(head, version)
 
         run_id = (
             idempotent_run_id(tenant, workflow_id, idempotency_key)
@@ -632,10 +645,19 @@ class ControlPlane:
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
-        admission = self._admit_run(tenant, workflow_id, version, run_id)
+        # A dry run acts on nothing: an open breaker does not refuse it, and it is never
+        # the half-open trial (the recorder does not settle dry runs on the breaker).
+        admission = None if dry_run else self._admit_run(tenant, workflow_id, version, run_id)
         try:
             return self._create_and_start(
-                head, run_id, input, version, target_arn, idempotency_key, trigger_type
+                head,
+                run_id,
+                input,
+                version,
+                target_arn,
+                idempotency_key,
+                trigger_type,
+                _RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
             )
         except Exception:
             if admission is not None:
@@ -653,12 +675,13 @@ class ControlPlane:
         target_arn: str,
         idempotency_key: str | None,
         trigger_type: str,
+        mode: _RunMode,
     ) -> StartRunResult:
         from relayflow.document import execution_input
 
         tenant, workflow_id = head.tenant, head.workflow_id
         document = execution_input(
-            workflow_id, input, run_id=run_id, version=version, tenant=tenant
+            workflow_id, input, run_id=run_id, version=version, tenant=tenant, dry_run=mode.dry_run
         )
         document_json = _json(document)
         if len(document_json.encode()) > MAX_INPUT_BYTES:
@@ -676,6 +699,9 @@ class ControlPlane:
             idempotency_key=idempotency_key,
             trigger_type=trigger_type,
             expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+            engine_version=mode.engine_version,
+            dry_run=mode.dry_run,
+            step_through=mode.step_through,
         )
         if not self.dal.create_run(run):
             # A concurrent request with the same key wrote it first.
@@ -764,10 +790,19 @@ class ControlPlane:
                 run_id=run.run_id,
                 version=version,
                 tenant=run.tenant,
+                dry_run=run.dry_run,
             )
             document["run"]["started_at"] = run.started_at
             self._start_execution(run, target.state_machine_version_arn, _json(document))
         return StartRunResult(**_run_summary(run).model_dump(), created=False)
+
+    @_translated
+    def continue_run(self, tenant: str, run_id: str, *, to_end: bool = False) -> ContinueResult:
+        """Release the step a step-through run waits before (:class:`Conflict` while a step
+        runs, so a second call releases nothing), or with ``to_end`` let it finish."""
+        from relayflow.control.step_through import StepThrough
+
+        return StepThrough(self).continue_run(self._run(tenant, run_id), to_end=to_end)
 
     @_translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
@@ -1002,6 +1037,36 @@ def _document_size_warnings(workflow: Any) -> list[str]:
     return [f"{p.path}: {p.message} [{p.rule}]" for p in document_size_problems(workflow)]
 
 
+def compile_options(tenant: str) -> Any:
+    """How the control plane compiles the tenant's workflows: the deployment's functions,
+    region and account, and the tenant's state machine naming."""
+    from relayflow.compiler import CompileOptions
+
+    settings = get_settings()
+    return CompileOptions(
+        function_arns=dict(settings.function_arns),
+        region=settings.region,
+        # The state machines live in the account of the role they run with.
+        account=settings.state_machine_role_arn.split(":")[4],
+        state_machine_name=functools.partial(sfn_api.state_machine_name, settings.stage, tenant),
+    )
+
+
+@dataclass(frozen=True)
+class _RunMode:
+    """How a run is started: the engine that compiled its machine, and the dry-run flag."""
+
+    engine_version: str | None
+    dry_run: bool
+    step_through: bool = False
+
+
+def _engine_of(version: VersionItem) -> dict[str, str]:
+    """The head attribute naming the engine of ``version`` (none for versions published
+    before versions recorded it)."""
+    return {"live_engine_version": version.engine_version} if version.engine_version else {}
+
+
 def _run_summary(item: RunItem) -> RunSummary:
     return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
 
@@ -1019,6 +1084,7 @@ def _step_entry(step: StepRun) -> StepEntry:
         error=step.error,
         cause=step.cause,
         runner=step.runner,
+        dry_run=step.dry_run if isinstance(step.dry_run, dict) else None,
     )
 
 

@@ -34,6 +34,9 @@ class StepRun:
     output: Any = None
     error: str | None = None
     cause: str | None = None
+    #: In a dry run: ``{"simulated": true, "call": <the would-be call>}`` for a step that
+    #: did not act, ``{"simulated": false, "read": true}`` for a ``dry_run: read`` tool.
+    dry_run: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -55,6 +58,13 @@ def _writes_output(key: str, output: Any) -> bool:
     steps = output.get("steps") if isinstance(output, dict) else None
     record = steps.get(key) if isinstance(steps, dict) else None
     return isinstance(record, dict) and "output" in record
+
+
+def _dry_run_record(task_result: Any) -> Any:
+    """The dry-run record a step Lambda answered beside its output (``ResultSelector`` keeps
+    it out of the state document; the history has it)."""
+    payload = task_result.get("Payload") if isinstance(task_result, dict) else None
+    return payload.get("dry_run") if isinstance(payload, dict) else None
 
 
 def fold_steps(
@@ -107,6 +117,7 @@ def fold_steps(
             entry.status = state.status
             entry.error, entry.cause = state.error, public_cause(state.cause)
             entry.output = _step_output(key, state.output, state.iteration is not None)
+            entry.dry_run = _dry_run_record(state.task_result)
         elif _writes_output(key, state.output):
             # An auxiliary state wrote the step's record (an approval decided by its expiry):
             # the state document may drop it later, the timeline keeps it.

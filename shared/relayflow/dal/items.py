@@ -104,6 +104,9 @@ class WorkflowItem(_Item):
     alias_arn: str | None = Field(None, description="The `live` alias, for callers outside.")
     created_at: str
     updated_at: str
+    live_engine_version: str | None = Field(
+        None, description="Engine version that compiled live_version (copied onto each run)."
+    )
 
     def key(self) -> keys.Key:
         return keys.workflow_key(self.tenant, self.workflow_id)
@@ -130,6 +133,14 @@ class VersionItem(_Item):
     )
     step_runners: dict[str, str] = Field(
         default_factory=dict, description="Step key → 'native' or the function kind."
+    )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled this state machine."
+    )
+    step_through_version_arn: str | None = Field(
+        None,
+        description="The step-through variant of this version (a version of the same state "
+        "machine), published on the first step-through run.",
     )
 
     def key(self) -> keys.Key:
@@ -168,6 +179,14 @@ class RunItem(_Item):
         1,
         description="Executions of the run so far: a DLQ retry restarts it under the same run "
         "id as execution <run id>_r<attempt>.",
+    )
+    engine_version: str | None = Field(
+        None, description="The Relayflow engine version that compiled the run's state machine."
+    )
+    dry_run: bool = Field(False, description="A dry run: acting steps record, never act.")
+    step_through: bool = Field(False, description="Pauses before each step until continued.")
+    step_mode: str | None = Field(
+        None, description="'to_end' once a step-through run was told to run to its end."
     )
 
     def key(self) -> keys.Key:

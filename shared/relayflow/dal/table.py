@@ -398,6 +398,18 @@ class Dal:
         raw = self._get(keys.version_key(tenant, workflow_id, version))
         return VersionItem.from_item(raw) if raw else None
 
+    def set_step_through_version(
+        self, tenant: str, workflow_id: str, version: int, arn: str
+    ) -> VersionItem:
+        """Record the step-through variant of a version: the one field a version item gains
+        after it was written (ConditionFailed when the version does not exist)."""
+        raw = self._update(
+            keys.version_key(tenant, workflow_id, version),
+            set_values={"step_through_version_arn": arn},
+            condition="attribute_exists(#pk)",
+        )
+        return VersionItem.from_item(raw)
+
     def save_workflow(
         self,
         workflow: WorkflowItem,

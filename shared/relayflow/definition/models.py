@@ -37,6 +37,18 @@ Template = Annotated[str, Field(description="Text with optional {{ expression }}
 #: Any JSON value whose strings may hold placeholders.
 TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold placeholders.")]
 ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
+#: What an acting step returns in a dry run instead of acting (docs/run-modes.md).
+DryRunOutput = Annotated[
+    Any,
+    Field(
+        description="Dry runs only: the step's output (a template) instead of acting; default "
+        '{"dry_run": true, "simulated": true}.'
+    ),
+]
+#: An HTTP header name (an RFC 9110 token of letters, digits and '-').
+HeaderName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=128)
+]
 
 
 def _zone_spelling(value: str) -> str:
@@ -335,6 +347,12 @@ class ToolStep(_Routed):
         description="Circuit breaker for this tool (per tenant, shared by every workflow that "
         "calls it); null turns it off.",
     )
+    dry_run: Literal["simulate", "read"] | None = Field(
+        None,
+        description="In a dry run: simulate (default: record the call, do not make it) or read "
+        "(make it: the author vouches it only reads; AWS tools: get_item, query, get_object).",
+    )
+    dry_run_output: DryRunOutput = None
 
 
 class AgentStep(_Routed):
@@ -364,7 +382,12 @@ class LlmBatchStep(_Routed):
 
 class SubWorkflowStep(_Routed):
     type: Literal["sub_workflow"]
-    workflow_id: str = Field(pattern=WORKFLOW_ID_PATTERN)
+    workflow_id: str = Field(
+        pattern=r"^([a-z0-9][a-z0-9_-]*|.*\{\{.*\}\}.*)$",
+        max_length=200,
+        description="The child workflow's id, or a template rendering it at run time (e.g. "
+        "'{{ trigger.kind }}-handler'): always a workflow of the run's own tenant.",
+    )
     version: int | None = Field(None, ge=1)
     input: TemplateValue = Field(default_factory=dict)
 
@@ -393,7 +416,13 @@ class WebhookOutStep(_Routed):
     secret: SecretRef | None = Field(
         None, description="Signing secret; adds X-Relayflow-Signature: sha256=<hex HMAC of body>."
     )
+    signature_header: HeaderName | None = Field(
+        None,
+        description="With secret: the header the sha256=<hex> signature goes in (default "
+        "X-Relayflow-Signature; X-Webhook-Signature for receivers of that GitHub-style preset).",
+    )
     request_timeout_seconds: float = Field(30.0, gt=0, le=900)
+    dry_run_output: DryRunOutput = None
 
 
 class ApprovalStep(_StepBase):
@@ -441,6 +470,7 @@ class CustomStep(_StepBase):
     branches: dict[str, StepKey] = Field(default_factory=dict)
     on_success: StepKey | None = None
     request_timeout_seconds: float = Field(30.0, gt=0, le=900)
+    dry_run_output: DryRunOutput = None
 
 
 class WaitpointStep(_Routed):
@@ -569,6 +599,12 @@ class WebhookTrigger(_Model):
         "github: X-Hub-Signature-256 sha256=<hex> over the body; stripe: Stripe-Signature "
         "t=<unix>,v1=<hex> over '<t>.<body>'.",
     )
+    signature_header: HeaderName | None = Field(
+        None,
+        description="github scheme only: the header that carries sha256=<hex> instead of "
+        "X-Hub-Signature-256; preset for senders that sign like GitHub under another name: "
+        "X-Webhook-Signature.",
+    )
     replay_window_seconds: int = Field(
         300, ge=10, le=86_400, description="Max age of a timestamped signature."
     )
@@ -588,6 +624,17 @@ class WebhookTrigger(_Model):
         "accepted", description="accepted: 202 with the run id; sync: wait for the run's output."
     )
     sync_timeout_seconds: int = Field(25, ge=1, le=28, description="Bounded wait for sync.")
+
+    @model_validator(mode="after")
+    def _header_for_github(self) -> WebhookTrigger:
+        if self.signature_header is not None and self.signature_scheme != "github":
+            raise PydanticCustomError(
+                "signature-header",
+                "signature_header renames the github scheme's header (sha256=<hex> over the "
+                "body); the {scheme} scheme's header is fixed",
+                {"scheme": self.signature_scheme},
+            )
+        return self
 
 
 Trigger = Annotated[
@@ -693,6 +740,12 @@ class Workflow(_Model):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")
+    requires: str | None = Field(
+        None,
+        max_length=100,
+        description="Engine-version guard: a version specifier (PEP 440) that the Relayflow "
+        'engine must satisfy, e.g. ">=0.3"; validation refuses the definition otherwise.',
+    )
     name: str | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=4000)
     start: StepKey = Field(description="Key of the first step.")
@@ -722,3 +775,16 @@ class Workflow(_Model):
         "the step the run ended on. Every other output leaves the state document once no "
         "later step reads it; the run's timeline still shows it.",
     )
+
+    @field_validator("requires")
+    @classmethod
+    def _version_specifier(cls, value: str | None) -> str | None:
+        from relayflow.engine import BadSpecifier, parse_requirement
+
+        if value is None:
+            return None
+        try:
+            parse_requirement(value)
+        except BadSpecifier as exc:
+            raise PydanticCustomError("version-specifier", str(exc)) from exc
+        return value.strip()

@@ -47,13 +47,13 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "transform": ("mapping",),
     "delay": ("seconds", "until"),
     "for_each": ("items",),
-    "tool": ("args",),
+    "tool": ("args", "dry_run_output"),
     "agent": ("prompt",),
     "llm_batch": ("items", "prompt_template"),
     "sub_workflow": ("input",),
-    "webhook_out": ("url", "headers", "body"),
+    "webhook_out": ("url", "headers", "body", "dry_run_output"),
     "approval": ("title", "prompt", "description"),
-    "custom": ("url", "headers"),
+    "custom": ("url", "headers", "dry_run_output"),
     "code": ("input",),
     "waitpoint": ("idempotency_key",),
 }
@@ -140,9 +140,12 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
 
 
 class _Checker:
-    def __init__(self, data: Mapping[str, Any], file: str | None) -> None:
+    def __init__(
+        self, data: Mapping[str, Any], file: str | None, engine_version: str | None = None
+    ) -> None:
         self.data = data
         self.file = file
+        self.engine_version = engine_version
         self.problems: list[Problem] = []
         raw_steps = data.get("steps")
         self.steps: dict[str, Mapping[str, Any]] = {
@@ -154,6 +157,7 @@ class _Checker:
         self.problems.append(Problem(self.file, path, rule, message))
 
     def run(self) -> list[Problem]:
+        self.check_requires()
         self.check_keys_and_types()
         start = self.data.get("start")
         errors = self.data.get("errors")
@@ -180,6 +184,21 @@ class _Checker:
         self.check_tools()
         self.check_triggers()
         return self.problems
+
+    def check_requires(self) -> None:
+        """The engine-version guard: a definition written for another engine is refused,
+        naming both versions (a malformed specifier is the model's problem)."""
+        from relayflow.engine import ENGINE_VERSION, BadSpecifier, unmet_requirement
+
+        requires = self.data.get("requires")
+        if not isinstance(requires, str):
+            return
+        try:
+            unmet = unmet_requirement(requires, self.engine_version or ENGINE_VERSION)
+        except BadSpecifier:
+            return
+        if unmet is not None:
+            self.add("requires", "engine-version", unmet)
 
     def check_keys_and_types(self) -> None:
         for key, raw in self.steps.items():
@@ -354,6 +373,8 @@ class _Checker:
                     )
             if step_type == "sub_workflow" and raw.get("input") is not None:
                 self.check_sub_workflow_input(f"steps.{key}.input", raw["input"])
+            if step_type == "sub_workflow" and "{{" in str(raw.get("workflow_id") or ""):
+                self.check_dynamic_target(key, raw)
             if step_type == "delay" and isinstance(raw.get("until"), str):
                 self.check_until(f"steps.{key}.until", raw["until"])
             if step_type == "delay" and isinstance(raw.get("seconds"), str):
@@ -448,6 +469,34 @@ class _Checker:
                 "anything else in a transform step first",
             )
 
+    def check_dynamic_target(self, key: str, raw: Mapping[str, Any]) -> None:
+        """A templated ``workflow_id`` is rendered natively (``States.Format`` into the child's
+        ARN), so it may mix only literal text and plain-path placeholders; a version cannot
+        be pinned on a workflow not known until run time."""
+        from relayflow.expressions import template_to_parameters
+
+        path = f"steps.{key}.workflow_id"
+        self.check_template_field(path, raw["workflow_id"])
+        try:
+            native = template_to_parameters({"id": raw["workflow_id"]})
+        except (TemplateSyntaxError, ExpressionSyntaxError):
+            return  # reported by check_template_field
+        if native is None or "id.$" not in native:
+            self.add(
+                path,
+                "dynamic-workflow-id",
+                "a templated workflow_id may hold only literal text and placeholders naming a "
+                "value, e.g. '{{ trigger.kind }}-handler'; compute anything else in a "
+                "transform step first",
+            )
+        if raw.get("version") is not None:
+            self.add(
+                f"steps.{key}.version",
+                "dynamic-workflow-id",
+                "a templated workflow_id always starts the target's live version; a version "
+                "cannot be pinned",
+            )
+
     def check_until(self, path: str, value: str) -> None:
         """``until`` is an ISO-8601 timestamp with a zone, or one placeholder naming one:
         exactly what a Wait state's Timestamp / TimestampPath accept."""
@@ -493,8 +542,27 @@ class _Checker:
         for key, raw in self.steps.items():
             if raw.get("type") != "tool" or not isinstance(raw.get("tool"), str):
                 continue
+            self.check_dry_run_read(key, raw)
             for suffix, rule, message in check_tool(raw["tool"], raw.get("args", {}), http_tools):
                 self.add(f"steps.{key}.{suffix}".rstrip("."), rule, message)
+
+    def check_dry_run_read(self, key: str, raw: Mapping[str, Any]) -> None:
+        """``dry_run: read`` lets a tool act in a dry run: only AWS tools that read may."""
+        from relayflow.steps.dry_run import READ_ONLY_AWS_TOOLS
+
+        tool = raw["tool"]
+        if (
+            raw.get("dry_run") == "read"
+            and tool.startswith("aws.")
+            and tool not in READ_ONLY_AWS_TOOLS
+        ):
+            self.add(
+                f"steps.{key}.dry_run",
+                "dry-run-read",
+                f"{tool} changes the world, so a dry run cannot make the call; dry_run: read "
+                f"is for tools that only read ({', '.join(sorted(READ_ONLY_AWS_TOOLS))}, or an "
+                "http tool you know to be safe)",
+            )
 
     def check_triggers(self) -> None:
         """Time zones, cron expressions as EventBridge Scheduler will run them (one that AWS
@@ -573,8 +641,13 @@ def _path_like_keys(value: Any, path: str) -> Iterable[str]:
             yield from _path_like_keys(item, f"{path}[{index}]")
 
 
-def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, list[Problem]]:
-    """Check a parsed definition. Returns the model (when it parsed) and every problem found."""
+def validate_data(
+    data: Any, file: str | None = None, *, engine_version: str | None = None
+) -> tuple[Workflow | None, list[Problem]]:
+    """Check a parsed definition. Returns the model (when it parsed) and every problem found.
+
+    ``engine_version`` is the engine the ``requires:`` guard is checked against (default:
+    this one, :data:`relayflow.engine.ENGINE_VERSION`)."""
     if not isinstance(data, Mapping):
         return None, [
             Problem(file, "", "type", "a definition is a mapping (YAML) or object (JSON)")
@@ -585,7 +658,7 @@ def validate_data(data: Any, file: str | None = None) -> tuple[Workflow | None, 
         workflow = Workflow.model_validate(data)
     except ValidationError as exc:
         problems.extend(_model_problems(file, exc))
-    problems.extend(_Checker(data, file).run())
+    problems.extend(_Checker(data, file, engine_version).run())
     if workflow is not None and not problems:
         # Only a sound definition compiles; its size is the last thing to check.
         problems.extend(compiled_size_problems(workflow, file))

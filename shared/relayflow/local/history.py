@@ -104,6 +104,9 @@ class StateRun:
     cause: str | None = None
     iteration: int | None = None
     entered_event_id: int = 0
+    #: The last successful Task result (a Lambda Task's full answer: ``{"Payload": …}``),
+    #: before ``ResultSelector`` picked from it.
+    task_result: Any = None
     _last_failed: bool = field(default=False, repr=False)
     _open: bool = field(default=True, repr=False)
 
@@ -208,6 +211,8 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
             run.cause = details.get("cause", run.cause)
         elif kind in _SUCCESS_EVENTS:
             run._last_failed = False
+            if kind == "TaskSucceeded":
+                run.task_result = parse_json(details.get("output"))
 
     end_status = _END_STATUS.get(execution_status, "failed")
     for run in runs:

@@ -16,6 +16,7 @@ from typing import Any
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
+from relayflow.steps.dry_run import is_dry_run
 from relayflow.steps.task import parse_task, result
 
 DEFAULT_OPTIONS = ["approve", "reject"]
@@ -101,7 +102,8 @@ def run(event: Any) -> dict[str, Any]:
         raise TransientError(
             f"could not store the approval request of step {task.step.key!r}"
         ) from exc
-    if asked:
+    if asked and not is_dry_run(task.doc):
+        # A dry run still waits for a decision (through the API), but tells no one.
         notify(item, config.get("notification_channels") or [])
     return result({"approval_id": item.approval_id, "expires_at": deadline})
 

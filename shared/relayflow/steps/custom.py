@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from relayflow.expressions import render
+from relayflow.steps.dry_run import is_dry_run, simulated
 from relayflow.steps.task import parse_task, result
-from relayflow.steps.webhook_out import deliver, timeout_of
+from relayflow.steps.webhook_out import prepare, send, timeout_of, would_deliver
 
 
 def declared_branches(config: Mapping[str, Any]) -> frozenset[str]:
@@ -59,14 +60,17 @@ def run(event: Any) -> dict[str, Any]:
         "steps": doc.get("steps") or {},
         "trigger": doc.get("trigger"),
     }
-    response = deliver(
+    delivery = prepare(
         task,
         method="POST",
         url=render(config.get("url"), doc),
         headers=render(config.get("headers") or {}, doc),
         body=context,
         secret=config.get("secret"),
-        timeout=timeout_of(config),
     )
+    if is_dry_run(doc):
+        # Simulated on the default route: no receiver answered with a branch.
+        return simulated(task, would_deliver(delivery))
+    response = send(delivery, timeout=timeout_of(config))
     output, branch = route(parse_body(response), declared_branches(config))
     return result(output, branch, task=task)

@@ -42,8 +42,9 @@ write on the token), so a late success is not recorded and a late failure does n
 the record of the attempt that took over. ``docs/reliability.md`` describes what this means
 for side effects.
 
-Dry runs are recorded like any other run: the steps act in a dry run today (no step reads
-``run.dry_run``), so a duplicate of a dry-run step must not act twice either. A ``for_each``
+Dry runs are not recorded: their steps only record the call they would make
+(:mod:`relayflow.steps.dry_run`), so a duplicate has nothing to repeat, and a dry run writes
+nothing for its steps. A ``for_each``
 cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.definition.validate``),
 so ``doc.index`` alone tells the iterations of a step apart: there are no nested loops.
 
@@ -59,6 +60,7 @@ from typing import Any
 
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.observability import Handler, logger
+from relayflow.steps.dry_run import event_is_dry_run
 
 #: The record's attributes: ``pk``/``sk`` are the table's keys, ``expires_at`` its TTL.
 KEY_ATTR = "pk"
@@ -413,7 +415,7 @@ def recorded_step(func: Handler) -> Handler:
     @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> Any:
         identity = step_identity(event)
-        if identity is None:
+        if identity is None or event_is_dry_run(event):
             return func(event, context)
         return run_recorded(identity, func, event, context)
 

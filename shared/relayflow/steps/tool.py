@@ -6,15 +6,18 @@ from typing import Any
 
 from relayflow.errors import InvalidArgsError
 from relayflow.expressions import render
+from relayflow.steps import dry_run
 from relayflow.steps.task import parse_task, result
-from relayflow.tools.catalogue import run_tool
+from relayflow.tools.catalogue import run_tool, would_call
 
 
 def run(event: Any) -> dict[str, Any]:
     """Render ``config.args`` against the document, call ``config.tool``; the tool's result
     is the step's output. HTTP tools use the declaration baked in ``config.http_tool``. With
     ``config.breaker`` the call goes through the tenant's ``tool:<tool>`` circuit breaker
-    (:mod:`relayflow.reliability.breakers`): ``Relayflow.CircuitOpen`` while it is open."""
+    (:mod:`relayflow.reliability.breakers`): ``Relayflow.CircuitOpen`` while it is open.
+    In a dry run the call is only recorded (:mod:`relayflow.steps.dry_run`), unless the step
+    says ``dry_run: read``."""
     task = parse_task(event)
     config = task.step.config
     tool = config.get("tool")
@@ -25,6 +28,14 @@ def run(event: Any) -> dict[str, Any]:
     def call() -> Any:
         return run_tool(tool, args, doc=task.doc, http_tool=config.get("http_tool"))
 
+    if dry_run.is_dry_run(task.doc):
+        if config.get("dry_run") == "read":
+            # The author vouches that it only reads: it runs, outside any breaker.
+            answer = result(call(), task=task)
+            answer["dry_run"] = {"simulated": False, "read": True}
+            return answer
+        would = would_call(tool, args, doc=task.doc, http_tool=config.get("http_tool"))
+        return dry_run.simulated(task, would)
     if config.get("breaker"):
         # Only then: a step without a breaker loads no breaker code and reads no table.
         from relayflow.reliability.breakers import guard_tool_call

@@ -58,9 +58,16 @@ def completion_output(data: Any) -> str:
 
 def run(event: Any) -> dict[str, Any]:
     """Create (or, for a known idempotency key, re-arm) the waitpoint; the output (ignored
-    by the waiting Task) names it."""
+    by the waiting Task) names it. A ``step_gate`` payload is a step-through run's gate
+    (:mod:`relayflow.steps.step_gate`), which this function serves too."""
     from relayflow.dal.errors import DataAccessError
     from relayflow.dal.waits import WaitDal, WaitpointItem
+
+    step = event.get("step") if isinstance(event, dict) else None
+    if isinstance(step, dict) and step.get("type") == "step_gate":
+        from relayflow.steps import step_gate
+
+        return step_gate.run(event)
 
     token = task_token(event)
     task = parse_task(event)

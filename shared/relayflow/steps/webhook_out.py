@@ -1,18 +1,21 @@
 """The webhook_out step: one HTTP request built from templates, signed when a secret is named.
 
 The body is sent as compact JSON, or as UTF-8 text when it renders to a string. With
-``secret``, ``X-Relayflow-Signature: sha256=<hex>`` is the HMAC-SHA256 of exactly the bytes
-sent, so a receiver verifies the raw body before parsing it (``docs/tools.md``).
+``secret``, ``X-Relayflow-Signature: sha256=<hex>`` (or the step's ``signature_header``,
+e.g. the ``X-Webhook-Signature`` preset) is the HMAC-SHA256 of exactly the bytes sent, so a
+receiver verifies the raw body before parsing it (``docs/tools.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from relayflow.document import StepTask
 from relayflow.errors import InvalidArgsError
 from relayflow.expressions import render
+from relayflow.steps.dry_run import is_dry_run, simulated
 from relayflow.steps.task import parse_task, result
 from relayflow.tools.http import encode_body, has_header, header_values, response_output
 
@@ -20,7 +23,20 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def deliver(
+@dataclass
+class Delivery:
+    """One rendered request of a webhook_out or custom step, before it is signed."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    content: bytes | None
+    body: Any
+    secret: Any
+    signature_header: str
+
+
+def prepare(
     task: StepTask,
     *,
     method: str,
@@ -28,14 +44,12 @@ def deliver(
     headers: Mapping[str, Any] | None,
     body: Any,
     secret: Any,
-    timeout: float,
-) -> Any:
-    """Send one request for ``task``'s step and return the 2xx response.
-
-    ``url``, ``headers`` and ``body`` are already rendered. Adds the content type, the
-    Relayflow headers (run id, step, a delivery id that stays the same across retries) and,
-    with ``secret``, the signature. Non-2xx answers raise through ``raise_for_status``."""
-    from relayflow.net.http import SIGNATURE_HEADER, raise_for_status, request, sign_body
+    signature_header: str | None = None,
+) -> Delivery:
+    """Check and encode the request for ``task``'s step: ``url``, ``headers`` and ``body``
+    are already rendered. Adds the content type and the Relayflow headers (run id, step, a
+    delivery id that stays the same across retries); reads no secret."""
+    from relayflow.net.http import SIGNATURE_HEADER
 
     key = task.step.key
     if not isinstance(url, str) or not url.strip():
@@ -53,11 +67,40 @@ def deliver(
         delivery += f":{task.doc['index']}"
     sent.update({"X-Relayflow-Run-Id": run_id, "X-Relayflow-Step": key})
     sent["X-Relayflow-Delivery"] = delivery
-    if secret:
+    return Delivery(
+        method, url.strip(), sent, content, body, secret, signature_header or SIGNATURE_HEADER
+    )
+
+
+def would_deliver(delivery: Delivery) -> dict[str, Any]:
+    """The would-be call of a dry run: the signature (when signed) recorded redacted."""
+    from relayflow.steps import dry_run
+
+    headers = dict(delivery.headers)
+    secret_names: frozenset[str] = frozenset()
+    if delivery.secret:
+        headers[delivery.signature_header] = dry_run.REDACTED
+        secret_names = frozenset({delivery.signature_header})
+    return dry_run.http_call(
+        delivery.method, delivery.url, headers, delivery.body, secret_names=secret_names
+    )
+
+
+def send(delivery: Delivery, *, timeout: float) -> Any:
+    """Sign (with a secret: ``sha256=<hex>`` of the exact bytes in the delivery's signature
+    header) and send; return the 2xx response. Non-2xx answers raise through
+    ``raise_for_status``."""
+    from relayflow.net.http import raise_for_status, request, sign_body
+
+    sent = dict(delivery.headers)
+    if delivery.secret:
         from relayflow.tools.secrets import resolve_secret
 
-        sent[SIGNATURE_HEADER] = sign_body(content or b"", resolve_secret(secret))
-    response = request(method, url.strip(), headers=sent, content=content, timeout=timeout)
+        signed = sign_body(delivery.content or b"", resolve_secret(delivery.secret))
+        sent[delivery.signature_header] = signed
+    response = request(
+        delivery.method, delivery.url, headers=sent, content=delivery.content, timeout=timeout
+    )
     raise_for_status(response)
     return response
 
@@ -69,16 +112,20 @@ def timeout_of(config: Mapping[str, Any]) -> float:
 
 def run(event: Any) -> dict[str, Any]:
     """Render url, headers and body; send; the output is ``{"status", "headers", "body"}``
-    (headers: content-type, etag, location; body parsed by content type)."""
+    (headers: content-type, etag, location; body parsed by content type). In a dry run the
+    request is built, recorded and not sent (:mod:`relayflow.steps.dry_run`)."""
     task = parse_task(event)
     config = task.step.config
-    response = deliver(
+    delivery = prepare(
         task,
         method=str(config.get("method") or "POST"),
         url=render(config.get("url"), task.doc),
         headers=render(config.get("headers") or {}, task.doc),
         body=render(config.get("body"), task.doc),
         secret=config.get("secret"),
-        timeout=timeout_of(config),
+        signature_header=config.get("signature_header"),
     )
+    if is_dry_run(task.doc):
+        return simulated(task, would_deliver(delivery))
+    response = send(delivery, timeout=timeout_of(config))
     return result(response_output(response), task=task)

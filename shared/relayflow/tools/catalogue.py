@@ -204,6 +204,48 @@ def run_tool(tool: str, args: Any, *, doc: Mapping[str, Any], http_tool: Any = N
     raise ToolNotFound(f"unknown tool {tool!r}: tool names start with aws. or http.", tool=tool)
 
 
+def would_call(
+    tool: str, args: Any, *, doc: Mapping[str, Any], http_tool: Any = None
+) -> dict[str, Any]:
+    """The call ``run_tool`` would make, for a dry run (:mod:`relayflow.steps.dry_run`):
+    args are checked as for a real call (bad ones raise the same named errors) and no
+    secret is read, so credential headers are recorded redacted."""
+    from relayflow.steps import dry_run
+
+    if tool.startswith("aws."):
+        from relayflow.tools.aws import AWS_TOOLS, parse_args
+
+        spec = AWS_TOOLS.get(tool)
+        if spec is None:
+            raise ToolNotFound(
+                f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
+            )
+        parse_args(spec, args)
+        return dry_run.aws_call(tool, spec.iam_action, args)
+    if tool.startswith("http."):
+        from relayflow.tools.http import prepare_http_tool
+
+        name, operation = split_http_tool(tool)
+        if http_tool is None:
+            raise ToolNotFound(
+                f"HTTP tool {name!r} has no declaration in the step's config "
+                "(declare it under http_tools)",
+                tool=tool,
+            )
+        prepared = prepare_http_tool(name, operation, http_tool, args, doc)
+        secrets = prepared.auth_header_names()
+        headers = {**prepared.headers, **dict.fromkeys(secrets, dry_run.REDACTED)}
+        return dry_run.http_call(
+            prepared.method,
+            prepared.url,
+            headers,
+            prepared.body,
+            secret_names=secrets,
+            query=prepared.params,
+        )
+    raise ToolNotFound(f"unknown tool {tool!r}: tool names start with aws. or http.", tool=tool)
+
+
 def iam_actions(tool: str) -> list[str]:
     """IAM actions the tool function needs to run ``tool`` (none for HTTP tools; their
     secrets need ``secretsmanager:GetSecretValue`` or ``ssm:GetParameter``)."""

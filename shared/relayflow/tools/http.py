@@ -214,11 +214,34 @@ def auth_headers(auth: Any, body: bytes) -> dict[str, str]:
     return {auth.header: sign_body(body, resolve_secret(auth.secret))}
 
 
-def call_http_tool(
+@dataclass
+class PreparedCall:
+    """An HTTP tool's request, rendered and encoded, before its credentials are added."""
+
+    tool: Any
+    name: str
+    method: str
+    url: str
+    headers: dict[str, str]
+    params: dict[str, str | list[str]]
+    content: bytes | None
+    body: Any
+
+    def auth_header_names(self) -> frozenset[str]:
+        """The headers the tool's auth sets (their values are secrets)."""
+        auth = self.tool.auth
+        if auth is None:
+            return frozenset()
+        if auth.type in ("bearer", "basic"):
+            return frozenset({"Authorization"})
+        return frozenset({auth.header})
+
+
+def prepare_http_tool(
     name: str, operation: str | None, declaration: Any, args: Any, doc: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Call the HTTP tool ``name`` (one of its operations, or a generic call) and return
-    ``{"status", "headers", "body"}``. Non-2xx answers raise through ``raise_for_status``."""
+) -> PreparedCall:
+    """Render and encode one call of the HTTP tool ``name`` (an operation, or a generic
+    call), without reading any secret. Bad args raise ``Relayflow.InvalidArgs``."""
     tool_name = f"http.{name}" + (f".{operation}" if operation else "")
     tool = _declaration(tool_name, declaration)
     if operation is None:
@@ -233,6 +256,18 @@ def call_http_tool(
     content, content_type = encode_body(call.body)
     if content_type and not has_header(headers, "content-type"):
         headers["Content-Type"] = content_type
+    return PreparedCall(
+        tool, tool_name, call.method, url, headers, query_params(call.query), content, call.body
+    )
+
+
+def call_http_tool(
+    name: str, operation: str | None, declaration: Any, args: Any, doc: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Call the HTTP tool ``name`` (one of its operations, or a generic call) and return
+    ``{"status", "headers", "body"}``. Non-2xx answers raise through ``raise_for_status``."""
+    prepared = prepare_http_tool(name, operation, declaration, args, doc)
+    tool, headers, content = prepared.tool, prepared.headers, prepared.content
     secret_headers = auth_headers(tool.auth, content or b"")
     for key in [k for k in headers if any(k.lower() == s.lower() for s in secret_headers)]:
         del headers[key]
@@ -241,10 +276,10 @@ def call_http_tool(
     from relayflow.net.http import raise_for_status, request
 
     response = request(
-        call.method,
-        url,
+        prepared.method,
+        prepared.url,
         headers=headers,
-        params=query_params(call.query) or None,
+        params=prepared.params or None,
         content=content,
         timeout=tool.timeout_seconds,
         # The client drops Authorization on a cross-origin redirect, but not a custom key

@@ -7,6 +7,7 @@ scheme      header                      value (hex HMAC-SHA256 with the signing 
 ==========  ==========================  ===================================================
 relayflow   ``X-Relayflow-Signature``   ``t=<unix>,v1=<hmac of "<t>.<body>">``
 github      ``X-Hub-Signature-256``     ``sha256=<hmac of body>`` (no timestamp)
+            (or ``signature_header``)   e.g. the ``X-Webhook-Signature`` preset
 stripe      ``Stripe-Signature``        ``t=<unix>,v1=<hmac of "<t>.<body>">[,v1=…]``
 ==========  ==========================  ===================================================
 
@@ -32,6 +33,8 @@ SIGNATURE_HEADERS: dict[str, str] = {
     "github": "x-hub-signature-256",
     "stripe": "stripe-signature",
 }
+#: The documented preset for senders that sign like GitHub under another header name.
+WEBHOOK_SIGNATURE_HEADER = "X-Webhook-Signature"
 #: The header that names a delivery, per scheme (Stripe: the JSON body's ``id`` instead).
 DELIVERY_HEADERS: dict[str, str | None] = {
     "relayflow": "x-relayflow-delivery",
@@ -42,6 +45,7 @@ DELIVERY_HEADERS: dict[str, str | None] = {
 CREDENTIAL_HEADERS = frozenset(
     {
         *SIGNATURE_HEADERS.values(),
+        WEBHOOK_SIGNATURE_HEADER.lower(),
         "x-hub-signature",
         "authorization",
         "proxy-authorization",
@@ -127,6 +131,23 @@ def _is_hex(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+def signature_header(scheme: Scheme, header: str | None = None) -> str:
+    """The (lower-case) header a delivery of ``scheme`` is signed in: ``header`` when the
+    trigger renames the github scheme's, else the scheme's own."""
+    if header is not None:
+        if scheme != "github":
+            raise ValueError(f"the {scheme} scheme's header cannot be renamed")
+        return header.lower()
+    return SIGNATURE_HEADERS[scheme]
+
+
+def without_signature(headers: Mapping[str, str], header: str | None) -> dict[str, str]:
+    """``headers`` without a renamed signature header (the standard ones are in
+    :data:`CREDENTIAL_HEADERS` already), before a transform or a log sees them."""
+    name = header.lower() if header else None
+    return {k: v for k, v in headers.items() if k != name}
+
+
 def verify_delivery(
     scheme: Scheme,
     body: bytes,
@@ -135,14 +156,16 @@ def verify_delivery(
     *,
     now: float,
     window_seconds: int,
+    header: str | None = None,
 ) -> None:
     """Accept the delivery or raise :class:`SignatureRejected`.
 
     ``headers`` has lower-case names. The signature must be one of ``secrets`` (every one is
     tried, so a rotation's previous version still verifies) over the exact ``body``; a
-    timestamped one must lie within ``window_seconds`` of ``now``.
+    timestamped one must lie within ``window_seconds`` of ``now``. ``header`` renames the
+    github scheme's header (:func:`signature_header`).
     """
-    header = SIGNATURE_HEADERS[scheme]
+    header = signature_header(scheme, header)
     value = headers.get(header)
     if not value:
         raise SignatureRejected("missing", header, window_seconds)

@@ -67,6 +67,7 @@ from relayflow.triggers.signatures import (
     DELIVERY_HEADERS,
     SignatureRejected,
     verify_delivery,
+    without_signature,
 )
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
@@ -233,7 +234,12 @@ class _Delivery:
                     extra={"slug": endpoint.slug, "delivery_id": delivery_id},
                 )
                 return _replayed(stored.status_code, stored.body)
-        run_input = transformed(trigger.transform, payload, headers, self.event)
+        run_input = transformed(
+            trigger.transform,
+            payload,
+            without_signature(headers, trigger.signature_header),
+            self.event,
+        )
         status, answer = self._start(endpoint, run_input, delivery_id)
         logger.info(
             "webhook delivery accepted",
@@ -317,6 +323,7 @@ class _Delivery:
                 secrets,
                 now=self.clock(),
                 window_seconds=trigger.replay_window_seconds,
+                header=trigger.signature_header,
             )
 
         try:

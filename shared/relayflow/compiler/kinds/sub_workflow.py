@@ -3,7 +3,7 @@ with the child's failure renamed ``Relayflow.SubWorkflowFailed``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler.asl import (
     LAMBDA_SERVICE_ERRORS,
@@ -14,11 +14,19 @@ from relayflow.compiler.asl import (
 )
 from relayflow.compiler.states import Choice, Pass, Task, Wait
 from relayflow.definition.models import SubWorkflowStep
-from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed
+from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed, WorkflowNotFound
 from relayflow.expressions import template_to_parameters
 
 if TYPE_CHECKING:
     from relayflow.compiler.scope import ScopeContext
+
+#: How Step Functions refuses to start a state machine (or alias) that does not exist, or an
+#: ARN that a rendered id made malformed.
+TARGET_MISSING_ERRORS = (
+    "StepFunctions.StateMachineDoesNotExistException",
+    "StepFunctions.ResourceNotFoundException",
+    "StepFunctions.InvalidArnException",
+)
 
 
 def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> None:
@@ -36,7 +44,9 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     ``{child_run_id, status, error, cause}``, after the step's retries.
     """
     ctx.c.runners[key] = "native"
-    ctx.c.children.add(step.workflow_id)
+    dynamic = target_id_path(step)
+    # A templated target can be any workflow of the tenant: "*" after the tenant's prefix.
+    ctx.c.children.add("*" if dynamic else step.workflow_id)
     failure = ctx.failure_target(key)
     guard, too_deep, prepare = f"{key}.depth", f"{key}.too_deep", f"{key}.prepare"
     ctx.machine.add(
@@ -59,16 +69,28 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
         f"{MAX_SUB_WORKFLOW_DEPTH} levels of nesting",
         failure,
     )
+    prepared: dict[str, Any] = {"run_id.$": "States.UUID()", "status": "started"}
+    if dynamic:
+        prepared["workflow_id.$"] = dynamic
     ctx.machine.add(
         prepare,
-        Pass(
-            parameters={"run_id.$": "States.UUID()", "status": "started"},
-            result_path=f"$.steps.{key}",
-            next=key,
-        ),
+        Pass(parameters=prepared, result_path=f"$.steps.{key}", next=key),
     )
-    target = ctx.c.options.state_machine_arn(step.workflow_id)
-    target += f":{step.version}" if step.version is not None else f":{LIVE_ALIAS}"
+    if dynamic:
+        # The tenant's naming prefix is fixed here, at compile time: the rendered id only
+        # completes the name, so no value reaches another tenant's state machine.
+        prefix = ctx.c.options.state_machine_arn("")
+        target_field = {
+            "StateMachineArn.$": (
+                f"States.Format('{prefix}{{}}:{LIVE_ALIAS}', $.steps.{key}.workflow_id)"
+            )
+        }
+        child_workflow: dict[str, Any] = {"workflow_id.$": f"$.steps.{key}.workflow_id"}
+    else:
+        target = ctx.c.options.state_machine_arn(step.workflow_id)
+        target += f":{step.version}" if step.version is not None else f":{LIVE_ALIAS}"
+        target_field = {"StateMachineArn": target}
+        child_workflow = {"workflow_id": step.workflow_id}
     # 32 hex digits, like every run id the API accepts: a hash of the attempt's own UUID
     # and retry count, so each attempt (and each for_each item or loop pass) is new.
     child_run_id = (
@@ -84,16 +106,16 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
             for name in policy.retry_on
         ]
         policy = policy.model_copy(update={"retry_on": renamed})
-    failed = emit_sub_workflow_failure(ctx, key, failure)
+    failed = emit_sub_workflow_failure(ctx, key, failure, dynamic=bool(dynamic))
     task = Task(
         resource=START_EXECUTION_SYNC,
         parameters={
-            "StateMachineArn": target,
+            **target_field,
             "Name.$": child_run_id,
             "Input": {
                 "run": {
                     "id.$": child_run_id,
-                    "workflow_id": step.workflow_id,
+                    **child_workflow,
                     "version": step.version,
                     "tenant.$": "$.run.tenant",
                     "dry_run.$": "$.run.dry_run",
@@ -128,10 +150,23 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     ctx.machine.add(key, ctx.flow(task, key, step.on_success))
 
 
-def emit_sub_workflow_failure(ctx: ScopeContext, key: str, failure: str | None) -> str:
+def target_id_path(step: SubWorkflowStep) -> str | None:
+    """For a templated ``workflow_id``: the JSONPath or ``States.Format`` that renders it
+    (validation admits only such templates); ``None`` for a literal id."""
+    if "{{" not in step.workflow_id:
+        return None
+    native = template_to_parameters({"id": step.workflow_id})
+    assert native is not None and "id.$" in native  # checked by validation
+    return str(native["id.$"])
+
+
+def emit_sub_workflow_failure(
+    ctx: ScopeContext, key: str, failure: str | None, *, dynamic: bool = False
+) -> str:
     """States that turn a child's failure into ``Relayflow.SubWorkflowFailed`` and take the
-    step's failure route (or fail the run). Any other error (a timeout, a refused start)
-    passes unchanged."""
+    step's failure route (or fail the run). With a ``dynamic`` (templated) target, a start
+    refused because no such state machine exists becomes ``Relayflow.WorkflowNotFound``.
+    Any other error (a timeout, a refused start) passes unchanged."""
     check, parse, merge, pick, raise_ = (
         f"{key}.child_failed",
         f"{key}.child_parse",
@@ -140,21 +175,42 @@ def emit_sub_workflow_failure(ctx: ScopeContext, key: str, failure: str | None) 
         f"{key}.child_raise",
     )
     onward = failure or ctx.reraise_state(key)
-    ctx.machine.add(
-        check,
-        Choice(
-            choices=[
-                {
-                    "And": [
-                        {"Variable": "$.error.Error", "StringEquals": "States.TaskFailed"},
-                        {"Variable": "$.error.Cause", "StringMatches": "{*}"},
-                    ],
-                    "Next": parse,
-                }
+    choices: list[dict[str, Any]] = [
+        {
+            "And": [
+                {"Variable": "$.error.Error", "StringEquals": "States.TaskFailed"},
+                {"Variable": "$.error.Cause", "StringMatches": "{*}"},
             ],
-            default=onward,
-        ),
-    )
+            "Next": parse,
+        }
+    ]
+    if dynamic:
+        not_found = f"{key}.not_found"
+        choices.append(
+            {
+                "Or": [
+                    {"Variable": "$.error.Error", "StringEquals": name}
+                    for name in TARGET_MISSING_ERRORS
+                ],
+                "Next": not_found,
+            }
+        )
+        ctx.machine.add(
+            not_found,
+            Pass(
+                parameters={
+                    "Error": WorkflowNotFound.error_name,
+                    # No quotes in the text: they would need escaping inside States.Format.
+                    "Cause.$": (
+                        f"States.Format('sub_workflow step {key} found no workflow {{}} of "
+                        f"this tenant', $.steps.{key}.workflow_id)"
+                    ),
+                },
+                result_path="$.error",
+                next=onward,
+            ),
+        )
+    ctx.machine.add(check, Choice(choices=choices, default=onward))
     # Error and Cause are absent from a DescribeExecution that has none: default to null.
     ctx.machine.add(
         parse,

@@ -1,0 +1,100 @@
+"""Step-through runs: a separately compiled variant of a version, and ``continue``.
+
+A step-through run starts on the *step-through variant* of its version: the same compiled
+machine with a gate before each top-level step (:mod:`relayflow.compiler.debug`), published as
+one more version of the workflow's state machine the first time a step-through run of that
+version starts, and recorded on the version item. Normal runs never touch it: their machine,
+version ARN and transition count do not change.
+
+``continue`` completes the gate the run waits at (a waitpoint labelled ``step-through``), so
+exactly one step starts. While that step runs no gate is pending, and a second ``continue`` is
+a :class:`Conflict`; two racing calls claim the same gate and only one wins. ``to_end`` marks
+the run so that later gates let it through, and releases the pending gate if there is one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from relayflow.control.errors import Conflict, InvalidDefinition
+from relayflow.control.models import ContinueResult
+from relayflow.dal import RunItem, VersionItem, WorkflowItem
+
+if TYPE_CHECKING:
+    from relayflow.control.service import ControlPlane
+
+
+class StepThrough:
+    """Step-through runs of one control plane."""
+
+    def __init__(self, control: ControlPlane) -> None:
+        self.control = control
+
+    def target(self, head: WorkflowItem, version: int) -> str:
+        """The version ARN of ``version``'s step-through variant, published on first use."""
+        item = self.control._version(head.tenant, head.workflow_id, version)
+        if item.step_through_version_arn:
+            return item.step_through_version_arn
+        return self._publish(head, item)
+
+    def _publish(self, head: WorkflowItem, item: VersionItem) -> str:
+        from relayflow.compiler import compile_workflow
+        from relayflow.compiler.debug import step_through_variant
+        from relayflow.control.service import _check_compiled, compile_options
+        from relayflow.definition import validate_data
+        from relayflow.settings import get_settings
+
+        workflow, problems = validate_data(json.loads(item.definition))
+        if workflow is None:
+            # Valid when it was published; an engine that no longer accepts it says why.
+            raise InvalidDefinition.from_problems(problems)
+        options = compile_options(head.tenant)
+        compiled = compile_workflow(workflow, options)
+        # The gates are served by the waitpoint function (step type ``step_gate``).
+        variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))
+        _check_compiled(variant)
+        arn = self.control.machines.update(
+            head.state_machine_arn,
+            json.dumps(variant, separators=(",", ":")),
+            role_arn=get_settings().state_machine_role_arn,
+            description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
+            "(step-through)",
+        )
+        self.control.dal.set_step_through_version(head.tenant, head.workflow_id, item.version, arn)
+        return arn
+
+    def continue_run(self, run: RunItem, *, to_end: bool) -> ContinueResult:
+        """Release the pending gate of ``run`` (see the module docstring)."""
+        from relayflow.control.waits import WaitpointCompleted, WaitService
+        from relayflow.steps.step_gate import GATE_LABEL, TO_END
+
+        if not run.step_through:
+            raise Conflict(f"run {run.run_id} is not a step-through run")
+        if run.status != "running":
+            raise Conflict(f"run {run.run_id} is {run.status}: there is no step to release")
+        if to_end:
+            self.control.dal.update_run(run.tenant, run.run_id, {"step_mode": TO_END})
+        waits = WaitService(self.control.dal)
+        pending = [
+            view
+            for view in waits.list_waitpoints(run.tenant, run_id=run.run_id)
+            if view.label == GATE_LABEL and view.status == "pending"
+        ]
+        if not pending:
+            if to_end:
+                return ContinueResult(run_id=run.run_id, released=None, to_end=True)
+            raise Conflict(
+                f"run {run.run_id} is not waiting before a step: one is running; continue "
+                "again once it waits"
+            )
+        gate = pending[-1]
+        try:
+            waits.complete_waitpoint(run.tenant, gate.waitpoint_id, None)
+        except WaitpointCompleted as exc:
+            if to_end:
+                return ContinueResult(run_id=run.run_id, released=None, to_end=True)
+            raise Conflict(
+                f"step {gate.step} of run {run.run_id} was released by another call"
+            ) from exc
+        return ContinueResult(run_id=run.run_id, released=gate.step, to_end=to_end)
