@@ -47,8 +47,9 @@ def steps_of(result: RunResult) -> dict[str, Any]:
 
 
 def outputs(result: RunResult) -> dict[str, Any]:
-    assert isinstance(result.output, dict), (result.status, result.error, result.cause)
-    return {k: v.get("output") for k, v in result.output["steps"].items()}
+    """Each step's output from the run's timeline (the final document keeps only the outputs
+    still live at the end)."""
+    return {step.key: step.output for step in result.steps}
 
 
 def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(runtime):
@@ -59,10 +60,10 @@ def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(r
         "Attributes"
     ]["QueueArn"]
     client("events").put_rule(
-        Name="all", EventBusName="shop", EventPattern='{"source": ["shop.orders"]}'
+        Name="all", EventBusName="app-shop", EventPattern='{"source": ["shop.orders"]}'
     )
     client("events").put_targets(
-        Rule="all", EventBusName="shop", Targets=[{"Id": "q", "Arn": queue_arn}]
+        Rule="all", EventBusName="app-shop", Targets=[{"Id": "q", "Arn": queue_arn}]
     )
     workflow = load_workflow(ROOT / "workflows/examples/order_fulfilment.yaml")
     trigger = json.loads((ROOT / "events/examples/order_fulfilment.json").read_text())
@@ -70,7 +71,7 @@ def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(r
     result = run_workflow(workflow, trigger, runtime=runtime, dry_run=True)
     # Then it succeeds, and nothing was written, sent or put
     assert result.status == "succeeded", (result.error, result.cause)
-    assert client("dynamodb").scan(TableName="shop-orders")["Items"] == []
+    assert client("dynamodb").scan(TableName="app-orders")["Items"] == []
     assert client("ses").get_send_quota()["SentLast24Hours"] == 0
     assert "Messages" not in client("sqs").receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)
     # And the code step ran for real, while each acting step returned the placeholder
@@ -87,7 +88,7 @@ def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(r
         "tool": "aws.dynamodb.put_item",
         "action": "dynamodb:PutItem",
         "args": {
-            "table": "shop-orders",
+            "table": "app-orders",
             "item": {
                 "pk": "order#ord-2001",
                 "customer": "ada@example.org",

@@ -302,10 +302,8 @@ start: shape
 steps:
   shape: {{type: transform, mapping: {{limit: {number}, list: [1, {number}]}}}}
 """)
-    assert found == {
-        ("steps.shape.mapping.limit", "non-finite-number"),
-        ("steps.shape.mapping.list[1]", "non-finite-number"),
-    }
+    # The intake policy refuses the first non-finite number it meets, with its path
+    assert found == {("steps.shape.mapping.limit", "non-finite-number")}
 
 
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
