@@ -22,6 +22,7 @@ STEP_FUNCTIONS = (
     "code",
     "approval",
     "waitpoint",
+    "agent",
 )
 
 

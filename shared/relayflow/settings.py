@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     code_memory_mb: int = 256
     code_wall_seconds: float = 10.0
     code_output_bytes: int = 100_000
+    ai_fixtures_dir: str | None = Field(
+        None,
+        description="Directory searched first for scripted-model fixtures "
+        "(model: scripted:<fixture>); the fixtures shipped in relayflow/ai/fixtures follow.",
+    )
 
 
 _overrides: list[Settings] = []

@@ -137,7 +137,9 @@ def test_minimal_definition_is_valid():
         (lambda d: d["steps"]["b"].update(type="teleport"), ("steps.b", "step-type")),
         # step types without an executor in this build
         (
-            lambda d: d["steps"].__setitem__("b", {"type": "agent", "prompt": "hi"}),
+            lambda d: d["steps"].__setitem__(
+                "b", {"type": "llm_batch", "items": "{{ trigger.x }}", "prompt_template": "hi"}
+            ),
             ("steps.b.type", "not-available"),
         ),
         # triggers

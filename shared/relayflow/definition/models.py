@@ -320,19 +320,52 @@ class ToolStep(_Routed):
 
 
 class AgentStep(_Routed):
+    """A model in a tool loop (``docs/ai-steps.md``): it reads ``prompt``, may call the
+    permitted ``tools`` (gating is enforced in code, never by the prompt), and ends with an
+    answer. With ``outcomes`` the answer picks one of their names and the run routes on it;
+    ``inherit`` sends that outcome to the step's failure handling."""
+
     type: Literal["agent"]
     agent_id: str | None = None
     prompt: Template
-    system: str | None = None
-    model: str | None = None
-    max_turns: int = Field(5, ge=1, le=50)
-    max_tokens: int | None = Field(None, ge=1)
+    system: Template | None = None
+    model: str | None = Field(
+        None,
+        description="<provider>:<model id>: bedrock:…, anthropic:…, openai:…, or "
+        "scripted:<fixture> (replays a fixture; demo and tests).",
+    )
+    base_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="anthropic/openai: the API's base URL (e.g. a self-hosted "
+        "OpenAI-compatible server).",
+    )
+    api_key: SecretRef | None = Field(None, description="anthropic/openai: the API key.")
+    max_turns: int = Field(5, ge=1, le=50, description="Model turns before AgentMaxTurns.")
+    max_tokens: int | None = Field(None, ge=1, description="Output tokens per model turn.")
     temperature: float | None = Field(None, ge=0, le=2)
-    allowed_tools: list[str] | None = None
-    blocked_tools: list[str] | None = None
+    token_budget: int | None = Field(
+        None, ge=1, description="Input + output tokens over all turns before AgentTokenBudget."
+    )
+    tools: list[str] | None = Field(
+        None, description="Catalogue tools the agent knows (aws.…, http.<name>[.<op>])."
+    )
+    allowed_tools: list[str] | None = Field(
+        None, description="Only these may run (and, without tools, the tools it knows)."
+    )
+    blocked_tools: list[str] | None = Field(None, description="These never run.")
     require_approval_tools: list[str] | None = None
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the answer's response; one corrective turn if wrong."
+    )
     outcomes: dict[str, StepKey] | None = Field(
-        None, description="Route on the agent's declared outcome."
+        None,
+        description="Outcome name → step (or inherit: the step's failure handling); the "
+        "answer must pick one.",
+    )
+    breaker: BreakerSettings | None = Field(
+        default_factory=BreakerSettings,
+        description="Circuit breaker for each tool the agent calls and for its model.",
     )
 
 
@@ -494,6 +527,7 @@ AVAILABLE_STEP_TYPES = frozenset(
         "approval",
         "waitpoint",
         "sub_workflow",
+        "agent",
     }
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from relayflow.compiler.kinds.agent import emit_agent
 from relayflow.compiler.kinds.approval import emit_approval
 from relayflow.compiler.kinds.condition import emit_condition
 from relayflow.compiler.kinds.custom import emit_custom
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
 Emitter = Callable[["ScopeContext", str, Any], None]
 
-#: Step type → the function that compiles it. Types without an entry (agent, llm_batch) are
+#: Step type → the function that compiles it. Types without an entry (llm_batch) are
 #: refused by validation before the compiler sees them.
 EMITTERS: dict[str, Emitter] = {
+    "agent": emit_agent,
     "approval": emit_approval,
     "code": emit_task,
     "condition": emit_condition,
