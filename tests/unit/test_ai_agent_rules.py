@@ -175,10 +175,6 @@ def test_the_base_agent_is_valid():
             ("steps.triage.require_approval_tools", "tool-gating"),
         ),
         (
-            lambda s: s.update(require_approval_tools=["http.crm.customer"]),
-            ("steps.triage.require_approval_tools", "not-available"),
-        ),
-        (
             lambda s: s["outcomes"].update(close="closer"),
             ("steps.triage.outcomes.close", "unknown-step"),
         ),

@@ -354,7 +354,16 @@ class AgentStep(_Routed):
         None, description="Only these may run (and, without tools, the tools it knows)."
     )
     blocked_tools: list[str] | None = Field(None, description="These never run.")
-    require_approval_tools: list[str] | None = None
+    require_approval_tools: list[str] | None = Field(
+        None,
+        description="A call to one of these waits for a person's approval (a compiled "
+        "approval state); rejected calls never run.",
+    )
+    approval_channels: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Notification channels of those approvals (like an approval step's "
+        "notification_channels; guest links included).",
+    )
     output_schema: dict[str, Any] | None = Field(
         None, description="JSON Schema of the answer's response; one corrective turn if wrong."
     )

@@ -570,12 +570,6 @@ class _Checker:
                             f"approval tool {name!r} is not one the agent may call "
                             f"(permitted: {', '.join(sorted(permitted)) or 'none'})",
                         )
-                self.add(
-                    f"{base}.require_approval_tools",
-                    "not-available",
-                    "require_approval_tools is not available in this build; block the tool or "
-                    "put an approval step before the agent",
-                )
             schema = raw.get("output_schema")
             if isinstance(schema, Mapping):
                 from jsonschema import SchemaError

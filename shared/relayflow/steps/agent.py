@@ -71,7 +71,10 @@ def answer_schema(config: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def run(event: Any, context: Any = None) -> dict[str, Any]:
     """Run the agent's loop; the output is ``{response, outcome, tool_calls, usage, turns,
-    stop_reason}``."""
+    stop_reason}``. A call to a tool in ``require_approval_tools`` suspends the loop: the
+    output is then ``{status: awaiting_approval, pending, conversation, …}`` with branch
+    ``awaiting_approval``, and the next invocation (after the compiled approval state) resumes
+    it with the decision at ``steps.<key>.approval``."""
     task = parse_task(event)
     config = task.step.config
     model = config.get("model")
@@ -84,8 +87,39 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
         record=lambda identity, thunk: run_recorded(
             identity, lambda _e, _c: thunk(), event, context
         ),
+        step_key=task.step.key,
     )
-    return result(loop.run(), task=task)
+    previous = (task.doc.get("steps") or {}).get(task.step.key)
+    try:
+        if loop.approvals and _waiting(previous):
+            output = loop.resume(previous["output"], previous.get("approval"))
+        else:
+            output = loop.start()
+    except Suspended as pause:
+        return result(pause.output, AWAITING)
+    return result(output, task=task)
+
+
+AWAITING = "awaiting_approval"
+
+
+class Suspended(Exception):
+    """The loop stopped at a call that needs approval; ``output`` is the step's output."""
+
+    def __init__(self, output: dict[str, Any]) -> None:
+        super().__init__(AWAITING)
+        self.output = output
+
+
+def _waiting(previous: Any) -> bool:
+    """Whether the step's last result is a suspension that a decision now answers."""
+    return (
+        isinstance(previous, dict)
+        and previous.get("branch") == AWAITING
+        and isinstance(previous.get("output"), dict)
+        and isinstance(previous["output"].get("conversation"), dict)
+        and isinstance(previous.get("approval"), dict)
+    )
 
 
 @dataclasses.dataclass
@@ -97,6 +131,7 @@ class AgentLoop:
     doc: Mapping[str, Any]
     identity: StepIdentity | None
     record: Callable[[StepIdentity, Callable[[], Any]], Any]
+    step_key: str = "agent"
 
     def __post_init__(self) -> None:
         from relayflow.ai.providers import provider_for
@@ -105,22 +140,30 @@ class AgentLoop:
         self.provider, self.model_id = provider_for(str(self.config["model"]), connection)
         self.schema = answer_schema(self.config)
         self.box = Toolbox.build(self.config, self.config.get("http_tools") or {}, self.schema)
+        self.approvals = set(self.config.get("require_approval_tools") or [])
         self.usage = Usage()
         self.calls: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
+        self.system: str | None = None
+        self.turn = 0
+        self.limit = int(self.config.get("max_turns") or 5)
+        self.corrected = False
 
     # ------------------------------------------------------------------ the loop
 
-    def run(self) -> dict[str, Any]:
+    def start(self) -> dict[str, Any]:
         system = self.config.get("system")
-        system_text = text_form(render(system, self.doc)) if system else None
+        self.system = text_form(render(system, self.doc)) if system else None
         prompt = text_form(render(self.config.get("prompt", ""), self.doc))
-        messages: list[Message] = [{"role": "user", "content": [text_block(prompt)]}]
-        limit = int(self.config.get("max_turns") or 5)
-        corrected = False
-        turn = 0
-        while turn < limit:
-            turn += 1
-            answer = self.model_turn(turn, messages, system_text)
+        self.messages = [{"role": "user", "content": [text_block(prompt)]}]
+        return self.advance()
+
+    def advance(self) -> dict[str, Any]:
+        messages = self.messages
+        while self.turn < self.limit:
+            self.turn += 1
+            turn = self.turn
+            answer = self.model_turn(turn, messages, self.system)
             messages.append({"role": "assistant", "content": answer.content})
             calls = answer.tool_calls
             final = next((c for c in calls if c.name == FINAL_ANSWER), None)
@@ -130,17 +173,17 @@ class AgentLoop:
                     return self.output(
                         final.input.get("response"), final.input.get("outcome"), turn, answer
                     )
-                if corrected:
+                if self.corrected:
                     raise self.invalid(problem)
-                corrected, limit = True, limit + 1
+                self.corrected, self.limit = True, self.limit + 1
                 messages.append({"role": "user", "content": self.not_run(calls, final, problem)})
                 continue
             if not calls:
                 if self.schema is None:
                     return self.output(answer.text, None, turn, answer)
-                if corrected:
+                if self.corrected:
                     raise self.invalid("the model answered in text instead of calling final_answer")
-                corrected, limit = True, limit + 1
+                self.corrected, self.limit = True, self.limit + 1
                 messages.append(
                     {
                         "role": "user",
@@ -153,16 +196,101 @@ class AgentLoop:
                     }
                 )
                 continue
-            messages.append(
-                {"role": "user", "content": [self.tool_result(turn, call) for call in calls]}
-            )
+            self.finish_calls(turn, calls, [])
         raise AgentMaxTurns(
-            f"the agent still asked for tools after {limit} turn(s) (max_turns "
+            f"the agent still asked for tools after {self.limit} turn(s) (max_turns "
             f"{self.config.get('max_turns') or 5})",
-            turns=limit,
+            turns=self.limit,
             tool_calls=len(self.calls),
             usage=self.usage_output(),
         )
+
+    def finish_calls(self, turn: int, calls: list[ToolCall], results: list[dict[str, Any]]) -> None:
+        """Run (or refuse) the rest of a turn's calls; a call that needs approval suspends
+        the loop there. The turn's results go back to the model as one message."""
+        for index, call in enumerate(calls):
+            tool, refusal = self.box.check(call.name)
+            if refusal is None and tool in self.approvals:
+                self.suspend(turn, calls[index:], results, tool)
+            results.append(self.tool_result(turn, call))
+        self.messages.append({"role": "user", "content": results})
+
+    # ------------------------------------------------------------------ approvals
+
+    def suspend(
+        self, turn: int, calls: list[ToolCall], results: list[dict[str, Any]], tool: str
+    ) -> None:
+        """Save the conversation to S3 and stop: the compiled approval state asks a person."""
+        from relayflow.steps.agent_store import save_conversation
+
+        gated = calls[0]
+        state = {
+            "messages": self.messages,
+            "system": self.system,
+            "turn": turn,
+            "limit": self.limit,
+            "corrected": self.corrected,
+            "usage": [self.usage.input_tokens, self.usage.output_tokens],
+            "calls": self.calls,
+            "pending_calls": [dataclasses.asdict(c) for c in calls],
+            "results": results,
+        }
+        scope = f"{turn}.{_safe(gated.id)}"
+        raise Suspended(
+            {
+                "status": AWAITING,
+                "pending": {
+                    "turn": turn,
+                    "id": gated.id,
+                    "tool": tool,
+                    "input": gated.input,
+                    "scope": scope,
+                },
+                "conversation": save_conversation(
+                    self.doc, self.step_key, self.identity, scope, state
+                ),
+                "tool_calls": self.calls,
+                "usage": self.usage_output(),
+            }
+        )
+
+    def resume(self, waiting: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
+        """Continue a suspended loop: run the gated call when the decision approves it (it
+        runs once: recorded like any call), else tell the model it was refused."""
+        state = waiting["conversation"]
+        self.messages = state["messages"]
+        self.system = state.get("system")
+        self.turn, self.limit = int(state["turn"]), int(state["limit"])
+        self.corrected = bool(state.get("corrected"))
+        self.usage = Usage(*state["usage"])
+        self.calls = state["calls"]
+        calls = [ToolCall(**c) for c in state["pending_calls"]]
+        gated, rest = calls[0], calls[1:]
+        results = list(state["results"])
+        responder = decision.get("responder")
+        if decision.get("approved") is True:
+            results.append(self.tool_result(self.turn, gated, approved_by=responder))
+        else:
+            tool = self.box.resolve(gated.name) or gated.name
+            message = f"a person rejected the call of tool {tool!r}; do not call it again"
+            self.calls.append(
+                {
+                    "turn": self.turn,
+                    "id": gated.id,
+                    "tool": tool,
+                    "input": gated.input,
+                    "status": "rejected",
+                    "error": message,
+                    "decided_by": responder,
+                }
+            )
+            results.append(
+                tool_result_block(
+                    gated.id, {"error": "rejected", "message": message}, is_error=True
+                )
+            )
+        self.finish_calls(self.turn, rest, results)
+        return self.advance()
 
     def model_turn(self, turn: int, messages: list[Message], system: str | None) -> ModelTurn:
         request = ModelRequest(
@@ -197,7 +325,7 @@ class AgentLoop:
             )
         return answer
 
-    def tool_result(self, turn: int, call: ToolCall) -> dict[str, Any]:
+    def tool_result(self, turn: int, call: ToolCall, *, approved_by: Any = None) -> dict[str, Any]:
         """Run (or refuse) one tool call; the tool-result block the model gets back."""
         tool, refusal = self.box.check(call.name)
         entry: dict[str, Any] = {
@@ -206,6 +334,8 @@ class AgentLoop:
             "tool": tool or call.name,
             "input": call.input,
         }
+        if approved_by is not None:
+            entry["approved_by"] = approved_by
         if refusal is not None:
             self.calls.append({**entry, "status": "refused", "error": refusal})
             return tool_result_block(
