@@ -175,6 +175,26 @@ class AgentOutcomeInherited(RelayflowError):
     error_name = "Relayflow.AgentOutcomeInherited"
 
 
+class BatchFailed(RelayflowError):
+    """An llm_batch job failed as a whole (failed, expired or cancelled by the provider, or
+    every item failed). Per-item failures are reported per item in the output instead."""
+
+    error_name = "Relayflow.BatchFailed"
+
+
+class BatchDeadline(RelayflowError):
+    """An llm_batch job did not finish before the step's ``deadline_seconds``."""
+
+    error_name = "Relayflow.BatchDeadline"
+
+
+class BatchTooSmall(RelayflowError):
+    """A Bedrock batch inference job would hold fewer records than the account's quota
+    ("minimum number of records per batch inference job") and the step does not fall back."""
+
+    error_name = "Relayflow.BatchTooSmall"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

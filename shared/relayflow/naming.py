@@ -23,6 +23,7 @@ STEP_FUNCTIONS = (
     "approval",
     "waitpoint",
     "agent",
+    "llm_batch",
 )
 
 

@@ -54,9 +54,9 @@ def test_the_agent_may_invoke_exactly_the_configured_bedrock_models():
         MODEL.format(region=REGION, model="anthropic.claude-opus-4-1-20250805-v1:0"),
     )
     assert not allows(granted, "bedrock:CreateModelInvocationJob", bedrock["Resource"][0])
-    # And no other function may call Bedrock
+    # And no other function may call Bedrock (but llm_batch, whose grants are checked below)
     for kind in FUNCTIONS:
-        if kind != "agent":
+        if kind not in ("agent", "llm_batch"):
             assert "bedrock:" not in json.dumps(statements(resolver, kind)), kind
 
 
@@ -85,3 +85,32 @@ def test_the_state_machines_may_invoke_the_agent_function_of_their_stage():
     assert allows(granted, "lambda:InvokeFunction", arn)
     assert allows(granted, "lambda:InvokeFunction", f"{arn}:live")
     assert not allows(granted, "lambda:InvokeFunction", arn.replace("-dev-", "-prod-"))
+
+
+def test_llm_batch_runs_bedrock_jobs_with_its_own_role_only():
+    # Given the llm_batch function's grants
+    resolver = Resolver(
+        TEMPLATE, Stage="dev", BedrockModelIds="anthropic.claude-3-haiku-20240307-v1:0"
+    )
+    granted = statements(resolver, "llm_batch")
+    job = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/abc"
+    model = MODEL.format(region=REGION, model="anthropic.claude-3-haiku-20240307-v1:0")
+    # Then it may create and read batch jobs for the configured models, invoke them one by one
+    for action in ("bedrock:CreateModelInvocationJob", "bedrock:GetModelInvocationJob"):
+        assert allows(granted, action, job)
+    assert allows(granted, "bedrock:CreateModelInvocationJob", model)
+    assert allows(granted, "bedrock:InvokeModel", model)
+    assert not allows(granted, "bedrock:InvokeModel", MODEL.format(region=REGION, model="x.y"))
+    # And pass only the batch role, only to Bedrock
+    (pass_role,) = [s for s in granted if s.get("Sid") == "PassBatchRoleToBedrock"]
+    assert pass_role["Resource"].endswith("bedrockbatchrole")
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}
+    }
+    # And the batch role reaches only the batch records in the payload bucket
+    role = role_statements(TEMPLATE, resolver, "BedrockBatchRole")
+    bucket = resolver.get_att("PayloadBucket", "Arn")
+    assert allows(role, "s3:PutObject", f"{bucket}/payloads/batch/job/output/x.jsonl.out")
+    assert not allows(role, "s3:GetObject", f"{bucket}/payloads/acme/run/step/out.json")
+    trust = TEMPLATE["Resources"]["BedrockBatchRole"]["Properties"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"] == {"Service": "bedrock.amazonaws.com"}

@@ -138,9 +138,15 @@ def test_minimal_definition_is_valid():
         # step types without an executor in this build
         (
             lambda d: d["steps"].__setitem__(
-                "b", {"type": "llm_batch", "items": "{{ trigger.x }}", "prompt_template": "hi"}
+                "b",
+                {
+                    "type": "llm_batch",
+                    "model": "openai:gpt-4o-mini",
+                    "items": "{{ trigger.x }}",
+                    "prompt_template": "hi",
+                },
             ),
-            ("steps.b.type", "not-available"),
+            ("steps.b.model", "model-provider"),
         ),
         # triggers
         (

@@ -379,11 +379,43 @@ class AgentStep(_Routed):
 
 
 class LlmBatchStep(_Routed):
+    """One prompt, or one per item, run as a provider batch job (about half the price, for
+    work that can wait); the compiled state machine polls it (``docs/ai-steps.md``)."""
+
     type: Literal["llm_batch"]
-    model: str | None = None
-    items: Template
-    prompt_template: Template
+    model: str | None = Field(
+        None, description="<provider>:<model id>: anthropic:…, bedrock:… or scripted:<fixture>."
+    )
+    prompt: Template | None = Field(None, description="One prompt (instead of items).")
+    items: Template | None = Field(None, description="A placeholder yielding the list of items.")
+    prompt_template: Template | None = Field(
+        None, description="The prompt per item; it sees item and index."
+    )
+    system: Template | None = None
     max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    base_url: str | None = Field(None, pattern=r"^https?://")
+    api_key: SecretRef | None = None
+    poll_interval_seconds: int = Field(
+        60, ge=1, le=86_400, description="Wait between status checks (a compiled Wait)."
+    )
+    deadline_seconds: int = Field(
+        86_400, ge=60, le=604_800, description="Relayflow.BatchDeadline when not ended by then."
+    )
+    below_minimum: Literal["fail", "one_by_one"] = Field(
+        "fail",
+        description="Bedrock: fewer items than the account's minimum records per batch job: "
+        "fail (Relayflow.BatchTooSmall) or run them one by one through Converse.",
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> LlmBatchStep:
+        per_item = self.items is not None or self.prompt_template is not None
+        if (self.prompt is None) == (not per_item):
+            raise ValueError("an llm_batch needs either prompt, or items and prompt_template")
+        if per_item and (self.items is None or self.prompt_template is None):
+            raise ValueError("items and prompt_template go together")
+        return self
 
 
 class SubWorkflowStep(_Routed):
@@ -537,6 +569,7 @@ AVAILABLE_STEP_TYPES = frozenset(
         "waitpoint",
         "sub_workflow",
         "agent",
+        "llm_batch",
     }
 )
 

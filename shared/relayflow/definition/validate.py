@@ -50,7 +50,7 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "for_each": ("items",),
     "tool": ("args",),
     "agent": ("prompt", "system"),
-    "llm_batch": ("items", "prompt_template"),
+    "llm_batch": ("prompt", "system"),
     "sub_workflow": ("input",),
     "webhook_out": ("url", "headers", "body"),
     "approval": ("title", "prompt", "description"),
@@ -75,6 +75,8 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
     "waitpoint": ("retry", "concurrency", "rate_limit"),
     # A sub_workflow is a native Task (no step Lambda to hold flow-control leases).
     "sub_workflow": ("concurrency", "rate_limit"),
+    # The poll invocations would take slots and rate windows; a batch is one job.
+    "llm_batch": ("concurrency", "rate_limit"),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
 FOR_EACH_TARGET_TYPES = frozenset(
@@ -179,6 +181,7 @@ class _Checker:
         self.check_waits()
         self.check_tools()
         self.check_agents()
+        self.check_batches()
         self.check_triggers()
         return self.problems
 
@@ -200,7 +203,7 @@ class _Checker:
                     )
             retry = raw.get("retry")
             if (
-                step_type in ("parallel", "for_each")
+                step_type in ("parallel", "for_each", "llm_batch")
                 and isinstance(retry, Mapping)
                 and retry.get("backoff") == "linear"
             ):
@@ -489,6 +492,42 @@ class _Checker:
                 continue
             for suffix, rule, message in check_tool(raw["tool"], raw.get("args", {}), http_tools):
                 self.add(f"steps.{key}.{suffix}".rstrip("."), rule, message)
+
+    def check_batches(self) -> None:
+        """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
+        from relayflow.ai.batch import BATCH_PROVIDERS
+
+        for key, raw in self.steps.items():
+            if raw.get("type") != "llm_batch":
+                continue
+            base = f"steps.{key}"
+            model = raw.get("model")
+            if model is None:
+                self.add(f"{base}.model", "required", "an llm_batch needs a model")
+            elif isinstance(model, str):
+                provider, sep, model_id = model.partition(":")
+                if not sep or provider not in BATCH_PROVIDERS or not model_id:
+                    self.add(
+                        f"{base}.model",
+                        "model-provider",
+                        f"llm_batch model {model!r} must be <provider>:<model id> with provider "
+                        f"one of {', '.join(BATCH_PROVIDERS)} (the OpenAI Batch API is not "
+                        "available in this build)",
+                    )
+                elif provider == "anthropic" and raw.get("api_key") is None:
+                    self.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
+                elif provider == "bedrock" and not model_id.startswith(
+                    ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.")
+                ):
+                    self.add(
+                        f"{base}.model",
+                        "model-provider",
+                        "Bedrock batch inference is built for Anthropic models "
+                        "(bedrock:anthropic.…)",
+                    )
+            for name in ("items", "prompt_template"):
+                if raw.get(name) is not None:  # prompt_template also reads item and index
+                    self.check_template_field(f"{base}.{name}", raw[name])
 
     def check_agents(self) -> None:
         """Agent steps: a known provider, tools that exist, consistent gating, a valid

@@ -20,6 +20,16 @@ def api_key(ref: Any, provider: str) -> str | None:
     return resolve_secret(ref)
 
 
+def get_json(provider: str, url: str, headers: dict[str, str]) -> dict[str, Any]:
+    """GET a JSON object, with :func:`post_json`'s error mapping."""
+    return _parsed(provider, _send(provider, "GET", url, headers, None))
+
+
+def get_text(provider: str, url: str, headers: dict[str, str]) -> str:
+    """GET a text body (JSONL results), with :func:`post_json`'s error mapping."""
+    return _send(provider, "GET", url, headers, None).text
+
+
 def post_json(
     provider: str, url: str, headers: dict[str, str], body: dict[str, Any]
 ) -> dict[str, Any]:
@@ -30,15 +40,20 @@ def post_json(
     non-2xx is ``Relayflow.ModelError``; a 2xx whose body is not a JSON object is
     ``Relayflow.ModelResponseInvalid``. Error messages name the provider and status, never
     a header (the API key)."""
+    content = json.dumps(body, separators=(",", ":")).encode()
+    return _parsed(provider, _send(provider, "POST", url, headers, content))
+
+
+def _send(
+    provider: str, method: str, url: str, headers: dict[str, str], content: bytes | None
+) -> Any:
     from relayflow.net.http import raise_for_status, request, truncate_body
 
+    sent = dict(headers)
+    if content is not None:
+        sent["Content-Type"] = "application/json"
     response = request(
-        "POST",
-        url,
-        headers={**headers, "Content-Type": "application/json"},
-        content=json.dumps(body, separators=(",", ":")).encode(),
-        timeout=MODEL_TIMEOUT_SECONDS,
-        max_redirects=0,
+        method, url, headers=sent, content=content, timeout=MODEL_TIMEOUT_SECONDS, max_redirects=0
     )
     status = response.status_code
     if status >= 500 or status in (408, 429):
@@ -61,11 +76,17 @@ def post_json(
             status=status,
             body=truncate_body(response),
         )
+    return response
+
+
+def _parsed(provider: str, response: Any) -> dict[str, Any]:
+    from relayflow.net.http import truncate_body
+
     try:
         parsed = json.loads(response.content)
     except ValueError:
         raise ModelResponseInvalid(
-            f"{provider} answered {status} with a body that is not JSON",
+            f"{provider} answered {response.status_code} with a body that is not JSON",
             provider=provider,
             body=truncate_body(response, 200),
         ) from None
