@@ -223,3 +223,37 @@ def test_an_agent_without_outcomes_takes_on_success_and_carries_its_http_tools()
 
     config = json.loads(compiled.asl["States"]["triage"]["Parameters"]["Payload"]["step"]["config"])
     assert set(config["http_tools"]) == {"crm"} and "outcomes" not in config
+
+
+@pytest.mark.parametrize(
+    ("item_step", "path"),
+    [
+        (
+            {
+                "type": "agent",
+                "model": "scripted:x",
+                "prompt": "hi",
+                "tools": ["http.crm.customer"],
+                "require_approval_tools": ["http.crm.customer"],
+            },
+            "steps.each_one.require_approval_tools",
+        ),
+        (
+            {"type": "agent", "model": "scripted:x", "prompt": "hi", "outcomes": {"a": "inherit"}},
+            "steps.each_one.outcomes",
+        ),
+        ({"type": "llm_batch", "model": "scripted:x", "prompt": "hi"}, "steps.each.step"),
+    ],
+)
+def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, path):
+    data = {
+        "id": "wf",
+        "start": "each",
+        "http_tools": {"crm": HTTP_TOOLS["crm"]},
+        "steps": {
+            "each": {"type": "for_each", "items": "{{ trigger.xs }}", "step": "each_one"},
+            "each_one": item_step,
+        },
+    }
+    _, problems = validate_data(data)
+    assert (path, "for-each-target") in {(p.path, p.rule) for p in problems}

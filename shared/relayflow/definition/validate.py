@@ -79,8 +79,9 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
     "llm_batch": ("concurrency", "rate_limit"),
 }
 #: Step types a for_each may run per item: one unit of work that produces an output.
+#: (An llm_batch already runs per item, and its poll loop is not an item's unit of work.)
 FOR_EACH_TARGET_TYPES = frozenset(
-    {"noop", "transform", "tool", "agent", "llm_batch", "sub_workflow", "code", "webhook_out"}
+    {"noop", "transform", "tool", "agent", "sub_workflow", "code", "webhook_out"}
 )
 
 
@@ -262,7 +263,7 @@ class _Checker:
                     f"{target_raw.get('type')} step (allowed: "
                     f"{', '.join(sorted(FOR_EACH_TARGET_TYPES))})",
                 )
-            for route in ("on_success", "on_failure", "outcomes"):
+            for route in ("on_success", "on_failure", "outcomes", "require_approval_tools"):
                 if target_raw.get(route):
                     self.add(
                         f"steps.{target}.{route}",
