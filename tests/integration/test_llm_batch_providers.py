@@ -276,3 +276,108 @@ def job_response(arn: str, status: str) -> dict[str, Any]:
         "inputDataConfig": {"s3InputDataConfig": {"s3Uri": "s3://relayflow-payloads/in.jsonl"}},
         "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": "s3://relayflow-payloads/out/"}},
     }
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def test_openai_batch_uploads_jsonl_creates_the_batch_and_reads_output_and_error_files(server):
+    import email
+
+    from relayflow.ai.batch import OpenAIBatch
+
+    state = {"status": "in_progress"}
+    output = {
+        "id": "batch_req_1",
+        "custom_id": "item-0",
+        "response": {
+            "status_code": 200,
+            "body": {
+                "choices": [
+                    {
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "Positive."},
+                    }
+                ],
+                "usage": {"prompt_tokens": 15, "completion_tokens": 2},
+            },
+        },
+        "error": None,
+    }
+    failed = {
+        "id": "batch_req_2",
+        "custom_id": "item-1",
+        "response": {
+            "status_code": 400,
+            "body": {"error": {"message": "bad", "type": "invalid_request_error"}},
+        },
+        "error": None,
+    }
+
+    def reply(received: Received) -> Reply:
+        routes = {
+            ("POST", "/v1/files"): {"id": "file-in", "object": "file", "purpose": "batch"},
+            ("POST", "/v1/batches"): {"id": "batch_abc", "object": "batch", "status": "validating"},
+            ("GET", "/v1/batches/batch_abc"): {
+                "id": "batch_abc",
+                "object": "batch",
+                **state,
+                "output_file_id": "file-out",
+                "error_file_id": "file-err",
+            },
+        }
+        if (received.method, received.path) in routes:
+            body = json.dumps(routes[(received.method, received.path)]).encode()
+            return 200, {"Content-Type": "application/json"}, body
+        if received.path == "/v1/files/file-out/content":
+            return 200, {"Content-Type": "application/octet-stream"}, json.dumps(output).encode()
+        if received.path == "/v1/files/file-err/content":
+            return 200, {"Content-Type": "application/octet-stream"}, json.dumps(failed).encode()
+        return 404, {}, b""
+
+    server.reply = reply
+    provider = OpenAIBatch(f"{server.url}/v1", {"name": "relayflow/anthropic"})
+    # When submitted
+    handle = provider.submit("gpt-4o-mini", REQUESTS)
+    upload, create = server.requests[0], server.requests[1]
+    # Then the requests went up as a JSONL file (purpose batch), and the batch names it
+    message = email.message_from_bytes(
+        f"Content-Type: {upload.headers['content-type']}\r\n\r\n".encode() + upload.body
+    )
+    parts = {p.get_param("name", header="content-disposition"): p for p in message.get_payload()}
+    assert parts["purpose"].get_payload() == "batch"
+    lines = [json.loads(line) for line in parts["file"].get_payload().splitlines()]
+    assert lines[0] == {
+        "custom_id": "item-0",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Summarise: great"},
+            ],
+            "max_tokens": 50,
+        },
+    }
+    assert json.loads(create.body) == {
+        "input_file_id": "file-in",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    }
+    assert upload.headers["authorization"] == f"Bearer {KEY}" and handle["id"] == "batch_abc"
+    # And it polls until completed, then reads the output and the error files
+    assert provider.status(handle).state == "in_progress"
+    state["status"] = "completed"
+    done = provider.status(handle)
+    assert done.results["item-0"] == {
+        "status": "succeeded",
+        "response": "Positive.",
+        "usage": {"input_tokens": 15, "output_tokens": 2},
+    }
+    assert done.results["item-1"]["status"] == "errored"
+    assert done.results["item-1"]["error"]["type"] == "invalid_request_error"
+    # A failed batch is a whole-batch failure
+    state["status"] = "failed"
+    with pytest.raises(BatchFailed, match="ended failed"):
+        provider.status(handle)

@@ -141,7 +141,7 @@ def test_minimal_definition_is_valid():
                 "b",
                 {
                     "type": "llm_batch",
-                    "model": "openai:gpt-4o-mini",
+                    "model": "gemini:pro",
                     "items": "{{ trigger.x }}",
                     "prompt_template": "hi",
                 },

@@ -11,7 +11,8 @@ are plain JSON: they travel in the state document between the compiled poll stat
   minimum number of records (a Service Quotas value); below it the step refuses or, when
   configured, runs the items one by one through Converse.
 
-The OpenAI Batch API is not built yet; validation refuses ``openai:`` models on llm_batch.
+* ``openai:<model>``: the OpenAI Batch API (a JSONL file of Chat Completions requests
+  uploaded to ``/files``, ``/batches`` with a 24 h window, the output and error files).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from relayflow.ai.messages import Usage
 from relayflow.errors import BatchFailed, InvalidArgsError, ModelResponseInvalid
 
 BatchState = Literal["in_progress", "ended"]
-BATCH_PROVIDERS: tuple[str, ...] = ("scripted", "anthropic", "bedrock")
+BATCH_PROVIDERS: tuple[str, ...] = ("scripted", "anthropic", "openai", "bedrock")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvid
         return ScriptedBatch()
     if provider == "anthropic":
         return AnthropicBatch(connection.get("base_url"), connection.get("api_key"))
+    if provider == "openai":
+        return OpenAIBatch(connection.get("base_url"), connection.get("api_key"))
     if provider == "bedrock":
         from relayflow.ai.bedrock_batch import BedrockBatch
 
@@ -207,4 +210,134 @@ class AnthropicBatch:
                     "status": str(kind or "errored"),
                     "error": error,
                 }
+        return BatchStatus("ended", handle, results)
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+class OpenAIBatch:
+    """The OpenAI Batch API: upload the requests as a JSONL file (``purpose=batch``), create a
+    batch on ``/v1/chat/completions`` with a 24 h window, poll it, then read its output file
+    (and its error file for requests that failed)."""
+
+    name = "openai"
+    _RUNNING = frozenset({"validating", "in_progress", "finalizing"})
+
+    def __init__(self, base_url: str | None, api_key_ref: Any) -> None:
+        from relayflow.ai.providers.openai import DEFAULT_BASE_URL
+
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_ref = api_key_ref
+
+    def _headers(self) -> dict[str, str]:
+        from relayflow.ai.providers.http_common import api_key
+
+        key = api_key(self.api_key_ref, self.name)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        from relayflow.ai.providers.http_common import post_json, post_multipart
+
+        lines = []
+        for r in requests:
+            messages = ([{"role": "system", "content": r.system}] if r.system else []) + [
+                {"role": "user", "content": r.prompt}
+            ]
+            body: dict[str, Any] = {
+                "model": model_id,
+                "messages": messages,
+                "max_tokens": r.max_tokens,
+            }
+            if r.temperature is not None:
+                body["temperature"] = r.temperature
+            lines.append(
+                json.dumps(
+                    {
+                        "custom_id": r.custom_id,
+                        "method": "POST",
+                        "url": "/v1/chat/completions",
+                        "body": body,
+                    }
+                )
+            )
+        headers = self._headers()
+        uploaded = post_multipart(
+            self.name,
+            f"{self.base_url}/files",
+            headers,
+            {"purpose": "batch"},
+            ("file", "relayflow-batch.jsonl", "\n".join(lines).encode()),
+        )
+        if not isinstance(uploaded.get("id"), str):
+            raise ModelResponseInvalid("openai answered the upload without a file id")
+        batch = post_json(
+            self.name,
+            f"{self.base_url}/batches",
+            headers,
+            {
+                "input_file_id": uploaded["id"],
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            },
+        )
+        if not isinstance(batch.get("id"), str):
+            raise ModelResponseInvalid("openai answered a batch without an id")
+        return {
+            "id": batch["id"],
+            "input_file_id": uploaded["id"],
+            "ids": [r.custom_id for r in requests],
+        }
+
+    def status(self, handle: dict[str, Any]) -> BatchStatus:
+        from relayflow.ai.providers.http_common import get_json, get_text
+        from relayflow.ai.providers.openai import parse_response
+
+        headers = self._headers()
+        batch = get_json(self.name, f"{self.base_url}/batches/{handle['id']}", headers)
+        state = batch.get("status")
+        if state in self._RUNNING:
+            return BatchStatus("in_progress", handle)
+        if state not in ("completed", "expired"):
+            raise BatchFailed(
+                f"openai batch {handle['id']} ended {state}", batch_id=handle["id"], status=state
+            )
+        results: dict[str, dict[str, Any]] = {}
+        for field_name in ("output_file_id", "error_file_id"):
+            file_id = batch.get(field_name)
+            if not isinstance(file_id, str):
+                continue
+            for line in get_text(
+                self.name, f"{self.base_url}/files/{file_id}/content", headers
+            ).splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    raise ModelResponseInvalid(
+                        "openai batch output holds a line that is not JSON"
+                    ) from None
+                response = row.get("response") or {}
+                custom_id = str(row.get("custom_id"))
+                if row.get("error") or response.get("status_code") != 200:
+                    results[custom_id] = {
+                        "status": "errored",
+                        "error": row.get("error")
+                        or (response.get("body") or {}).get("error")
+                        or response,
+                    }
+                    continue
+                turn = parse_response(response.get("body") or {})
+                results[custom_id] = {
+                    "status": "succeeded",
+                    "response": turn.text,
+                    "usage": {
+                        "input_tokens": turn.usage.input_tokens,
+                        "output_tokens": turn.usage.output_tokens,
+                    },
+                }
+        if state == "expired":
+            for custom_id in handle.get("ids") or []:
+                results.setdefault(custom_id, {"status": "expired", "error": "the batch expired"})
         return BatchStatus("ended", handle, results)

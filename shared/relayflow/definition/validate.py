@@ -512,8 +512,7 @@ class _Checker:
                         f"{base}.model",
                         "model-provider",
                         f"llm_batch model {model!r} must be <provider>:<model id> with provider "
-                        f"one of {', '.join(BATCH_PROVIDERS)} (the OpenAI Batch API is not "
-                        "available in this build)",
+                        f"one of {', '.join(BATCH_PROVIDERS)}",
                     )
                 elif provider == "anthropic" and raw.get("api_key") is None:
                     self.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")

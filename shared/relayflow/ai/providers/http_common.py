@@ -44,14 +44,46 @@ def post_json(
     return _parsed(provider, _send(provider, "POST", url, headers, content))
 
 
+def post_multipart(
+    provider: str,
+    url: str,
+    headers: dict[str, str],
+    fields: dict[str, str],
+    file: tuple[str, str, bytes],
+) -> dict[str, Any]:
+    """POST ``multipart/form-data`` (``fields`` and one ``file``: name, filename, bytes), with
+    :func:`post_json`'s error mapping; the answer's JSON object."""
+    import hashlib
+
+    boundary = "relayflow-" + hashlib.sha256(file[2]).hexdigest()[:24]
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{file[0]}"; '
+        f'filename="{file[1]}"\r\nContent-Type: application/jsonl\r\n\r\n'.encode()
+        + file[2]
+        + b"\r\n"
+    )
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    content_type = f"multipart/form-data; boundary={boundary}"
+    return _parsed(provider, _send(provider, "POST", url, headers, body, content_type))
+
+
 def _send(
-    provider: str, method: str, url: str, headers: dict[str, str], content: bytes | None
+    provider: str,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    content: bytes | None,
+    content_type: str = "application/json",
 ) -> Any:
     from relayflow.net.http import raise_for_status, request, truncate_body
 
     sent = dict(headers)
     if content is not None:
-        sent["Content-Type"] = "application/json"
+        sent["Content-Type"] = content_type
     response = request(
         method, url, headers=sent, content=content, timeout=MODEL_TIMEOUT_SECONDS, max_redirects=0
     )
