@@ -257,3 +257,30 @@ def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, pat
     }
     _, problems = validate_data(data)
     assert (path, "for-each-target") in {(p.path, p.rule) for p in problems}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"model": "gemini:pro"}, ("steps.batch.model", "model-provider")),
+        ({"model": "bedrock:amazon.nova-lite-v1:0"}, ("steps.batch.model", "model-provider")),
+        ({"model": "anthropic:claude-haiku-4-5"}, ("steps.batch.api_key", "required")),
+        ({"prompt": "one"}, ("steps.batch", "value-error")),
+        ({"items": None}, ("steps.batch", "value-error")),
+        ({"retry": {"backoff": "linear"}}, ("steps.batch.retry.backoff", "not-applicable")),
+        ({"concurrency": {"limit": 1}}, ("steps.batch.concurrency", "not-applicable")),
+        ({"prompt_template": "{{ item.text"}, ("steps.batch.prompt_template", "template")),
+        ({"poll_interval_seconds": 0}, ("steps.batch.poll_interval_seconds", "greater-than-equal")),
+    ],
+)
+def test_llm_batch_validation_rules(change, expected):
+    step = {
+        "type": "llm_batch",
+        "model": "scripted:reviews",
+        "items": "{{ trigger.reviews }}",
+        "prompt_template": "Summarise {{ item.text }}",
+    }
+    step.update(change)
+    step = {k: v for k, v in step.items() if v is not None}
+    _, problems = validate_data({"id": "wf", "start": "batch", "steps": {"batch": step}})
+    assert expected in {(p.path, p.rule) for p in problems}

@@ -211,7 +211,10 @@ class _Checker:
                 self.add(
                     f"steps.{key}.retry.backoff",
                     "not-applicable",
-                    "linear backoff is available on steps that run in a Lambda, "
+                    "linear backoff is not available on an llm_batch (its submit and poll "
+                    "Tasks share one retry policy); use fixed or exponential"
+                    if step_type == "llm_batch"
+                    else "linear backoff is available on steps that run in a Lambda, "
                     f"not on {step_type}",
                 )
             if step_type in STEP_TYPES and step_type not in AVAILABLE_STEP_TYPES:
