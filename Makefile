@@ -42,6 +42,8 @@ demo: venv
 	$(BIN)/relayflow run workflows/examples/order_fulfilment.yaml --input @events/examples/order_fulfilment.json \
 		--resources workflows/examples/local/order_fulfilment.resources.yaml
 	$(BIN)/relayflow run workflows/examples/order_shipping.yaml --input @events/examples/order_shipping.json
+	$(BIN)/relayflow run workflows/examples/support_triage.yaml --input @events/examples/support_triage.json \
+		--resources workflows/examples/local/support_triage.resources.yaml
 
 lint: venv
 	$(BIN)/ruff check .

@@ -17,7 +17,11 @@ invocations count in the parent's run). For each run the bench counts:
 It prints the cost per run and per 1,000,000 runs by service, then the same counts per step
 type, against the goal: a code-running step makes at most 1 Lambda invocation and at most 2
 DynamoDB writes to the Relayflow table per attempt (a tool's writes to the user's own tables
-are the step's work, shown but not held to the goal); a native step makes none.
+are the step's work, shown but not held to the goal); a native step makes none. An agent
+records each model turn and each tool call it runs (so a duplicate invocation repeats none),
+so its goal is 2 writes per recorded turn or call. The tokens of every AI step are printed
+with their estimated dollars, and at :data:`REFERENCE_MODEL`'s price (the examples use the
+scripted model, which costs nothing).
 
 Counting rules and assumptions:
 
@@ -102,7 +106,16 @@ EXAMPLES = [
         "order_fulfilment.resources.yaml",
     ),
     ("order_shipping", "order_shipping.yaml", "order_shipping.json", None),
+    (
+        "support_triage",
+        "support_triage.yaml",
+        "support_triage.json",
+        "support_triage.resources.yaml",
+    ),
 ]
+#: AI steps of the examples use the scripted model ($0); their tokens are also priced at this
+#: model's list price (relayflow.ai.prices) to show what the same run would cost on AWS.
+REFERENCE_MODEL = ("bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0")
 #: Workflows the examples' sub_workflow steps start (each child run is billed too: its
 #: transitions and invocations count in its parent's run).
 CHILDREN = ["shipping_quote.yaml"]
@@ -420,7 +433,34 @@ def print_example(usage: RunUsage, trigger_file: str) -> float:
         per_million = money(None if dollars is None else dollars * RUNS)
         print(f"  {service:<28} {amount:>18} {per_run:>14} {per_million:>14}")
     print(f"  {'total (priced)':<28} {'':>18} {total:>14.8f} {money(total * RUNS):>14}")
+    print_ai_steps(usage)
     return total
+
+
+def print_ai_steps(usage: RunUsage) -> None:
+    """Tokens and dollars of every agent / llm_batch step execution of the run (its output's
+    ``usage``), and the same tokens at :data:`REFERENCE_MODEL`'s price."""
+    from relayflow.ai.messages import Usage
+    from relayflow.ai.prices import estimate_cost
+
+    for invocation in usage.invocations:
+        if not invocation.function_name.endswith(("-agent", "-llm_batch")):
+            continue
+        output = (
+            (invocation.result or {}).get("output") if isinstance(invocation.result, dict) else None
+        )
+        tokens = output.get("usage") if isinstance(output, dict) else None
+        if not isinstance(tokens, dict):
+            continue  # a batch still in progress, or a suspended agent
+        step = ((invocation.payload or {}).get("step") or {}).get("key")
+        spent = Usage(int(tokens.get("input_tokens") or 0), int(tokens.get("output_tokens") or 0))
+        reference = estimate_cost(*REFERENCE_MODEL, spent, batch=bool(tokens.get("batch")))
+        print(
+            f"  AI step {step}: {spent.input_tokens} input + {spent.output_tokens} output tokens "
+            f"on {tokens.get('model')}, {money(tokens.get('estimated_cost_usd'), 6)} per run; at "
+            f"{':'.join(REFERENCE_MODEL)} {money(reference, 6)} per run, "
+            f"{money(None if reference is None else reference * RUNS)} per 1M runs"
+        )
 
 
 @dataclass
@@ -435,6 +475,9 @@ class TypeRow:
     #: Writes to the Relayflow table only: the platform's own cost of a step (flow control,
     #: breakers, recorded results). A tool's writes to the user's tables are its work.
     max_own_writes_per_invocation: int = 0
+    #: Side effects one invocation records (an agent records each model turn and each tool
+    #: call it runs, so a duplicate invocation runs none of them twice); 1 for other steps.
+    max_recorded_units: int = 1
 
 
 def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
@@ -449,7 +492,9 @@ def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
             step = inv.payload.get("step") if isinstance(inv.payload, dict) else None
             key = str(step.get("key")) if isinstance(step, dict) else "?"
             kind = str(step.get("type")) if isinstance(step, dict) else "?"
-            rows[(kind, usage.runners.get(key, "native"))].invocations += 1
+            row = rows[(kind, usage.runners.get(key, "native"))]
+            row.invocations += 1
+            row.max_recorded_units = max(row.max_recorded_units, recorded_units(inv))
         per_invocation: Counter[int] = Counter()
         own_per_invocation: Counter[int] = Counter()
         for call in usage.calls:
@@ -473,6 +518,15 @@ def step_type_rows(runs: list[RunUsage]) -> dict[tuple[str, str], TypeRow]:
     return rows
 
 
+def recorded_units(inv: Invocation) -> int:
+    """Model turns plus tool calls an agent invocation ran (each recorded once); 1 otherwise."""
+    output = inv.result.get("output") if isinstance(inv.result, dict) else None
+    if not isinstance(output, dict) or "turns" not in output:
+        return 1
+    ran = [c for c in output.get("tool_calls") or [] if c.get("status") in ("succeeded", "failed")]
+    return int(output["turns"]) + len(ran)
+
+
 def print_step_types(runs: list[RunUsage]) -> bool:
     rows = step_type_rows(runs)
     print("\nper step type, all runs above (an execution is one step run, a for_each item each;")
@@ -492,6 +546,11 @@ def print_step_types(runs: list[RunUsage]) -> bool:
         if runner == "native":
             ok = row.invocations == 0 and row.writes == 0
             limit = "0 inv, 0 writes"
+        elif row.max_recorded_units > 1:
+            ok = (
+                per_attempt <= 1 and row.max_own_writes_per_invocation <= 2 * row.max_recorded_units
+            )
+            limit = "<=1 inv, <=2 own writes per recorded turn or tool call"
         else:
             ok = per_attempt <= 1 and row.max_own_writes_per_invocation <= 2
             limit = "<=1 inv, <=2 own writes"

@@ -159,6 +159,21 @@ def _print_table(result: Any, out: TextIO) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)), file=out)
 
 
+def _print_ai_usage(result: Any, out: TextIO) -> None:
+    """One line per AI step (agent, llm_batch): its tokens and estimated dollars."""
+    for step in result.steps:
+        usage = step.output.get("usage") if isinstance(step.output, dict) else None
+        if step.type not in ("agent", "llm_batch") or not isinstance(usage, dict):
+            continue
+        cost = usage.get("estimated_cost_usd")
+        dollars = "no price listed" if cost is None else f"est. ${cost:.6f}"
+        print(
+            f"AI step {step.key}: {usage.get('input_tokens')} input + "
+            f"{usage.get('output_tokens')} output tokens on {usage.get('model')}, {dollars}",
+            file=out,
+        )
+
+
 def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
     """The workflows ``workflow``'s sub_workflow steps start (and theirs, in turn), found by
     ``id`` among the definitions in ``directory``. Files that do not load are skipped unless
@@ -264,6 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"run {result.run_id}: {result.status.upper()} in {ms}, "
             f"{result.lambda_invocations} Lambda invocation(s)"
         )
+        _print_ai_usage(result, sys.stdout)
         if result.error:
             print(f"error: {result.error}: {result.cause}")
         else:

@@ -150,6 +150,66 @@ class StepThroughOff(RelayflowError):
     error_name = "Relayflow.StepThroughOff"
 
 
+class ModelError(RelayflowError):
+    """A model provider refused the request (4xx other than 408/429, a validation or access
+    error): retrying the same request cannot help. ``details`` carry the provider and status."""
+
+    error_name = "Relayflow.ModelError"
+
+
+class ModelResponseInvalid(RelayflowError):
+    """A model provider answered with something that is not its documented format (a body that
+    is not JSON, a message without content, a tool call without a name)."""
+
+    error_name = "Relayflow.ModelResponseInvalid"
+
+
+class AgentMaxTurns(RelayflowError):
+    """An agent still asked for tools after ``max_turns`` model turns."""
+
+    error_name = "Relayflow.AgentMaxTurns"
+
+
+class AgentTokenBudget(RelayflowError):
+    """An agent's model turns used more tokens (input + output) than its ``token_budget``."""
+
+    error_name = "Relayflow.AgentTokenBudget"
+
+
+class AgentOutputInvalid(RelayflowError):
+    """An agent's final answer did not match its ``output_schema`` / ``outcomes``, even after
+    the one corrective turn."""
+
+    error_name = "Relayflow.AgentOutputInvalid"
+
+
+class AgentOutcomeInherited(RelayflowError):
+    """An agent picked an outcome routed to ``inherit``: the step's failure handling runs.
+    Raised by the compiled state machine, never by a Lambda."""
+
+    error_name = "Relayflow.AgentOutcomeInherited"
+
+
+class BatchFailed(RelayflowError):
+    """An llm_batch job failed as a whole (failed, expired or cancelled by the provider, or
+    every item failed). Per-item failures are reported per item in the output instead."""
+
+    error_name = "Relayflow.BatchFailed"
+
+
+class BatchDeadline(RelayflowError):
+    """An llm_batch job did not finish before the step's ``deadline_seconds``."""
+
+    error_name = "Relayflow.BatchDeadline"
+
+
+class BatchTooSmall(RelayflowError):
+    """A Bedrock batch inference job would hold fewer records than the account's quota
+    ("minimum number of records per batch inference job") and the step does not fall back."""
+
+    error_name = "Relayflow.BatchTooSmall"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

@@ -22,6 +22,8 @@ STEP_FUNCTIONS = (
     "code",
     "approval",
     "waitpoint",
+    "agent",
+    "llm_batch",
 )
 
 

@@ -121,6 +121,16 @@ class Settings(BaseSettings):
     code_memory_mb: int = 256
     code_wall_seconds: float = 10.0
     code_output_bytes: int = 100_000
+    bedrock_batch_role_arn: str | None = Field(
+        None,
+        description="The service role Bedrock batch inference jobs (llm_batch) run with: it "
+        "reads and writes the payload bucket's payloads/batch/ objects.",
+    )
+    ai_fixtures_dir: str | None = Field(
+        None,
+        description="Directory searched first for scripted-model fixtures "
+        "(model: scripted:<fixture>); the fixtures shipped in relayflow/ai/fixtures follow.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -115,6 +115,9 @@ class Resolver:
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.parameters:
+            spec = (self.template.get("Parameters") or {}).get(name) or {}
+            if spec.get("Type") == "CommaDelimitedList":
+                return self.parameters[name].split(",")
             return self.parameters[name]
         resource = self.resource(name)
         props = resource.get("Properties") or {}
@@ -189,7 +192,10 @@ class Resolver:
             if key == "Fn::Sub":
                 return self.sub(arg) if isinstance(arg, str) else self.sub(arg[0], arg[1])
             if key == "Fn::Join":
-                return arg[0].join(str(self.resolve(v)) for v in arg[1])
+                values = arg[1] if isinstance(arg[1], list) else self.resolve(arg[1])
+                return arg[0].join(str(self.resolve(v)) for v in values)
+            if key == "Fn::Split":
+                return str(self.resolve(arg[1])).split(arg[0])
             if key == "Fn::If":
                 name, then, otherwise = arg
                 return self.resolve(then if self.condition(name) else otherwise)

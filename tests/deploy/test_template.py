@@ -485,8 +485,8 @@ def test_the_dlq_alarm_watches_the_dimensions_record_metric_emits():
 @pytest.mark.parametrize(
     "alarms",
     [
-        ("FunctionErrorsAlarm", "PlatformErrorsAlarm"),
-        ("FunctionThrottlesAlarm", "PlatformThrottlesAlarm"),
+        ("FunctionErrorsAlarm", "PlatformErrorsAlarm", "AiFunctionErrorsAlarm"),
+        ("FunctionThrottlesAlarm", "PlatformThrottlesAlarm", "AiFunctionThrottlesAlarm"),
     ],
 )
 def test_function_alarms_cover_every_function(alarms):

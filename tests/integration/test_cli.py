@@ -103,3 +103,24 @@ def test_bad_input_is_a_usage_error(capsys):
     assert main(["run", EXAMPLE, "--input", "{not json"]) == 2
     assert "--input is not valid JSON" in capsys.readouterr().err
     assert main(["run", EXAMPLE, "--input", "@/nonexistent.json"]) == 2
+
+
+@pytest.mark.integration
+def test_the_support_triage_demo_routes_on_the_agents_outcome_and_prints_its_tokens(capsys):
+    # Given the demo's agent example, its ticket and its local customer table
+    example = str(ROOT / "workflows/examples/support_triage.yaml")
+    payload = "@" + str(ROOT / "events/examples/support_triage.json")
+    resources = str(ROOT / "workflows/examples/local/support_triage.resources.yaml")
+    # When it runs (scripted model, offline)
+    assert main(["run", example, "--input", payload, "--resources", resources]) == 0
+    out = capsys.readouterr().out
+    # Then the agent looked the customer up, picked refund, and the run routed there
+    assert "issue_refund" in out and "escalate" not in out.split("output steps:")[0]
+    assert (
+        "AI step triage: 1008 input + 122 output tokens on scripted:support_triage, "
+        "est. $0.000000" in out
+    )
+    steps = json.loads(out.split("output steps:", 1)[1])
+    triage = steps["triage"]["output"]
+    assert triage["outcome"] == "refund"
+    assert triage["tool_calls"][0]["output"]["item"]["standing"] == "good"

@@ -137,8 +137,16 @@ def test_minimal_definition_is_valid():
         (lambda d: d["steps"]["b"].update(type="teleport"), ("steps.b", "step-type")),
         # step types without an executor in this build
         (
-            lambda d: d["steps"].__setitem__("b", {"type": "agent", "prompt": "hi"}),
-            ("steps.b.type", "not-available"),
+            lambda d: d["steps"].__setitem__(
+                "b",
+                {
+                    "type": "llm_batch",
+                    "model": "gemini:pro",
+                    "items": "{{ trigger.x }}",
+                    "prompt_template": "hi",
+                },
+            ),
+            ("steps.b.model", "model-provider"),
         ),
         # triggers
         (

@@ -367,6 +367,10 @@ class ScopeContext:
             config["http_tool"]["operations"] = {op: operations[op] for op in operation}
         if step.type == "custom":
             config["branches"] = sorted(step.branches)
+        if step.type == "agent":
+            from relayflow.compiler.kinds.agent import agent_config
+
+            agent_config(config, step, self.c.wf.http_tools)
         return config
 
     def lambda_task(

@@ -20,6 +20,8 @@ from typing import Any
 ROUTE_FIELDS = ("on_success", "on_true", "on_false", "on_approve", "on_reject", "on_timeout")
 #: Route maps: name → step key.
 ROUTE_MAPS = ("outcomes",)
+#: An outcome routed here takes the step's failure handling instead of a step.
+INHERIT = "inherit"
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def step_edges(key: str, raw: Mapping[str, Any]) -> list[Edge]:
             edges.extend(
                 Edge(key, target, f"branch:{name}", f"{base}.{field_name}.{name}")
                 for name, target in routes.items()
-                if isinstance(target, str)
+                if isinstance(target, str) and target != INHERIT
             )
     if step_type == "for_each" and isinstance(raw.get("step"), str):
         edges.append(Edge(key, raw["step"], "step", f"{base}.step"))

@@ -356,28 +356,102 @@ class ToolStep(_Routed):
 
 
 class AgentStep(_Routed):
+    """A model in a tool loop (``docs/ai-steps.md``): it reads ``prompt``, may call the
+    permitted ``tools`` (gating is enforced in code, never by the prompt), and ends with an
+    answer. With ``outcomes`` the answer picks one of their names and the run routes on it;
+    ``inherit`` sends that outcome to the step's failure handling."""
+
     type: Literal["agent"]
     agent_id: str | None = None
     prompt: Template
-    system: str | None = None
-    model: str | None = None
-    max_turns: int = Field(5, ge=1, le=50)
-    max_tokens: int | None = Field(None, ge=1)
+    system: Template | None = None
+    model: str | None = Field(
+        None,
+        description="<provider>:<model id>: bedrock:…, anthropic:…, openai:…, or "
+        "scripted:<fixture> (replays a fixture; demo and tests).",
+    )
+    base_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="anthropic/openai: the API's base URL (e.g. a self-hosted "
+        "OpenAI-compatible server).",
+    )
+    api_key: SecretRef | None = Field(None, description="anthropic/openai: the API key.")
+    max_turns: int = Field(5, ge=1, le=50, description="Model turns before AgentMaxTurns.")
+    max_tokens: int | None = Field(None, ge=1, description="Output tokens per model turn.")
     temperature: float | None = Field(None, ge=0, le=2)
-    allowed_tools: list[str] | None = None
-    blocked_tools: list[str] | None = None
-    require_approval_tools: list[str] | None = None
+    token_budget: int | None = Field(
+        None, ge=1, description="Input + output tokens over all turns before AgentTokenBudget."
+    )
+    tools: list[str] | None = Field(
+        None, description="Catalogue tools the agent knows (aws.…, http.<name>[.<op>])."
+    )
+    allowed_tools: list[str] | None = Field(
+        None, description="Only these may run (and, without tools, the tools it knows)."
+    )
+    blocked_tools: list[str] | None = Field(None, description="These never run.")
+    require_approval_tools: list[str] | None = Field(
+        None,
+        description="A call to one of these waits for a person's approval (a compiled "
+        "approval state); rejected calls never run.",
+    )
+    approval_channels: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Notification channels of those approvals (like an approval step's "
+        "notification_channels; guest links included).",
+    )
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the answer's response; one corrective turn if wrong."
+    )
     outcomes: dict[str, StepKey] | None = Field(
-        None, description="Route on the agent's declared outcome."
+        None,
+        description="Outcome name → step (or inherit: the step's failure handling); the "
+        "answer must pick one.",
+    )
+    breaker: BreakerSettings | None = Field(
+        default_factory=BreakerSettings,
+        description="Circuit breaker for each tool the agent calls and for its model.",
     )
 
 
 class LlmBatchStep(_Routed):
+    """One prompt, or one per item, run as a provider batch job (about half the price, for
+    work that can wait); the compiled state machine polls it (``docs/ai-steps.md``)."""
+
     type: Literal["llm_batch"]
-    model: str | None = None
-    items: Template
-    prompt_template: Template
+    model: str | None = Field(
+        None, description="<provider>:<model id>: anthropic:…, bedrock:… or scripted:<fixture>."
+    )
+    prompt: Template | None = Field(None, description="One prompt (instead of items).")
+    items: Template | None = Field(None, description="A placeholder yielding the list of items.")
+    prompt_template: Template | None = Field(
+        None, description="The prompt per item; it sees item and index."
+    )
+    system: Template | None = None
     max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    base_url: str | None = Field(None, pattern=r"^https?://")
+    api_key: SecretRef | None = None
+    poll_interval_seconds: int = Field(
+        60, ge=1, le=86_400, description="Wait between status checks (a compiled Wait)."
+    )
+    deadline_seconds: int = Field(
+        86_400, ge=60, le=604_800, description="Relayflow.BatchDeadline when not ended by then."
+    )
+    below_minimum: Literal["fail", "one_by_one"] = Field(
+        "fail",
+        description="Bedrock: fewer items than the account's minimum records per batch job: "
+        "fail (Relayflow.BatchTooSmall) or run them one by one through Converse.",
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> LlmBatchStep:
+        per_item = self.items is not None or self.prompt_template is not None
+        if (self.prompt is None) == (not per_item):
+            raise ValueError("an llm_batch needs either prompt, or items and prompt_template")
+        if per_item and (self.items is None or self.prompt_template is None):
+            raise ValueError("items and prompt_template go together")
+        return self
 
 
 class SubWorkflowStep(_Routed):
@@ -542,6 +616,8 @@ AVAILABLE_STEP_TYPES = frozenset(
         "approval",
         "waitpoint",
         "sub_workflow",
+        "agent",
+        "llm_batch",
     }
 )
 

@@ -33,6 +33,9 @@ class TableSpec(BaseModel):
     name: str
     hash_key: str = "pk"
     range_key: str | None = None
+    items: list[dict[str, Any]] = Field(
+        default_factory=list, description="Items put after the table exists (plain JSON)."
+    )
 
 
 class LocalResources(BaseModel):
@@ -88,6 +91,11 @@ def provision(resources: LocalResources) -> dict[str, list[str]]:
             BillingMode="PAY_PER_REQUEST",
         )
         created.setdefault("dynamodb_tables", []).append(table.name)
+        if table.items:
+            from relayflow.tools.aws import to_dynamodb
+
+            for item in table.items:
+                dynamodb.put_item(TableName=table.name, Item=to_dynamodb(item, "item"))
     for name in resources.sqs_queues:
         client("sqs").create_queue(QueueName=name)
         created.setdefault("sqs_queues", []).append(name)

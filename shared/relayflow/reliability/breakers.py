@@ -62,9 +62,10 @@ Clock = Callable[[], float]
 BreakerKind = Literal["tool", "workflow"]
 Outcome = Literal["success", "failure", "neutral"]
 
-#: ``tool:<catalogue name>`` or ``workflow:<workflow id>``.
+#: ``tool:<catalogue name>``, ``tool:model.<provider>`` (an agent's model) or
+#: ``workflow:<workflow id>``.
 BREAKER_ID_PATTERN = (
-    r"^(tool:(aws|http)\.[a-z0-9_-]+(\.[a-z0-9_]+)?|workflow:[a-z0-9][a-z0-9_-]{0,63})$"
+    r"^(tool:(aws|http|model)\.[a-z0-9_-]+(\.[a-z0-9_]+)?|workflow:[a-z0-9][a-z0-9_-]{0,63})$"
 )
 _BREAKER_ID = re.compile(BREAKER_ID_PATTERN)
 #: ``relayflow.control.service.TENANT_PATTERN`` (a run's document names its tenant).

@@ -71,8 +71,12 @@ def run(event: Any) -> dict[str, Any]:
     from relayflow.steps.idempotency import step_identity
 
     identity = step_identity(event)
+    # An agent asks once per gated tool call, not once per step: its approval state names the
+    # call as the request's scope, so each call gets its own request (and decision).
+    scope = config.get("scope")
+    kind = f"approval:{text_form(render(scope, task.doc))}" if scope else "approval"
     item = ApprovalItem(
-        approval_id=identity.wait_id("approval") if identity else uuid.uuid4().hex,
+        approval_id=identity.wait_id(kind) if identity else uuid.uuid4().hex,
         tenant=str(run_info.get("tenant") or "local"),
         workflow_id=str(run_info.get("workflow_id") or ""),
         run_id=str(run_info.get("id") or ""),

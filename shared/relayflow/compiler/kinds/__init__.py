@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from relayflow.compiler.kinds.agent import emit_agent
 from relayflow.compiler.kinds.approval import emit_approval
 from relayflow.compiler.kinds.condition import emit_condition
 from relayflow.compiler.kinds.custom import emit_custom
 from relayflow.compiler.kinds.delay import emit_delay
 from relayflow.compiler.kinds.for_each import emit_for_each
+from relayflow.compiler.kinds.llm_batch import emit_llm_batch
 from relayflow.compiler.kinds.noop import emit_noop
 from relayflow.compiler.kinds.parallel import emit_parallel
 from relayflow.compiler.kinds.sub_workflow import emit_sub_workflow
@@ -27,15 +29,16 @@ if TYPE_CHECKING:
 
 Emitter = Callable[["ScopeContext", str, Any], None]
 
-#: Step type → the function that compiles it. Types without an entry (agent, llm_batch) are
-#: refused by validation before the compiler sees them.
+#: Step type → the function that compiles it (every step type of the format).
 EMITTERS: dict[str, Emitter] = {
+    "agent": emit_agent,
     "approval": emit_approval,
     "code": emit_task,
     "condition": emit_condition,
     "custom": emit_custom,
     "delay": emit_delay,
     "for_each": emit_for_each,
+    "llm_batch": emit_llm_batch,
     "noop": emit_noop,
     "parallel": emit_parallel,
     "sub_workflow": emit_sub_workflow,

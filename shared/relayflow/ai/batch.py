@@ -1,0 +1,343 @@
+"""Batch model providers for ``llm_batch``: submit many prompts as one job, then poll it.
+
+``submit(requests) -> handle`` starts the job; ``status(handle) -> BatchStatus`` tells whether
+it is still running and, once it ended, the result of every item (by ``custom_id``). Handles
+are plain JSON: they travel in the state document between the compiled poll states.
+
+* ``scripted:<fixture>``: the fixture's ``batch`` section (tests, demo);
+* ``anthropic:<model>``: Anthropic Message Batches (``/v1/messages/batches``);
+* ``bedrock:<model>``: Bedrock batch inference (``CreateModelInvocationJob``; JSONL records in
+  the payload bucket), Anthropic models on Bedrock. The job needs at least the account's
+  minimum number of records (a Service Quotas value); below it the step refuses or, when
+  configured, runs the items one by one through Converse.
+
+* ``openai:<model>``: the OpenAI Batch API (a JSONL file of Chat Completions requests
+  uploaded to ``/files``, ``/batches`` with a 24 h window, the output and error files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from relayflow.ai.messages import Usage
+from relayflow.errors import BatchFailed, InvalidArgsError, ModelResponseInvalid
+
+BatchState = Literal["in_progress", "ended"]
+BATCH_PROVIDERS: tuple[str, ...] = ("scripted", "anthropic", "openai", "bedrock")
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    custom_id: str
+    prompt: str
+    system: str | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+
+
+@dataclass
+class BatchStatus:
+    state: BatchState
+    handle: dict[str, Any]
+    #: custom_id → ``{"status": "succeeded", "response", "usage"}`` or
+    #: ``{"status": "errored" | "expired" | "canceled", "error"}``; set once ended.
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class BatchProvider(Protocol):
+    name: str
+
+    def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]: ...
+
+    def status(self, handle: dict[str, Any]) -> BatchStatus: ...
+
+
+def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvider:
+    if provider == "scripted":
+        return ScriptedBatch()
+    if provider == "anthropic":
+        return AnthropicBatch(connection.get("base_url"), connection.get("api_key"))
+    if provider == "openai":
+        return OpenAIBatch(connection.get("base_url"), connection.get("api_key"))
+    if provider == "bedrock":
+        from relayflow.ai.bedrock_batch import BedrockBatch
+
+        return BedrockBatch()
+    raise InvalidArgsError(
+        f"llm_batch supports the providers {', '.join(BATCH_PROVIDERS)}, not {provider!r}"
+    )
+
+
+def usage_of(results: dict[str, dict[str, Any]]) -> Usage:
+    total = Usage()
+    for item in results.values():
+        usage = item.get("usage") or {}
+        total = total + Usage(
+            int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        )
+    return total
+
+
+# --------------------------------------------------------------------------- scripted
+
+
+class ScriptedBatch:
+    """Replays a fixture's ``batch`` section: ``{"polls": 2, "status": "ended" | "failed",
+    "results": [{"text": "…", "usage": {…}} | {"error": "…"}, …]}`` (one entry per item, in
+    order; missing entries repeat the last one). The job ends after ``polls`` status calls."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.fixture: str | None = None
+
+    def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        ids = [r.custom_id for r in requests]
+        digest = hashlib.sha256(json.dumps([model_id, ids]).encode()).hexdigest()[:16]
+        return {"id": f"scripted-{digest}", "fixture": model_id, "ids": ids, "polls": 0}
+
+    def status(self, handle: dict[str, Any]) -> BatchStatus:
+        from relayflow.ai.providers.scripted import fixture_path
+
+        spec = json.loads(fixture_path(handle["fixture"]).read_text()).get("batch") or {}
+        polls = int(handle.get("polls", 0)) + 1
+        handle = {**handle, "polls": polls}
+        if polls < int(spec.get("polls", 1)):
+            return BatchStatus("in_progress", handle)
+        if spec.get("status") == "failed":
+            raise BatchFailed(f"scripted batch {handle['id']} failed", batch_id=handle["id"])
+        entries = spec.get("results") or [{"text": ""}]
+        results: dict[str, dict[str, Any]] = {}
+        for index, custom_id in enumerate(handle["ids"]):
+            entry = entries[min(index, len(entries) - 1)]
+            if "error" in entry:
+                results[custom_id] = {"status": "errored", "error": entry["error"]}
+            else:
+                results[custom_id] = {
+                    "status": "succeeded",
+                    "response": entry.get("text", ""),
+                    "usage": entry.get("usage") or {},
+                }
+        return BatchStatus("ended", handle, results)
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+class AnthropicBatch:
+    """Anthropic Message Batches: ``POST /v1/messages/batches``, ``GET …/{id}``, and the
+    JSONL at ``results_url`` once ``processing_status`` is ``ended``."""
+
+    name = "anthropic"
+
+    def __init__(self, base_url: str | None, api_key_ref: Any) -> None:
+        from relayflow.ai.providers.anthropic import DEFAULT_BASE_URL
+
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_ref = api_key_ref
+
+    def _headers(self) -> dict[str, str]:
+        from relayflow.ai.providers.anthropic import API_VERSION
+        from relayflow.ai.providers.http_common import api_key
+
+        key = api_key(self.api_key_ref, self.name)
+        if key is None:
+            raise InvalidArgsError("the anthropic provider needs api_key (a secret reference)")
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
+
+    def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        from relayflow.ai.providers.http_common import post_json
+
+        body = {
+            "requests": [
+                {
+                    "custom_id": r.custom_id,
+                    "params": {
+                        "model": model_id,
+                        "max_tokens": r.max_tokens,
+                        "messages": [{"role": "user", "content": r.prompt}],
+                        **({"system": r.system} if r.system else {}),
+                        **({"temperature": r.temperature} if r.temperature is not None else {}),
+                    },
+                }
+                for r in requests
+            ]
+        }
+        answer = post_json(self.name, f"{self.base_url}/v1/messages/batches", self._headers(), body)
+        if not isinstance(answer.get("id"), str):
+            raise ModelResponseInvalid("anthropic answered a batch without an id")
+        return {"id": answer["id"]}
+
+    def status(self, handle: dict[str, Any]) -> BatchStatus:
+        from relayflow.ai.providers.anthropic import parse_response
+        from relayflow.ai.providers.http_common import get_json, get_text
+
+        headers = self._headers()
+        batch = get_json(self.name, f"{self.base_url}/v1/messages/batches/{handle['id']}", headers)
+        if batch.get("processing_status") != "ended":
+            return BatchStatus("in_progress", handle)
+        url = batch.get("results_url")
+        if not isinstance(url, str):
+            raise ModelResponseInvalid("anthropic ended a batch without a results_url")
+        results: dict[str, dict[str, Any]] = {}
+        for line in get_text(self.name, url, headers).splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                raise ModelResponseInvalid(
+                    "anthropic batch results hold a line that is not JSON"
+                ) from None
+            outcome = row.get("result") or {}
+            kind = outcome.get("type")
+            if kind == "succeeded":
+                turn = parse_response(outcome.get("message") or {})
+                results[str(row.get("custom_id"))] = {
+                    "status": "succeeded",
+                    "response": turn.text,
+                    "usage": {
+                        "input_tokens": turn.usage.input_tokens,
+                        "output_tokens": turn.usage.output_tokens,
+                    },
+                }
+            else:
+                error = (outcome.get("error") or {}).get("error") or outcome.get("error") or kind
+                results[str(row.get("custom_id"))] = {
+                    "status": str(kind or "errored"),
+                    "error": error,
+                }
+        return BatchStatus("ended", handle, results)
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+class OpenAIBatch:
+    """The OpenAI Batch API: upload the requests as a JSONL file (``purpose=batch``), create a
+    batch on ``/v1/chat/completions`` with a 24 h window, poll it, then read its output file
+    (and its error file for requests that failed)."""
+
+    name = "openai"
+    _RUNNING = frozenset({"validating", "in_progress", "finalizing"})
+
+    def __init__(self, base_url: str | None, api_key_ref: Any) -> None:
+        from relayflow.ai.providers.openai import DEFAULT_BASE_URL
+
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_ref = api_key_ref
+
+    def _headers(self) -> dict[str, str]:
+        from relayflow.ai.providers.http_common import api_key
+
+        key = api_key(self.api_key_ref, self.name)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        from relayflow.ai.providers.http_common import post_json, post_multipart
+
+        lines = []
+        for r in requests:
+            messages = ([{"role": "system", "content": r.system}] if r.system else []) + [
+                {"role": "user", "content": r.prompt}
+            ]
+            body: dict[str, Any] = {
+                "model": model_id,
+                "messages": messages,
+                "max_tokens": r.max_tokens,
+            }
+            if r.temperature is not None:
+                body["temperature"] = r.temperature
+            lines.append(
+                json.dumps(
+                    {
+                        "custom_id": r.custom_id,
+                        "method": "POST",
+                        "url": "/v1/chat/completions",
+                        "body": body,
+                    }
+                )
+            )
+        headers = self._headers()
+        uploaded = post_multipart(
+            self.name,
+            f"{self.base_url}/files",
+            headers,
+            {"purpose": "batch"},
+            ("file", "relayflow-batch.jsonl", "\n".join(lines).encode()),
+        )
+        if not isinstance(uploaded.get("id"), str):
+            raise ModelResponseInvalid("openai answered the upload without a file id")
+        batch = post_json(
+            self.name,
+            f"{self.base_url}/batches",
+            headers,
+            {
+                "input_file_id": uploaded["id"],
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            },
+        )
+        if not isinstance(batch.get("id"), str):
+            raise ModelResponseInvalid("openai answered a batch without an id")
+        return {
+            "id": batch["id"],
+            "input_file_id": uploaded["id"],
+            "ids": [r.custom_id for r in requests],
+        }
+
+    def status(self, handle: dict[str, Any]) -> BatchStatus:
+        from relayflow.ai.providers.http_common import get_json, get_text
+        from relayflow.ai.providers.openai import parse_response
+
+        headers = self._headers()
+        batch = get_json(self.name, f"{self.base_url}/batches/{handle['id']}", headers)
+        state = batch.get("status")
+        if state in self._RUNNING:
+            return BatchStatus("in_progress", handle)
+        if state not in ("completed", "expired"):
+            raise BatchFailed(
+                f"openai batch {handle['id']} ended {state}", batch_id=handle["id"], status=state
+            )
+        results: dict[str, dict[str, Any]] = {}
+        for field_name in ("output_file_id", "error_file_id"):
+            file_id = batch.get(field_name)
+            if not isinstance(file_id, str):
+                continue
+            for line in get_text(
+                self.name, f"{self.base_url}/files/{file_id}/content", headers
+            ).splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    raise ModelResponseInvalid(
+                        "openai batch output holds a line that is not JSON"
+                    ) from None
+                response = row.get("response") or {}
+                custom_id = str(row.get("custom_id"))
+                if row.get("error") or response.get("status_code") != 200:
+                    results[custom_id] = {
+                        "status": "errored",
+                        "error": row.get("error")
+                        or (response.get("body") or {}).get("error")
+                        or response,
+                    }
+                    continue
+                turn = parse_response(response.get("body") or {})
+                results[custom_id] = {
+                    "status": "succeeded",
+                    "response": turn.text,
+                    "usage": {
+                        "input_tokens": turn.usage.input_tokens,
+                        "output_tokens": turn.usage.output_tokens,
+                    },
+                }
+        if state == "expired":
+            for custom_id in handle.get("ids") or []:
+                results.setdefault(custom_id, {"status": "expired", "error": "the batch expired"})
+        return BatchStatus("ended", handle, results)

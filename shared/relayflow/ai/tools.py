@@ -1,0 +1,158 @@
+"""The tools an agent step may use: gating (enforced here, in code), wire names, and the JSON
+Schema of each tool's arguments derived from its declaration.
+
+Which tools an agent may call:
+
+* ``tools`` lists the catalogue tools the agent knows (``aws.*``, ``http.<name>[.<op>]``);
+  without it, ``allowed_tools`` is that list;
+* with ``allowed_tools``, only the tools in it may run;
+* a tool in ``blocked_tools`` never runs.
+
+Only permitted tools are offered to the model. A call to any other name (blocked, not
+allowed, or made up) is refused by :meth:`Toolbox.check` before anything runs: the model gets
+an error tool-result and the step records the refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from relayflow.ai.messages import ToolSpec
+
+#: The tool through which an agent with ``output_schema`` or ``outcomes`` gives its answer.
+FINAL_ANSWER = "final_answer"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def wire_name(tool: str) -> str:
+    """A catalogue name as providers accept it (``^[A-Za-z0-9_-]{1,64}$``):
+    ``aws.dynamodb.get_item`` → ``aws_dynamodb_get_item``."""
+    return _UNSAFE.sub("_", tool)[:64]
+
+
+def permitted_tools(
+    tools: list[str] | None, allowed: list[str] | None, blocked: list[str] | None
+) -> list[str]:
+    """The tools an agent may call, in declaration order (see the module docstring)."""
+    candidates = list(tools if tools is not None else allowed or [])
+    if allowed is not None:
+        candidates = [t for t in candidates if t in allowed]
+    denied = set(blocked or [])
+    return [t for t in dict.fromkeys(candidates) if t not in denied]
+
+
+def tool_schema(tool: str, http_tools: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(description, JSON Schema of the arguments)`` of a catalogue tool.
+
+    AWS tools: the schema of their args model. An HTTP operation: one property per ``args.<x>``
+    its templates read (all required). A generic HTTP call: method, path, query, headers,
+    body."""
+    if tool.startswith("aws."):
+        from relayflow.tools.aws import AWS_TOOLS
+
+        spec = AWS_TOOLS[tool]
+        schema = spec.args_model.model_json_schema(by_alias=True)
+        schema.pop("title", None)
+        return spec.summary, schema
+    from relayflow.expressions import expression_paths, template_expressions
+    from relayflow.tools.catalogue import HTTP_METHODS, split_http_tool
+
+    name, operation = split_http_tool(tool)
+    declaration = http_tools.get(name) or {}
+    base = declaration.get("base_url", "")
+    if operation is None:
+        return f"Call the {name} HTTP API ({base}).", {
+            "type": "object",
+            "properties": {
+                "method": {"type": "string", "enum": list(HTTP_METHODS)},
+                "path": {"type": "string", "description": f"Relative to {base}."},
+                "query": {"type": "object"},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "body": {},
+            },
+            "required": ["method", "path"],
+        }
+    op = (declaration.get("operations") or {}).get(operation) or {}
+    names: list[str] = []
+    for source in template_expressions(
+        {k: op.get(k) for k in ("path", "query", "headers", "body") if op.get(k) is not None}
+    ):
+        for path in expression_paths(source):
+            if len(path) > 1 and path[0] == "args" and path[1] not in names:
+                names.append(path[1])
+    description = f"{op.get('method', 'POST')} {base}{op.get('path', '/')} ({name}.{operation})."
+    return description, {
+        "type": "object",
+        "properties": {n: {} for n in names},
+        "required": names,
+    }
+
+
+@dataclass
+class Toolbox:
+    """One agent step's tools: what the model is offered and what may run."""
+
+    permitted: list[str]
+    known: set[str] = field(default_factory=set)
+    blocked: set[str] = field(default_factory=set)
+    specs: list[ToolSpec] = field(default_factory=list)
+    by_wire: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        config: Mapping[str, Any],
+        http_tools: Mapping[str, Any],
+        answer_schema: dict[str, Any] | None = None,
+    ) -> Toolbox:
+        tools, allowed, blocked = (
+            config.get("tools"),
+            config.get("allowed_tools"),
+            config.get("blocked_tools"),
+        )
+        box = cls(
+            permitted=permitted_tools(tools, allowed, blocked),
+            known=set(tools or []) | set(allowed or []) | set(blocked or []),
+            blocked=set(blocked or []),
+        )
+        for tool in box.permitted:
+            wire = wire_name(tool)
+            while wire in box.by_wire or wire == FINAL_ANSWER:
+                wire = f"{wire[:60]}_{len(box.by_wire)}"
+            box.by_wire[wire] = tool
+            description, schema = tool_schema(tool, http_tools)
+            box.specs.append(ToolSpec(wire, description, schema))
+        if answer_schema is not None:
+            box.specs.append(
+                ToolSpec(
+                    FINAL_ANSWER,
+                    "Give your final answer. Call this exactly once, when you are done.",
+                    answer_schema,
+                )
+            )
+        return box
+
+    def resolve(self, called: str) -> str | None:
+        """The catalogue tool a model's call names (by wire name or catalogue name)."""
+        if called in self.by_wire:
+            return self.by_wire[called]
+        if called in self.known or called in self.permitted:
+            return called
+        for tool in sorted(self.known):
+            if wire_name(tool) == called:
+                return tool
+        return None
+
+    def check(self, called: str) -> tuple[str | None, str | None]:
+        """``(tool, None)`` when the call may run; ``(tool or None, reason)`` when refused."""
+        tool = self.resolve(called)
+        if tool is None:
+            return None, f"there is no tool named {called!r}"
+        if tool in self.blocked:
+            return tool, f"tool {tool!r} is blocked for this step"
+        if tool not in self.permitted:
+            return tool, f"tool {tool!r} is not allowed for this step"
+        return tool, None

@@ -1,0 +1,151 @@
+"""llm_batch on the local runtime with the scripted batch provider: it submits once, polls
+across the compiled Wait loop, and returns per-item results; whole-batch failures and the
+deadline are named errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relayflow.definition import load_workflow_text
+from relayflow.local import LocalRuntime
+from relayflow.runner import RunResult, run_workflow
+from relayflow.settings import override_settings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def fixtures(tmp_path: Path) -> Iterator[Any]:
+    def write(name: str, batch: dict[str, Any]) -> str:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": [], "batch": batch}))
+        return name
+
+    with override_settings(ai_fixtures_dir=str(tmp_path)):
+        yield write
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime(time_scale=0.001) as rt:
+        yield rt
+
+
+def batch_workflow(fixture: str, extra: str = "") -> str:
+    return f"""
+id: batch-test
+start: summarise
+steps:
+  summarise:
+    type: llm_batch
+    model: scripted:{fixture}
+    items: "{{{{ trigger.reviews }}}}"
+    prompt_template: "Summarise review {{{{ index }}}}: {{{{ item.text }}}}"
+    poll_interval_seconds: 30
+{extra}
+  done: {{type: transform, mapping: {{ok: "{{{{ steps.summarise.output.counts.succeeded }}}}"}}}}
+"""
+
+
+def run(runtime: LocalRuntime, definition: str) -> RunResult:
+    trigger = {"reviews": [{"text": "great"}, {"text": "meh"}, {"text": "awful"}]}
+    return run_workflow(load_workflow_text(definition, "batch.yaml"), trigger, runtime=runtime)
+
+
+def invocations(runtime: LocalRuntime) -> list[str | None]:
+    return [
+        (i.payload.get("context") or {}).get("state")
+        for i in runtime.invocations
+        if i.function_name == "relayflow-llm_batch"
+    ]
+
+
+def test_llm_batch_submits_polls_across_the_wait_loop_and_returns_per_item_results(
+    runtime, fixtures
+):
+    # Given a batch job that ends on its third status check, with one failed item
+    fixture = fixtures(
+        "reviews",
+        {
+            "polls": 3,
+            "results": [
+                {"text": "Positive.", "usage": {"input_tokens": 40, "output_tokens": 3}},
+                {"error": {"type": "overloaded_error"}},
+                {"text": "Negative.", "usage": {"input_tokens": 41, "output_tokens": 3}},
+            ],
+        },
+    )
+    before = len(invocations(runtime))
+    # When it runs
+    result = run(runtime, batch_workflow(fixture, "    on_success: done"))
+    # Then it submitted once and polled three times through the compiled Wait loop
+    assert result.succeeded, (result.error, result.cause)
+    assert invocations(runtime)[before:] == [
+        "summarise",
+        "summarise.poll",
+        "summarise.poll",
+        "summarise.poll",
+    ]
+    out = result.output["steps"]["summarise"]["output"]
+    assert out["state"] == "ended"
+    assert [(r["index"], r["status"], r.get("response")) for r in out["results"]] == [
+        (0, "succeeded", "Positive."),
+        (1, "errored", None),
+        (2, "succeeded", "Negative."),
+    ]
+    assert out["results"][1]["error"] == {"type": "overloaded_error"}
+    assert out["counts"] == {"succeeded": 2, "failed": 1}
+    assert out["usage"]["input_tokens"] == 81 and out["usage"]["batch"] is True
+    assert result.output["steps"]["done"]["output"] == {"ok": 2}
+
+
+def test_a_whole_batch_failure_is_a_named_error(runtime, fixtures):
+    fixture = fixtures("failing", {"polls": 1, "status": "failed"})
+    result = run(runtime, batch_workflow(fixture, "    on_success: done"))
+    assert result.status == "failed" and result.error == "Relayflow.BatchFailed"
+
+
+def test_every_item_failing_is_a_whole_batch_failure(runtime, fixtures):
+    fixture = fixtures("all_errored", {"polls": 1, "results": [{"error": "bad"}]})
+    definition = batch_workflow(fixture, "    on_failure: handle").replace(
+        "  done:", '  handle: {type: transform, mapping: {error: "{{ error.Error }}"}}\n  unused:'
+    )
+    result = run(runtime, definition.split("  unused:")[0])
+    assert result.succeeded, (result.error, result.cause)
+    assert result.output["steps"]["handle"]["output"] == {"error": "Relayflow.BatchFailed"}
+
+
+def test_the_deadline_stops_the_poll_loop_with_a_named_error(runtime, fixtures, monkeypatch):
+    # Given a job that never ends and a deadline of one minute, on a clock where every status
+    # check comes two minutes after the previous one
+    import relayflow.steps.llm_batch as step
+
+    fixture = fixtures("forever", {"polls": 1_000_000})
+    ticks = iter(range(0, 10_000, 120))
+    monkeypatch.setattr(step, "now", lambda: 1_000_000.0 + next(ticks))
+    # When it runs / Then the first check past the deadline fails with BatchDeadline
+    result = run(runtime, batch_workflow(fixture, "    deadline_seconds: 60\n    on_success: done"))
+    assert result.status == "failed" and result.error == "Relayflow.BatchDeadline"
+
+
+def test_one_prompt_is_one_item(runtime, fixtures):
+    fixture = fixtures("single", {"polls": 1, "results": [{"text": "Hello."}]})
+    definition = f"""
+id: batch-one
+start: greet
+steps:
+  greet:
+    type: llm_batch
+    model: scripted:{fixture}
+    prompt: "Say hello to {{{{ trigger.name }}}}"
+"""
+    result = run_workflow(
+        load_workflow_text(definition, "b.yaml"), {"name": "Ada"}, runtime=runtime
+    )
+    assert result.succeeded, (result.error, result.cause)
+    (only,) = result.output["steps"]["greet"]["output"]["results"]
+    assert only["response"] == "Hello." and only["custom_id"] == "item-0"
