@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -223,6 +224,15 @@ def _process_age() -> float:
         return 0.0
 
 
+def _spent(args: argparse.Namespace) -> float:
+    """Seconds of ``--timeout`` already used: since the process started when ``relayflow`` is
+    the program (its interpreter's start-up counts), else since :func:`main` was called (an
+    embedding caller, such as a test, is older than the command)."""
+    if getattr(args, "whole_process", False):
+        return _process_age()
+    return max(0.0, time.monotonic() - getattr(args, "called_at", time.monotonic()))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow_within
@@ -250,7 +260,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         # --timeout covers the whole command (the interpreter's and the runtime's start
         # included), to the second.
         result = run_workflow_within(
-            max(0.0, args.timeout - _process_age()),
+            max(0.0, args.timeout - _spent(args)),
             workflow,
             trigger,
             time_scale=args.time_scale,
@@ -317,9 +327,9 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
     for expression in expressions:
         print(f"  {expression}")
     print(f"next {len(times)} fire times (croniter):")
-    for time in times:
-        note = scheduler_dst_note(args.cron, time)
-        print(f"  {time.isoformat()}" + (f"  ! {note}" if note else ""))
+    for fire_time in times:
+        note = scheduler_dst_note(args.cron, fire_time)
+        print(f"  {fire_time.isoformat()}" + (f"  ! {note}" if note else ""))
     return EXIT_OK
 
 
@@ -1229,10 +1239,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from relayflow.compiler.check import CompiledMachineInvalid
 
+    called_at = time.monotonic()
     args = build_parser().parse_args(argv)
+    args.called_at, args.whole_process = called_at, argv is None
     try:
         code = int(args.func(args))
-        if getattr(args, "abandoned", False):
+        if getattr(args, "abandoned", False) and args.whole_process:
             # The abandoned run's threads (the runtime, a step still working) must not hold
             # the exit up, nor be torn down mid-call by the interpreter's shutdown.
             sys.stdout.flush()
