@@ -487,6 +487,8 @@ def start_run(
         version=request.version,
         idempotency_key=idempotency_key,
     )
+    if result.admission in ("queued", "debounced", "batched"):
+        return _reply(202, result)  # accepted: the run starts later (docs/flow-control.md)
     return _reply(201 if result.created else 200, result)
 
 

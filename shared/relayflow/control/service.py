@@ -84,6 +84,7 @@ from relayflow.reliability.breakers import (
 from relayflow.settings import get_settings
 
 if TYPE_CHECKING:
+    from relayflow.control.admission import Admission
     from relayflow.control.dlq import Dlq
     from relayflow.triggers.sync import TriggerPlan
 
@@ -292,6 +293,13 @@ class ControlPlane:
     @property
     def dal(self) -> Dal:
         return self._dal or get_dal()
+
+    @functools.cached_property
+    def admission(self) -> Admission:
+        """Run admission: singleton, concurrency, debounce, batch (``docs/flow-control.md``)."""
+        from relayflow.control.admission import Admission
+
+        return Admission(self)
 
     @property
     def dlq(self) -> Dlq:
@@ -599,8 +607,14 @@ class ControlPlane:
         version: int | None = None,
         idempotency_key: str | None = None,
         trigger_type: str = "api",
+        collapse: bool = True,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
+
+        The workflow's admission rules decide first (:mod:`relayflow.control.admission`):
+        the answer may be a queued, skipped, debounced or batched run instead (its
+        ``admission`` says which). ``collapse`` false skips debounce and batch (their own
+        deferred starts).
 
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
@@ -631,16 +645,33 @@ class ControlPlane:
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
-        admission = self._admit_run(tenant, workflow_id, version, run_id)
+        decision = self.admission.admit(
+            head, version, run_id, input, trigger_type=trigger_type, collapse=collapse
+        )
+        if decision.answer is not None:
+            return decision.answer
+        try:
+            admission = self._admit_run(tenant, workflow_id, version, run_id)
+        except Exception:
+            self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
+            raise
         try:
             return self._create_and_start(
-                head, run_id, input, version, target_arn, idempotency_key, trigger_type
+                head,
+                run_id,
+                input,
+                version,
+                target_arn,
+                idempotency_key,
+                trigger_type,
+                flow_key=decision.flow_key,
             )
         except Exception:
             if admission is not None:
                 # The trial run never started: the next start may take the trial at once.
                 with contextlib.suppress(DataAccessError):
                     self.breakers.abstained(admission)
+            self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
             raise
 
     def _create_and_start(
@@ -652,7 +683,39 @@ class ControlPlane:
         target_arn: str,
         idempotency_key: str | None,
         trigger_type: str,
+        *,
+        flow_key: str | None = None,
     ) -> StartRunResult:
+        run, document_json = self._new_run(
+            head, run_id, input, version, idempotency_key, trigger_type, "running", flow_key
+        )
+        tenant = head.tenant
+        if not self.dal.create_run(run):
+            # A concurrent request with the same key wrote it first.
+            existing = self.dal.get_run(tenant, run_id)
+            if existing is None:
+                raise Conflict(f"run {run_id} is being started by another request; retry")
+            return self._repeat(existing)
+        try:
+            self._start_execution(run, target_arn, document_json)
+        except Exception:
+            # Nothing runs: forget the run so that a retry (same key) starts it afresh.
+            self.dal.delete_run(tenant, run_id)
+            raise
+        return StartRunResult(**_run_summary(run).model_dump(), created=True)
+
+    def _new_run(
+        self,
+        head: WorkflowItem,
+        run_id: str,
+        input: Any,
+        version: int,
+        idempotency_key: str | None,
+        trigger_type: str,
+        status: str,
+        flow_key: str | None,
+    ) -> tuple[RunItem, str]:
+        """The run item of a new run and its execution input (JSON)."""
         from relayflow.document import execution_input
 
         tenant, workflow_id = head.tenant, head.workflow_id
@@ -668,27 +731,75 @@ class ControlPlane:
             tenant=tenant,
             workflow_id=workflow_id,
             version=version,
-            status="running",
+            status=status,  # type: ignore[arg-type]
             execution_arn=sfn_api.execution_arn(head.state_machine_arn, run_id),
             input=_json(document["trigger"]),
             started_at=started_at,
             idempotency_key=idempotency_key,
             trigger_type=trigger_type,
             expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
+            flow_key=flow_key,
         )
-        if not self.dal.create_run(run):
-            # A concurrent request with the same key wrote it first.
-            existing = self.dal.get_run(tenant, run_id)
-            if existing is None:
-                raise Conflict(f"run {run_id} is being started by another request; retry")
-            return self._repeat(existing)
-        try:
-            self._start_execution(run, target_arn, document_json)
-        except Exception:
-            # Nothing runs: forget the run so that a retry (same key) starts it afresh.
-            self.dal.delete_run(tenant, run_id)
-            raise
-        return StartRunResult(**_run_summary(run).model_dump(), created=True)
+        return run, document_json
+
+    def create_queued_run(
+        self,
+        head: WorkflowItem,
+        run_id: str,
+        input: Any,
+        version: int,
+        trigger_type: str,
+        flow_key: str,
+    ) -> RunItem:
+        """Record a run that waits for a concurrency slot (status ``queued``); when a run of
+        that id exists already (a repeated key), that run."""
+        run, _ = self._new_run(head, run_id, input, version, None, trigger_type, "queued", flow_key)
+        if self.dal.create_run(run):
+            return run
+        existing = self.dal.get_run(head.tenant, run_id)
+        if existing is None:
+            raise Conflict(f"run {run_id} is being started by another request; retry")
+        return existing
+
+    def start_queued_run(self, run: RunItem) -> None:
+        """Start a queued run that now holds its slot, with the trigger it was queued with."""
+        from relayflow.document import execution_input
+
+        target = self._version(run.tenant, run.workflow_id, run.version or 1)
+        started_at = now_iso()
+        updated = self.dal.update_run(
+            run.tenant,
+            run.run_id,
+            {"status": "running", "queued_at": run.started_at, "started_at": started_at},
+            if_status=("queued",),
+        )
+        if updated is None:
+            return  # started (or cancelled) by another caller
+        document = execution_input(
+            run.workflow_id,
+            _loads(run.input),
+            run_id=run.run_id,
+            version=run.version,
+            tenant=run.tenant,
+        )
+        document["run"]["started_at"] = started_at
+        self._start_execution(updated, target.state_machine_version_arn, _json(document))
+
+    def fail_queued_run(self, run: RunItem, cause: str) -> None:
+        """A queued run that cannot start ends as ``failed`` (its slot passes on)."""
+        ended_at = now_iso()
+        self.dal.update_run(
+            run.tenant,
+            run.run_id,
+            {
+                "status": "failed",
+                "ended_at": ended_at,
+                "error": "Relayflow.NotStarted",
+                "cause": cause,
+                "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+            },
+            if_status=("queued", "running"),
+        )
 
     def _admit_run(
         self, tenant: str, workflow_id: str, version: int, run_id: str
@@ -828,6 +939,19 @@ class ControlPlane:
         """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
         :class:`Conflict` when the run has already finished."""
         run = self._run(tenant, run_id)
+        if run.status == "queued" and self.admission.cancel_queued(run):
+            ended_at = now_iso()
+            values = {
+                "status": "aborted",
+                "ended_at": ended_at,
+                "error": CANCEL_ERROR,
+                "cause": "cancelled while queued",
+                "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+            }
+            cancelled = self.dal.update_run(tenant, run_id, values, if_status=("queued",))
+            if cancelled is not None:
+                return _run_summary(cancelled)
+            run = self._run(tenant, run_id)
         if run.status != "running":
             raise Conflict(f"run {run_id} has already finished ({run.status})")
         described: dict[str, Any] | None = None

@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relayflow.dal import keys
 
-RunStatus = Literal["running", "succeeded", "failed", "timed_out", "aborted"]
-RUN_STATUSES: tuple[str, ...] = ("running", "succeeded", "failed", "timed_out", "aborted")
-TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running"}
+RunStatus = Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"]
+RUN_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "timed_out", "aborted")
+#: ``queued``: waiting for a concurrency slot (``docs/flow-control.md``); not started yet.
+TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running", "queued"}
 
 _KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 
@@ -168,6 +169,11 @@ class RunItem(_Item):
         1,
         description="Executions of the run so far: a DLQ retry restarts it under the same run "
         "id as execution <run id>_r<attempt>.",
+    )
+    flow_key: str | None = Field(
+        None,
+        description="The admission gate slot the run holds or waits for: "
+        "'singleton:<key id>' or 'concurrency:<key id>'.",
     )
 
     def key(self) -> keys.Key:

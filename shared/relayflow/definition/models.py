@@ -24,6 +24,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from relayflow.definition.admission import (
+    BatchSettings,
+    ConcurrencySettings,
+    DebounceSettings,
+    SingletonSettings,
+)
+
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 
@@ -698,3 +705,26 @@ class Workflow(_Model):
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."
     )
+    # Run admission (docs/flow-control.md): what a trigger does when it asks for a run.
+    singleton: SingletonSettings | None = Field(None, description="One running run per key.")
+    concurrency: ConcurrencySettings | None = Field(
+        None, description="Running runs per key at most; the rest queue, first in first out."
+    )
+    debounce: DebounceSettings | None = Field(
+        None, description="Collapse a burst of triggers per key into one run (the last one)."
+    )
+    batch: BatchSettings | None = Field(
+        None, description="One run per up to max_size event or webhook triggers of a key."
+    )
+
+    @model_validator(mode="after")
+    def _one_rule_of_each_kind(self) -> Workflow:
+        if self.singleton is not None and self.concurrency is not None:
+            raise ValueError(
+                "singleton and concurrency exclude each other (singleton is a limit of 1)"
+            )
+        if self.debounce is not None and self.batch is not None:
+            raise ValueError(
+                "debounce and batch exclude each other: both fold triggers into one run"
+            )
+        return self

@@ -36,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.triggers.sync import TENANT_FIELD
 
-DispatchStatus = Literal["started", "duplicate", "filtered", "filter_error", "skipped"]
+DispatchStatus = Literal[
+    "started", "duplicate", "filtered", "filter_error", "skipped", "queued", "debounced", "batched"
+]
 
 
 class InvalidDelivery(ValueError):
@@ -221,7 +223,12 @@ class Dispatcher:
             if exc.status >= 500 or exc.status == 429:
                 raise  # transient: let the invocation be retried
             return _result(delivery, "skipped", reason=f"{exc.code}: {exc.message}")
+        if started.admission == "skipped":
+            reason = f"singleton: run {started.run_id} is running"
+            return _result(delivery, "skipped", run_id=started.run_id, reason=reason)
         status: DispatchStatus = "started" if started.created else "duplicate"
+        if started.admission in ("queued", "debounced", "batched"):
+            status = started.admission
         return _result(delivery, status, run_id=started.run_id)
 
     def _record_skip(self, delivery: _Delivery, key: str, trigger_type: str, exc: Any) -> None:
@@ -283,5 +290,11 @@ def _log(result: DispatchResult) -> None:
 
 def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> dict[str, Any]:
     """Dispatch one schedule or event delivery (what ``functions/trigger`` does); returns
-    :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else."""
+    :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else.
+    A run admission deadline (debounce, batch) goes to
+    :func:`relayflow.control.admission.handle_deferred`."""
+    from relayflow.control.admission import DEFERRED_KIND, handle_deferred
+
+    if event.get("kind") == DEFERRED_KIND:
+        return handle_deferred(dict(event), control=control)
     return Dispatcher(control).dispatch(event).model_dump(mode="json")

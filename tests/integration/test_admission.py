@@ -1,0 +1,396 @@
+"""Run admission on ``relayflow serve`` (LocalServer): singleton, concurrency, debounce and
+batch, through the HTTP API, webhooks and trigger deliveries, with real executions on the
+local runtime and the recorder freeing slots as runs end.
+
+Time that matters (debounce periods, batch timeouts) comes from a controllable clock set on
+the admission, and one-time schedules are fired by the test when that clock says they are
+due (what EventBridge Scheduler does on AWS). Concurrency tests use threads against moto's
+DynamoDB with its requests serialised, as DynamoDB applies a request's condition and write
+atomically and moto does not (see ``test_flow_control.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from relayflow.control.admission import key_id
+from relayflow.local.serve import LocalServer
+from relayflow.settings import get_settings
+from relayflow.triggers.dispatch import handle_trigger
+from relayflow.triggers.sync import TENANT_FIELD
+
+pytestmark = pytest.mark.integration
+TENANT = "local"
+T0 = 1_900_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(time_scale=0.001) as local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def api(server: LocalServer) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def clock(server: LocalServer) -> Iterator[Clock]:
+    admission = server.control().admission
+    clock = Clock()
+    admission.clock = clock
+    yield clock
+    admission.clock = time.time
+
+
+@pytest.fixture
+def serial_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    original = DynamoHandler.call_action
+
+    def one_at_a_time(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
+
+
+def workflow(workflow_id: str, *, delay: int = 100, **rules: Any) -> dict[str, Any]:
+    """A workflow that holds each run in a (time-scaled) delay, then echoes its trigger."""
+    return {
+        "id": workflow_id,
+        "start": "hold",
+        "steps": {
+            "hold": {"type": "delay", "seconds": delay, "on_success": "echo"},
+            "echo": {"type": "transform", "mapping": {"trigger": "{{ trigger }}"}},
+        },
+        **rules,
+    }
+
+
+def register(api: httpx.Client, definition: dict[str, Any]) -> str:
+    response = api.put(f"/workflows/{definition['id']}", json=definition)
+    assert response.status_code in (200, 201), response.text
+    return str(definition["id"])
+
+
+def fresh(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def runs(server: LocalServer, workflow_id: str) -> list[Any]:
+    items, _ = server.control().dal.list_runs(
+        TENANT, workflow_id, status=None, limit=100, next_token=None
+    )
+    return items
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        time.sleep(0.05)
+
+
+def executions_running(server: LocalServer, workflow_id: str) -> int:
+    sfn = server.runtime.sfn_client
+    machines = sfn.list_state_machines()["stateMachines"]
+    arns = [m["stateMachineArn"] for m in machines if m["name"].endswith(workflow_id)]
+    return sum(
+        len(sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"])
+        for arn in arns
+    )
+
+
+def output_trigger(server: LocalServer, run: Any) -> Any:
+    record = server.runtime.wait(run.execution_arn, timeout=30)
+    return record.output["steps"]["echo"]["output"]["trigger"]
+
+
+def fire_due(server: LocalServer, clock: Clock) -> int:
+    """Fire every admission deadline whose ``at()`` time the clock has reached, oldest first,
+    and delete it (one-time schedules delete themselves); the number fired."""
+    scheduler = server.runtime.client("scheduler")
+    group = get_settings().schedule_group_name
+    fired = 0
+    while True:
+        due = []
+        listed = scheduler.list_schedules(GroupName=group, NamePrefix="rf-adm-")["Schedules"]
+        for entry in listed:
+            found = scheduler.get_schedule(Name=entry["Name"], GroupName=group)
+            moment = datetime.fromisoformat(found["ScheduleExpression"][3:-1]).replace(tzinfo=UTC)
+            if moment.timestamp() <= clock.now:
+                due.append((moment, entry["Name"]))
+        if not due:
+            return fired
+        for _, name in sorted(due):
+            server.events.fire_schedule(name, wait=True)
+            scheduler.delete_schedule(Name=name, GroupName=group)
+            fired += 1
+
+
+def start(api: httpx.Client, workflow_id: str, payload: Any) -> httpx.Response:
+    return api.post(f"/workflows/{workflow_id}/runs", json={"input": payload})
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_concurrency_two_with_ten_triggers_runs_two_at_a_time_fifo(server, api):
+    # Given a workflow that lets 2 runs of a customer run at once
+    concurrency = {"limit": 2, "key": "{{ trigger.c }}"}
+    wf = register(api, workflow(fresh("conc"), delay=1500, concurrency=concurrency))
+    # When 10 runs of one customer are asked for, and one of another customer
+    answers = [start(api, wf, {"c": "a", "n": n}) for n in range(10)]
+    other = start(api, wf, {"c": "b", "n": 99})
+    # Then 2 start and 8 queue (202); the other customer's run is not held up
+    assert [a.status_code for a in answers] == [201, 201] + [202] * 8
+    assert all(a.json()["admission"] == "queued" for a in answers[2:])
+    assert other.status_code == 201
+    ids = [a.json()["run_id"] for a in answers]
+    peak = 0
+
+    def all_done() -> bool:
+        nonlocal peak
+        items = {r.run_id: r for r in runs(server, wf)}
+        running = sum(items[i].status == "running" for i in ids)
+        peak = max(peak, running)
+        return all(items[i].status == "succeeded" for i in ids)
+
+    # And as runs end, queued ones start: never more than 2 running, all 10 finish
+    eventually(all_done)
+    assert peak <= 2
+    assert executions_running(server, wf) == 0
+    # And queued runs started first in, first out
+    by_id = {r.run_id: r for r in runs(server, wf)}
+    starts = [by_id[i].started_at for i in ids[2:]]
+    assert starts == sorted(starts)
+    assert [output_trigger(server, by_id[i])["n"] for i in ids] == list(range(10))
+    gate = server.control().admission.store.gate(TENANT, wf, key_id("a"))
+    assert (gate["running"], gate["queued"]) == (0, 0)
+
+
+def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial_dynamodb):
+    # Given a limit of 2 and 10 threads asking for a run of one key at the same moment
+    control = server.control()
+    wf = fresh("conc-threads")
+    control.put_workflow(TENANT, wf, workflow(wf, delay=500, concurrency={"limit": 2}))
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(10)))
+    # Then exactly 2 started and 8 queued, and the gate holds exactly the 2 started
+    started = [r.run_id for r in results if r.admission is None]
+    queued = [r.run_id for r in results if r.admission == "queued"]
+    assert (len(started), len(queued)) == (2, 8)
+    store = control.admission.store
+    assert sorted(store.holders(TENANT, wf, key_id("default"))) == sorted(started)
+    assert sorted(store.queue(TENANT, wf, key_id("default"))) == sorted(queued)
+    # And every one of them finishes in the end
+    eventually(lambda: all(r.status == "succeeded" for r in runs(server, wf)))
+    assert len(runs(server, wf)) == 10
+
+
+def test_cancelling_a_queued_run_takes_it_out_of_the_queue(server, api):
+    wf = register(api, workflow(fresh("conc-cancel"), delay=2000, concurrency={"limit": 1}))
+    first = start(api, wf, {"n": 1}).json()
+    second = start(api, wf, {"n": 2}).json()
+    assert second["admission"] == "queued"
+    cancelled = api.post(f"/runs/{second['run_id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "aborted"
+    assert server.control().admission.store.queue(TENANT, wf, key_id("default")) == []
+    api.post(f"/runs/{first['run_id']}/cancel")
+
+
+# --------------------------------------------------------------------------- singleton
+
+
+def test_singleton_skip_names_the_running_run_until_it_ends(server, api):
+    wf = register(api, workflow(fresh("single"), delay=300, singleton={"key": "{{ trigger.c }}"}))
+    # Given a running run for customer a
+    first = start(api, wf, {"c": "a", "n": 1})
+    assert first.status_code == 201
+    # When another trigger for a arrives, and one for b
+    second = start(api, wf, {"c": "a", "n": 2})
+    other = start(api, wf, {"c": "b", "n": 3})
+    # Then a's is skipped, naming the running run; b's starts
+    assert second.status_code == 200
+    assert second.json()["admission"] == "skipped"
+    assert second.json()["run_id"] == first.json()["run_id"]
+    assert other.status_code == 201
+    # And once the first run ended (recorded), a new trigger for a starts
+    first_id = first.json()["run_id"]
+    eventually(lambda: server.control().dal.get_run(TENANT, first_id).status == "succeeded")
+    third = start(api, wf, {"c": "a", "n": 4})
+    assert third.status_code == 201 and third.json()["run_id"] != first_id
+
+
+def test_singleton_cancel_running_stops_the_old_run_and_starts_the_new(server, api):
+    wf = register(
+        api, workflow(fresh("single-c"), delay=5000, singleton={"mode": "cancel_running"})
+    )
+    first = start(api, wf, {"n": 1}).json()
+    second = start(api, wf, {"n": 2})
+    assert second.status_code == 201
+    dal = server.control().dal
+    assert dal.get_run(TENANT, first["run_id"]).status == "aborted"
+    assert dal.get_run(TENANT, second.json()["run_id"]).status == "running"
+    holders = server.control().admission.store.holders(TENANT, wf, key_id("default"))
+    assert holders == [second.json()["run_id"]]
+    api.post(f"/runs/{second.json()['run_id']}/cancel")
+
+
+def test_concurrent_singleton_triggers_start_exactly_one_run(server, serial_dynamodb):
+    control = server.control()
+    wf = fresh("single-threads")
+    control.put_workflow(TENANT, wf, workflow(wf, delay=2000, singleton={"mode": "skip"}))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(8)))
+    started = [r for r in results if r.admission is None]
+    assert len(started) == 1
+    assert {r.run_id for r in results} == {started[0].run_id}
+    assert executions_running(server, wf) == 1
+    control.cancel_run(TENANT, started[0].run_id)
+
+
+# --------------------------------------------------------------------------- debounce
+
+
+def webhook_workflow(workflow_id: str, slug: str, **rules: Any) -> dict[str, Any]:
+    definition = workflow(workflow_id, delay=1, **rules)
+    definition["triggers"] = [{"type": "webhook", "slug": slug}]
+    return definition
+
+
+def test_twenty_webhook_posts_in_the_period_start_one_run_with_the_last(server, api, clock):
+    slug = fresh("deb")
+    debounce = {"key": "{{ trigger.order }}", "period": "30s", "max_wait": "5m"}
+    wf = register(api, webhook_workflow(fresh("deb"), slug, debounce=debounce))
+    # When 20 posts for one order arrive a second apart
+    answers = []
+    for n in range(20):
+        clock.now = T0 + n
+        answers.append(api.post(f"/hooks/{slug}", json={"order": "o-1", "n": n}))
+    # Then each is accepted (202) with the same pending run id, and nothing runs yet
+    assert {a.status_code for a in answers} == {202}
+    assert {a.json()["admission"] for a in answers} == {"debounced"}
+    pending = {a.json()["run_id"] for a in answers}
+    assert len(pending) == 1
+    assert fire_due(server, clock) == 0 and runs(server, wf) == []
+    # When the key has been quiet for the period
+    clock.now = T0 + 19 + 30
+    fire_due(server, clock)
+    # Then exactly one run started, under the pending id, with the last payload
+    (run,) = runs(server, wf)
+    assert run.run_id == pending.pop()
+    assert output_trigger(server, run) == {"order": "o-1", "n": 19}
+
+
+def test_max_wait_forces_a_start_under_continuous_traffic(server, api, clock):
+    slug = fresh("deb-max")
+    debounce = {"key": "{{ trigger.order }}", "period": 30, "max_wait": "5m"}
+    wf = register(api, webhook_workflow(fresh("deb-max"), slug, debounce=debounce))
+    # When a post arrives every 20 s for 400 s (never 30 s of quiet)
+    pending_ids = []
+    for n in range(21):
+        clock.now = T0 + 20 * n
+        fire_due(server, clock)
+        pending_ids.append(api.post(f"/hooks/{slug}", json={"order": "o-2", "n": n}).json())
+    # Then max_wait started a run at 300 s with the last trigger before it
+    started = runs(server, wf)
+    assert len(started) == 1
+    assert output_trigger(server, started[0]) == {"order": "o-2", "n": 14}
+    # And the posts after it wait under a new pending run id
+    assert pending_ids[0]["run_id"] == started[0].run_id == pending_ids[14]["run_id"]
+    assert {p["run_id"] for p in pending_ids[15:]} == {pending_ids[15]["run_id"]}
+    assert pending_ids[15]["run_id"] != started[0].run_id
+
+
+def test_concurrent_debounced_triggers_share_one_pending_run(server, clock, serial_dynamodb):
+    control = server.control()
+    wf = fresh("deb-threads")
+    control.put_workflow(TENANT, wf, workflow(wf, delay=1, debounce={"period": 10}))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(16)))
+    assert len({r.run_id for r in results}) == 1
+    assert sum(r.created for r in results) == 1
+    clock.now = T0 + 10
+    fire_due(server, clock)
+    (run,) = runs(server, wf)
+    assert output_trigger(server, run)["n"] in range(16)
+
+
+# --------------------------------------------------------------------------- batch
+
+
+def event_delivery(workflow_id: str, n: int) -> dict[str, Any]:
+    return {
+        "kind": "event",
+        "tenant": TENANT,
+        "workflow_id": workflow_id,
+        "trigger_index": 0,
+        "event": {
+            "id": f"evt-{n}",
+            "source": "shop",
+            "detail-type": "order.created",
+            "detail": {"n": n, TENANT_FIELD: TENANT},
+        },
+    }
+
+
+def test_250_events_with_max_100_give_three_runs_of_100_100_and_50(
+    server, api, clock, serial_dynamodb
+):
+    definition = workflow(fresh("batch"), delay=1, batch={"max_size": 100, "timeout": "60s"})
+    definition["triggers"] = [{"type": "event", "source": "shop", "detail_type": "order.created"}]
+    wf = register(api, definition)
+    control = server.control()
+    # When 250 events arrive from 5 concurrent deliverers
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        results = list(
+            pool.map(lambda n: handle_trigger(event_delivery(wf, n), control=control), range(250))
+        )
+    assert {r["status"] for r in results} == {"batched"}
+    # Then two full batches started at once; the third starts when its timeout runs out
+    assert len(runs(server, wf)) == 2
+    clock.now = T0 + 60
+    fire_due(server, clock)
+    started = runs(server, wf)
+    sizes = sorted((len(json.loads(r.input)) for r in started), reverse=True)
+    assert sizes == [100, 100, 50]
+    # And every event is in exactly one run, each batch in arrival order of its triggers
+    seen = [t["detail"]["n"] for r in started for t in output_trigger(server, r)]
+    assert sorted(seen) == list(range(250))
+    assert {r.trigger_type for r in started} == {"batch"}
+
+
+def test_api_starts_are_not_batched(server, api):
+    wf = register(api, workflow(fresh("batch-api"), delay=1, batch={"max_size": 5}))
+    answer = start(api, wf, {"n": 1})
+    assert answer.status_code == 201 and answer.json().get("admission") is None
