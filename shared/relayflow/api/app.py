@@ -464,7 +464,11 @@ def rollback_workflow(
     description="Runs the live version, or `version`. With an Idempotency-Key header, a repeat "
     "returns the run the first request started (200) instead of starting another.",
     responses=_docs(
-        {201: "Started", 200: "An idempotent repeat: the existing run"},
+        {
+            201: "Started",
+            200: "An idempotent repeat, or a singleton skip: the existing (running) run",
+            202: "Accepted: queued, debounced or batched; the run starts later",
+        },
         StartRunResult,
         404,
         409,
