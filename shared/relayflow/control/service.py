@@ -260,7 +260,24 @@ def _check_limit(limit: int) -> None:
 
 #: Parts of a definition the compiled ASL does not hold (the trigger function, the control
 #: plane and the recorder read them from the version).
-_OUTSIDE_ASL = ("triggers", "breaker", "notifications")
+_OUTSIDE_ASL = (
+    "triggers",
+    "breaker",
+    "notifications",
+    # Run admission and cancel_on (docs/flow-control.md) act outside the state machine too.
+    "singleton",
+    "concurrency",
+    "debounce",
+    "batch",
+    "cancel_on",
+)
+
+
+def subscriptions(workflow: Any) -> list[Any]:
+    """What trigger sync registers for a workflow: its triggers, then its ``cancel_on``."""
+    from relayflow.definition.admission import cancel_rules
+
+    return [*workflow.triggers, *cancel_rules(workflow.cancel_on)]
 
 
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:
@@ -363,7 +380,7 @@ class ControlPlane:
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()
-        trigger_plan = self._check_triggers(tenant, workflow_id, workflow.triggers)
+        trigger_plan = self._check_triggers(tenant, workflow_id, subscriptions(workflow))
 
         head = self.dal.get_workflow(tenant, workflow_id)
         if head is not None:
@@ -374,7 +391,7 @@ class ControlPlane:
                 and _same_triggers(latest.definition, definition_json)
             ):
                 result = self._make_live_again(head, latest, workflow.name, now)
-                self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
+                self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
                 return result
 
         version = 1 if head is None else head.latest_version + 1
@@ -432,7 +449,7 @@ class ControlPlane:
                 f"workflow {workflow_id} was changed by another request; read it and retry"
             ) from exc
         self._point_alias(new_head)
-        self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
+        self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
         return PutWorkflowResult(
             workflow_id=workflow_id,
             version=version,
@@ -575,7 +592,7 @@ class ControlPlane:
 
         head = self._workflow(tenant, workflow_id)
         item = self._version(tenant, workflow_id, version)
-        triggers = triggers_of(item.definition)
+        triggers = triggers_of(item.definition, with_cancel_on=True)
         self._check_triggers(tenant, workflow_id, triggers)
         if head.live_version != item.version:
             head = self.dal.update_workflow(

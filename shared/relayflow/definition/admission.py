@@ -10,9 +10,10 @@ Durations are whole seconds or a string such as ``30s``, ``5m``, ``1h`` or ``1d`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, None: 1}
@@ -34,9 +35,19 @@ def parse_duration(value: Any) -> int:
 
 
 Duration = Annotated[int, BeforeValidator(parse_duration)]
+
+
+def _template(value: str) -> str:
+    from relayflow.expressions.templates import check_template
+
+    check_template(value)
+    return value
+
+
 #: The key template: rendered with the trigger as ``trigger``; its text picks the key.
 KeyTemplate = Annotated[
     str,
+    AfterValidator(_template),
     Field(
         min_length=1,
         max_length=1000,
@@ -93,3 +104,48 @@ class BatchSettings(_Settings):
     max_size: int = Field(100, ge=2, le=1000, description="Triggers per run at most.")
     timeout: Duration = Field(60, ge=1, le=86_400, description="Longest a batch stays open.")
     key: KeyTemplate = "default"
+
+
+class CancelOn(_Settings):
+    """A matching event on the Relayflow bus cancels the workflow's running runs it matches."""
+
+    event: str = Field(
+        min_length=1, max_length=256, description="The event's detail-type, e.g. order.cancelled."
+    )
+    source: str | None = Field(None, max_length=256, description="Only events of this source.")
+    match: str | None = Field(
+        None,
+        max_length=4000,
+        description="CEL over the run's trigger (trigger) and the event (event, shaped like an "
+        "event trigger); a run is cancelled when it is true. Absent: every running run.",
+    )
+
+    @model_validator(mode="after")
+    def _match_parses(self) -> CancelOn:
+        from relayflow.expressions.cel import ExpressionSyntaxError, check_expression
+
+        if self.match is not None:
+            try:
+                check_expression(self.match)
+            except ExpressionSyntaxError as exc:
+                raise ValueError(f"match is not valid CEL: {exc}") from exc
+        return self
+
+
+@dataclass(frozen=True)
+class CancelRule:
+    """What trigger sync subscribes for one ``cancel_on`` entry (``type`` tells it apart
+    from a trigger; ``cancel_index`` is the entry's position)."""
+
+    cancel_index: int
+    event: str
+    source: str | None
+    type: str = "cancel_on"
+
+
+def cancel_rules(cancel_on: Any) -> list[CancelRule]:
+    """The subscriptions ``cancel_on`` (models or their stored JSON) needs."""
+    entries = [
+        e if isinstance(e, CancelOn) else CancelOn.model_validate(e) for e in cancel_on or []
+    ]
+    return [CancelRule(i, entry.event, entry.source) for i, entry in enumerate(entries)]

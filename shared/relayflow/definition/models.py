@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from relayflow.definition.admission import (
     BatchSettings,
+    CancelOn,
     ConcurrencySettings,
     DebounceSettings,
     SingletonSettings,
@@ -715,6 +716,11 @@ class Workflow(_Model):
     )
     batch: BatchSettings | None = Field(
         None, description="One run per up to max_size event or webhook triggers of a key."
+    )
+    cancel_on: list[CancelOn] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Events on the Relayflow bus that cancel the running runs they match.",
     )
 
     @model_validator(mode="after")

@@ -292,9 +292,13 @@ def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> d
     """Dispatch one schedule or event delivery (what ``functions/trigger`` does); returns
     :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else.
     A run admission deadline (debounce, batch) goes to
-    :func:`relayflow.control.admission.handle_deferred`."""
+    :func:`relayflow.control.admission.handle_deferred`, a ``cancel_on`` event to
+    :func:`relayflow.control.cancel_on.handle_cancel`."""
     from relayflow.control.admission import DEFERRED_KIND, handle_deferred
+    from relayflow.control.cancel_on import CANCEL_KIND, handle_cancel
 
     if event.get("kind") == DEFERRED_KIND:
         return handle_deferred(dict(event), control=control)
+    if event.get("kind") == CANCEL_KIND:
+        return handle_cancel(event, control=control)
     return Dispatcher(control).dispatch(event).model_dump(mode="json")

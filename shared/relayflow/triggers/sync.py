@@ -303,6 +303,32 @@ def plan_triggers(
                 description=description,
             )
             plan.rules.append((index, spec))
+        elif kind == "cancel_on":
+            # A cancel_on entry (docs/flow-control.md): events of its detail-type (and
+            # source) of this tenant go to the trigger function as a cancel delivery.
+            pattern: dict[str, Any] = {
+                "detail-type": [trigger.event],
+                "detail": {TENANT_FIELD: [tenant]},
+            }
+            if trigger.source:
+                pattern["source"] = [trigger.source]
+            head = json.dumps(
+                {
+                    "kind": "cancel",
+                    "tenant": tenant,
+                    "workflow_id": workflow_id,
+                    "cancel_index": trigger.cancel_index,
+                },
+                separators=(",", ":"),
+            )
+            rule = RuleSpec(
+                name=rule_name(tenant, workflow_id, index),
+                pattern=pattern,
+                target_arn=settings.trigger_function_arn,
+                input_template=f'{head[:-1]},"event":{WHOLE_EVENT}}}',
+                description=f"Relayflow {tenant}/{workflow_id} cancel_on[{trigger.cancel_index}]",
+            )
+            plan.rules.append((index, rule))
         elif kind == "webhook":
             if trigger.slug in slugs:
                 problems.append(
@@ -482,15 +508,20 @@ def _may_take(owner: Any, tenant: str, workflow_id: str) -> bool:
     return owner.tenant == tenant and (owner.workflow_id == workflow_id or not owner.enabled)
 
 
-def triggers_of(definition: Mapping[str, Any] | str) -> list[Any]:
-    """The trigger models of a stored definition (a version item's JSON)."""
+def triggers_of(definition: Mapping[str, Any] | str, *, with_cancel_on: bool = False) -> list[Any]:
+    """The trigger models of a stored definition (a version item's JSON); with
+    ``with_cancel_on``, followed by the subscriptions its ``cancel_on`` needs."""
     from pydantic import TypeAdapter
 
+    from relayflow.definition.admission import cancel_rules
     from relayflow.definition.models import Trigger
 
     data = json.loads(definition) if isinstance(definition, str) else definition
     raw = (data.get("triggers") or []) if isinstance(data, Mapping) else []
-    return list(TypeAdapter(list[Trigger]).validate_python(raw))
+    triggers: list[Any] = list(TypeAdapter(list[Trigger]).validate_python(raw))
+    if with_cancel_on and isinstance(data, Mapping):
+        triggers.extend(cancel_rules(data.get("cancel_on")))
+    return triggers
 
 
 def check_triggers(tenant: str, workflow_id: str, triggers: Sequence[Any]) -> TriggerPlan:
