@@ -394,3 +394,51 @@ def test_api_starts_are_not_batched(server, api):
     wf = register(api, workflow(fresh("batch-api"), delay=1, batch={"max_size": 5}))
     answer = start(api, wf, {"n": 1})
     assert answer.status_code == 201 and answer.json().get("admission") is None
+
+
+# --------------------------------------------------------------------------- schedule overlap
+
+
+def cron_workflow(workflow_id: str, overlap: str) -> dict[str, Any]:
+    definition = workflow(workflow_id, delay=5000)
+    definition["triggers"] = [{"type": "cron", "cron": "*/5 * * * *", "overlap": overlap}]
+    return definition
+
+
+def tick(server: LocalServer, workflow_id: str, minute: int) -> dict[str, Any]:
+    """Fire the workflow's cron schedule for 10:<minute> and return the trigger's result."""
+    from relayflow.triggers.cron import schedule_name
+
+    name = schedule_name(TENANT, workflow_id, 0, 0)
+    delivery = server.events.fire_schedule(name, f"2026-12-01T10:{minute:02d}:00Z", wait=True)
+    return dict(delivery.result)
+
+
+def test_overlap_skip_drops_ticks_while_the_previous_run_runs(server, api):
+    wf = register(api, cron_workflow(fresh("cron-skip"), "skip"))
+    first = tick(server, wf, 0)
+    second = tick(server, wf, 5)
+    assert first["status"] == "started"
+    assert (second["status"], second["run_id"]) == ("skipped", first["run_id"])
+    assert len(runs(server, wf)) == 1
+    # Once the slow run has ended, the next tick starts again
+    api.post(f"/runs/{first['run_id']}/cancel")
+    server.settle()
+    eventually(lambda: tick(server, wf, 10)["status"] == "started", timeout=10)
+
+
+def test_overlap_buffer_one_keeps_one_tick_for_when_the_run_ends(server, api):
+    wf = register(api, cron_workflow(fresh("cron-buf"), "buffer_one"))
+    first = tick(server, wf, 0)
+    second = tick(server, wf, 5)
+    third = tick(server, wf, 10)
+    # Then the 10:05 tick waits and the 10:10 one is skipped (one buffered at most)
+    assert first["status"] == "started"
+    assert second["status"] == "queued"
+    assert (third["status"], third["run_id"]) == ("skipped", first["run_id"])
+    assert {r.run_id for r in runs(server, wf)} == {first["run_id"], second["run_id"]}
+    # When the slow run ends, the buffered tick starts
+    api.post(f"/runs/{first['run_id']}/cancel")
+    dal = server.control().dal
+    eventually(lambda: dal.get_run(TENANT, second["run_id"]).status == "running")
+    api.post(f"/runs/{second['run_id']}/cancel")

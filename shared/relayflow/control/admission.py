@@ -43,7 +43,7 @@ DEFERRED_KIND = "admission"
 #: Trigger types a batch collects (the others start as usual).
 BATCHED_TRIGGER_TYPES = frozenset({"event", "webhook"})
 #: The ``flow_key`` of a run that holds a gate slot: ``<rule>:<key id>``.
-_GATE_RULES = ("singleton", "concurrency")
+_GATE_RULES = ("singleton", "concurrency", "overlap")
 
 
 @dataclass(frozen=True)
@@ -185,9 +185,11 @@ class Admission:
         *,
         trigger_type: str,
         collapse: bool = True,
+        overlap: tuple[str, str] | None = None,
     ) -> Decision:
         """Decide a start: fold it (debounce, batch), queue or skip it (concurrency,
-        singleton), or let it start, holding a slot."""
+        singleton, a schedule's ``overlap`` given as ``(mode, key)``), or let it start,
+        holding a slot."""
         rules = self.rules(head.tenant, head.workflow_id, version)
         if collapse and rules.debounce is not None:
             return Decision(
@@ -200,6 +202,16 @@ class Admission:
         if rules.concurrency is not None:
             return self._concurrency(
                 head, version, run_id, trigger, trigger_type, rules.concurrency
+            )
+        if overlap is not None and overlap[0] == "skip":
+            # A schedule's own overlap rule: a singleton of its ticks (the workflow's
+            # singleton or concurrency, when declared, governs instead).
+            rule = {"key": overlap[1], "mode": "skip"}
+            return self._singleton(head, version, run_id, trigger, trigger_type, rule, "overlap")
+        if overlap is not None and overlap[0] == "buffer_one":
+            rule = {"key": overlap[1], "limit": 1}
+            return self._concurrency(
+                head, version, run_id, trigger, trigger_type, rule, "overlap", max_queued=1
             )
         return Decision()
 
@@ -218,10 +230,11 @@ class Admission:
         trigger: Any,
         trigger_type: str,
         rule: dict[str, Any],
+        rule_name: str = "singleton",
     ) -> Decision:
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "singleton"))
-        flow_key = f"singleton:{kid}"
+        kid = key_id(render_key(rule["key"], trigger, rule_name))
+        flow_key = f"{rule_name}:{kid}"
         for _ in range(20):
             now = int(self.clock())
             if self.store.take_slot(tenant, workflow_id, kid, run_id, limit=1, now=now):
@@ -252,10 +265,12 @@ class Admission:
         trigger: Any,
         trigger_type: str,
         rule: dict[str, Any],
+        rule_name: str = "concurrency",
+        max_queued: int | None = None,
     ) -> Decision:
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "concurrency"))
-        flow_key = f"concurrency:{kid}"
+        kid = key_id(render_key(rule["key"], trigger, rule_name))
+        flow_key = f"{rule_name}:{kid}"
         limit = int(rule["limit"])
         queued: RunItem | None = None
         while True:
@@ -273,9 +288,25 @@ class Admission:
                 if queued.status != "queued" or queued.flow_key != flow_key:
                     return Decision(answer=_answer(queued, admission=None, created=False))
             if self.store.enqueue(
-                tenant, workflow_id, kid, run_id, limit=limit, now_ms=int(now_s * 1000)
+                tenant,
+                workflow_id,
+                kid,
+                run_id,
+                limit=limit,
+                now_ms=int(now_s * 1000),
+                max_queued=max_queued,
             ):
                 return Decision(answer=_answer(queued, admission="queued", created=True))
+            if max_queued is not None:
+                gate = self.store.gate(tenant, workflow_id, kid)
+                if int(gate["queued"]) >= max_queued:
+                    # The buffer is taken: this one is skipped, naming the running run.
+                    self.control.dal.delete_run(tenant, run_id)
+                    holders = self.store.holders(tenant, workflow_id, kid)
+                    running = self.control.dal.get_run(tenant, holders[0]) if holders else None
+                    return Decision(
+                        answer=_answer(running or queued, admission="skipped", created=False)
+                    )
 
     def release(self, run: RunItem) -> None:
         """The run ended: free the slot it held, handing it to its key's oldest queued run

@@ -625,13 +625,14 @@ class ControlPlane:
         idempotency_key: str | None = None,
         trigger_type: str = "api",
         collapse: bool = True,
+        overlap: tuple[str, str] | None = None,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
 
         The workflow's admission rules decide first (:mod:`relayflow.control.admission`):
         the answer may be a queued, skipped, debounced or batched run instead (its
         ``admission`` says which). ``collapse`` false skips debounce and batch (their own
-        deferred starts).
+        deferred starts); ``overlap`` is a schedule's ``(mode, key)``.
 
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
@@ -663,7 +664,13 @@ class ControlPlane:
             if existing is not None:
                 return self._repeat(existing)
         decision = self.admission.admit(
-            head, version, run_id, input, trigger_type=trigger_type, collapse=collapse
+            head,
+            version,
+            run_id,
+            input,
+            trigger_type=trigger_type,
+            collapse=collapse,
+            overlap=overlap,
         )
         if decision.answer is not None:
             return decision.answer

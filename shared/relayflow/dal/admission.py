@@ -214,20 +214,27 @@ class AdmissionDal:
         return self._transact([count, self._hold(pk, tenant, run_id, now)])
 
     def enqueue(
-        self, tenant: str, workflow_id: str, key_id: str, run_id: str, *, limit: int, now_ms: int
+        self,
+        tenant: str,
+        workflow_id: str,
+        key_id: str,
+        run_id: str,
+        *,
+        limit: int,
+        now_ms: int,
+        max_queued: int | None = None,
     ) -> bool:
-        """Queue ``run_id`` while the gate is full or others queue; ``False`` when a slot
-        freed meanwhile (take it instead)."""
+        """Queue ``run_id`` while the gate is full or others queue (and fewer than
+        ``max_queued`` wait); ``False`` when a slot freed meanwhile or the queue is full
+        (read the gate to tell which)."""
         pk = gate_partition(tenant, workflow_id, key_id)
         now = now_ms // 1000
-        count = self._count(
-            pk,
-            tenant,
-            "ADD #queued :one",
-            "#running >= :limit OR #queued > :zero",
-            {":one": 1, ":limit": limit, ":zero": 0},
-            now,
-        )
+        condition = "(#running >= :limit OR #queued > :zero)"
+        values: dict[str, Any] = {":one": 1, ":limit": limit, ":zero": 0}
+        if max_queued is not None:
+            condition += " AND (attribute_not_exists(#queued) OR #queued < :max)"
+            values[":max"] = max_queued
+        count = self._count(pk, tenant, "ADD #queued :one", condition, values, now)
         entry = {
             "Put": {
                 "Item": serialize(

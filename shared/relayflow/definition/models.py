@@ -518,6 +518,12 @@ class CronTrigger(_Model):
     cron: str = Field(description="Standard 5-field cron expression.")
     timezone: str = Field("UTC", description="IANA time zone, e.g. Europe/Berlin.")
     input: TemplateValue = Field(default_factory=dict, description="Trigger payload of each run.")
+    overlap: Literal["skip", "buffer_one", "allow"] = Field(
+        "allow",
+        description="A tick while this schedule's previous run still runs: skip it, keep one "
+        "to start when that run ends (buffer_one), or start it anyway (allow). See "
+        "docs/flow-control.md.",
+    )
 
 
 class AtTrigger(_Model):

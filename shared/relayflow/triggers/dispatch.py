@@ -142,11 +142,13 @@ class Dispatcher:
         return result
 
     def _schedule(self, delivery: ScheduleDelivery) -> DispatchResult:
-        _, refused = self._live_trigger(delivery, ("cron", "at"))
+        trigger, refused = self._live_trigger(delivery, ("cron", "at"))
         if refused is not None:
             return refused
         key = f"schedule:{delivery.trigger_index}:{delivery.scheduled_time}"
-        return self._start(delivery, delivery.input, key, "schedule")
+        mode = (trigger or {}).get("overlap") or "allow"
+        overlap = None if mode == "allow" else (mode, f"schedule:{delivery.trigger_index}")
+        return self._start(delivery, delivery.input, key, "schedule", overlap=overlap)
 
     def _event(self, delivery: EventDelivery) -> DispatchResult:
         from relayflow.errors import ExpressionError
@@ -200,11 +202,19 @@ class Dispatcher:
         return trigger, None
 
     def _start(
-        self, delivery: _Delivery, payload: Any, key: str, trigger_type: str
+        self,
+        delivery: _Delivery,
+        payload: Any,
+        key: str,
+        trigger_type: str,
+        *,
+        overlap: tuple[str, str] | None = None,
     ) -> DispatchResult:
         from relayflow.control.errors import ApiError, Conflict, NotFound
         from relayflow.control.service import BreakerOpen
 
+        # Only a schedule with an overlap rule passes one (docs/flow-control.md).
+        extra = {"overlap": overlap} if overlap is not None else {}
         try:
             started = self.control.start_run(
                 delivery.tenant,
@@ -212,6 +222,7 @@ class Dispatcher:
                 payload,
                 idempotency_key=key,
                 trigger_type=trigger_type,
+                **extra,
             )
         except BreakerOpen as exc:
             self._record_skip(delivery, key, trigger_type, exc)
@@ -224,7 +235,7 @@ class Dispatcher:
                 raise  # transient: let the invocation be retried
             return _result(delivery, "skipped", reason=f"{exc.code}: {exc.message}")
         if started.admission == "skipped":
-            reason = f"singleton: run {started.run_id} is running"
+            reason = f"run {started.run_id} is running (singleton or schedule overlap)"
             return _result(delivery, "skipped", run_id=started.run_id, reason=reason)
         status: DispatchStatus = "started" if started.created else "duplicate"
         if started.admission in ("queued", "debounced", "batched"):
