@@ -111,3 +111,87 @@ def test_cancel_on_with_a_bad_match_is_refused_naming_the_path(api):
     response = api.put("/workflows/bad-cancel", json=definition)
     assert response.status_code == 422, response.text
     assert "cancel_on" in response.text and "match" in response.text
+
+
+# --------------------------------------------------------------------------- wait_for_event
+
+
+def awaiting(workflow_id: str, source: str, timeout: int, on_timeout: bool = False) -> dict:
+    wait: dict[str, Any] = {
+        "type": "wait_for_event",
+        "event": "payment.received",
+        "source": source,
+        "match": "event.detail.order == trigger.order",
+        "timeout_seconds": timeout,
+        "on_success": "receipt",
+    }
+    steps: dict[str, Any] = {
+        "paid": wait,
+        "receipt": {
+            "type": "transform",
+            "mapping": {"amount": "{{ steps.paid.output.detail.amount }}"},
+        },
+    }
+    if on_timeout:
+        wait["on_timeout"] = "chase"
+        steps["chase"] = {"type": "transform", "mapping": {"chased": True}}
+    return {"id": workflow_id, "start": "paid", "steps": steps}
+
+
+def paid(server: LocalServer, client: httpx.Client, source: str, order: str) -> None:
+    body = {
+        "source": source,
+        "detail_type": "payment.received",
+        "detail": {"order": order, "amount": 12},
+    }
+    assert client.post("/events", json=body).status_code == 202
+    server.settle()
+
+
+def test_wait_for_event_is_completed_by_the_matching_event_of_its_tenant_only(server, api, other):
+    source = f"billing.{uuid.uuid4().hex[:8]}"
+    workflow_id = f"await-{uuid.uuid4().hex[:8]}"
+    for client in (api, other):
+        response = client.put(f"/workflows/{workflow_id}", json=awaiting(workflow_id, source, 600))
+        assert response.status_code == 201, response.text
+    # Given my run waiting for order o-1's payment, and the other tenant's identical run
+    mine = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"order": "o-1"}}).json()
+    theirs = other.post(f"/workflows/{workflow_id}/runs", json={"input": {"order": "o-1"}}).json()
+    waits = server.control().dal
+
+    def registered(tenant: str) -> bool:
+        from relayflow.dal.event_waits import EventWaitDal
+
+        return bool(EventWaitDal(waits).waiting(tenant, workflow_id, "payment.received"))
+
+    eventually(lambda: registered("local") and registered(OTHER_TENANT))
+    # When the other tenant publishes the payment of o-1, and I publish one of o-2
+    paid(server, other, source, "o-1")
+    paid(server, api, source, "o-2")
+    # Then only their run resumes; mine keeps waiting
+    eventually(lambda: status(other, theirs["run_id"]) == "succeeded")
+    assert status(api, mine["run_id"]) == "running"
+    # When my o-1 payment arrives, my run resumes with the event as the step's output
+    paid(server, api, source, "o-1")
+    eventually(lambda: status(api, mine["run_id"]) == "succeeded")
+    run = api.get(f"/runs/{mine['run_id']}").json()
+    assert run["output"]["steps"]["paid"]["output"]["detail"]["order"] == "o-1"
+    assert run["output"]["steps"]["receipt"]["output"] == {"amount": 12}
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_wait_for_event_times_out_to_on_timeout_or_wait_timeout(server, api, routed):
+    source = f"billing.{uuid.uuid4().hex[:8]}"
+    workflow_id = f"late-{uuid.uuid4().hex[:8]}"
+    definition = awaiting(workflow_id, source, 1, on_timeout=routed)
+    assert api.put(f"/workflows/{workflow_id}", json=definition).status_code == 201
+    run_id = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"order": "o-9"}}).json()[
+        "run_id"
+    ]
+    eventually(lambda: status(api, run_id) != "running")
+    run = api.get(f"/runs/{run_id}").json()
+    if routed:
+        assert run["status"] == "succeeded"
+        assert run["output"]["steps"]["chase"]["output"] == {"chased": True}
+    else:
+        assert (run["status"], run["error"]) == ("failed", "Relayflow.WaitTimeout")

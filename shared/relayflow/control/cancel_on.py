@@ -2,7 +2,7 @@
 
 Trigger sync subscribes one rule per ``cancel_on`` entry (its detail-type, optional source,
 and always the tenant), delivering ``{"kind": "cancel", "tenant", "workflow_id",
-"cancel_index", "event"}`` to the trigger function, which calls :func:`handle_cancel`. The
+"index", "event"}`` to the trigger function, which calls :func:`handle_cancel`. The
 entry is read from the live version; each running (or queued) run of the workflow whose
 ``match`` is true for ``{trigger: the run's trigger, event: the event}`` is cancelled like
 ``POST /runs/{id}/cancel`` does (``Relayflow.Cancelled``). Runs are listed and cancelled
@@ -43,7 +43,7 @@ def handle_cancel(
     answer: dict[str, Any] = {"kind": CANCEL_KIND, "tenant": tenant, "workflow_id": workflow_id}
     if owner != tenant:
         return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}
-    entry = _entry(plane, tenant, workflow_id, int(delivery.get("cancel_index", -1)))
+    entry = _entry(plane, tenant, workflow_id, int(delivery.get("index", -1)))
     if entry is None:
         return {
             **answer,

@@ -274,10 +274,11 @@ _OUTSIDE_ASL = (
 
 
 def subscriptions(workflow: Any) -> list[Any]:
-    """What trigger sync registers for a workflow: its triggers, then its ``cancel_on``."""
-    from relayflow.definition.admission import cancel_rules
+    """What trigger sync registers for a workflow: its triggers, then the subscriptions of
+    its ``cancel_on`` and ``wait_for_event`` steps (docs/flow-control.md)."""
+    from relayflow.definition.admission import subscriptions_of
 
-    return [*workflow.triggers, *cancel_rules(workflow.cancel_on)]
+    return [*workflow.triggers, *subscriptions_of(workflow)]
 
 
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:

@@ -133,19 +133,30 @@ class CancelOn(_Settings):
 
 
 @dataclass(frozen=True)
-class CancelRule:
-    """What trigger sync subscribes for one ``cancel_on`` entry (``type`` tells it apart
-    from a trigger; ``cancel_index`` is the entry's position)."""
+class Subscription:
+    """An event subscription trigger sync makes besides the triggers: for a ``cancel_on``
+    entry (``delivery`` ``cancel``) or a ``wait_for_event`` step (``wait_event``); ``index``
+    is the entry's position (for a wait, unused)."""
 
-    cancel_index: int
+    delivery: str
+    index: int
     event: str
     source: str | None
-    type: str = "cancel_on"
+    type: str = "subscription"
 
 
-def cancel_rules(cancel_on: Any) -> list[CancelRule]:
-    """The subscriptions ``cancel_on`` (models or their stored JSON) needs."""
-    entries = [
-        e if isinstance(e, CancelOn) else CancelOn.model_validate(e) for e in cancel_on or []
-    ]
-    return [CancelRule(i, entry.event, entry.source) for i, entry in enumerate(entries)]
+def subscriptions_of(definition: Any) -> list[Subscription]:
+    """The subscriptions a workflow (model or stored JSON) needs beyond its triggers."""
+    data = definition if isinstance(definition, dict) else definition.model_dump(mode="json")
+    found: list[Subscription] = []
+    for i, raw in enumerate(data.get("cancel_on") or []):
+        entry = CancelOn.model_validate(raw)
+        found.append(Subscription("cancel", i, entry.event, entry.source))
+    waits = {
+        (raw["event"], raw.get("source"))
+        for raw in (data.get("steps") or {}).values()
+        if isinstance(raw, dict) and raw.get("type") == "wait_for_event"
+    }
+    for i, (event, source) in enumerate(sorted(waits, key=lambda w: (w[0], w[1] or ""))):
+        found.append(Subscription("wait_event", i, event, source))
+    return found

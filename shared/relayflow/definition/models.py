@@ -449,6 +449,38 @@ class WaitpointStep(_Routed):
     )
 
 
+class WaitForEventStep(_Routed):
+    """Pauses the run until an event on the Relayflow bus of the run's tenant matches; the
+    event (shaped like an event trigger) is the step's output. See docs/flow-control.md."""
+
+    type: Literal["wait_for_event"]
+    event: str = Field(min_length=1, max_length=256, description="The event's detail-type.")
+    source: str | None = Field(None, max_length=256, description="Only events of this source.")
+    match: str | None = Field(
+        None,
+        max_length=4000,
+        description="CEL over the run's data (trigger, steps, run) and the event (event); "
+        "absent: the first event of that detail-type.",
+    )
+    on_timeout: StepKey | None = Field(
+        None,
+        description="Where the run goes when timeout_seconds pass without a matching event; "
+        "without it the step fails with Relayflow.WaitTimeout.",
+    )
+
+    @field_validator("match")
+    @classmethod
+    def _match_parses(cls, value: str | None) -> str | None:
+        from relayflow.expressions.cel import ExpressionSyntaxError, check_expression
+
+        if value is not None:
+            try:
+                check_expression(value)
+            except ExpressionSyntaxError as exc:
+                raise ValueError(f"match is not valid CEL: {exc}") from exc
+        return value
+
+
 Step = Annotated[
     NoopStep
     | ConditionStep
@@ -464,7 +496,8 @@ Step = Annotated[
     | WebhookOutStep
     | ApprovalStep
     | CustomStep
-    | WaitpointStep,
+    | WaitpointStep
+    | WaitForEventStep,
     Field(discriminator="type"),
 ]
 
@@ -484,6 +517,7 @@ STEP_TYPES: tuple[str, ...] = (
     "approval",
     "custom",
     "waitpoint",
+    "wait_for_event",
 )
 
 #: Step types this build can run. The others parse, and validation refuses them by name.
@@ -501,6 +535,7 @@ AVAILABLE_STEP_TYPES = frozenset(
         "code",
         "approval",
         "waitpoint",
+        "wait_for_event",
         "sub_workflow",
     }
 )

@@ -304,12 +304,16 @@ def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> d
     :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else.
     A run admission deadline (debounce, batch) goes to
     :func:`relayflow.control.admission.handle_deferred`, a ``cancel_on`` event to
-    :func:`relayflow.control.cancel_on.handle_cancel`."""
+    :func:`relayflow.control.cancel_on.handle_cancel`, an event a ``wait_for_event`` step
+    waits for to :func:`relayflow.control.event_waits.handle_wait_event`."""
     from relayflow.control.admission import DEFERRED_KIND, handle_deferred
     from relayflow.control.cancel_on import CANCEL_KIND, handle_cancel
+    from relayflow.control.event_waits import WAIT_EVENT_KIND, handle_wait_event
 
     if event.get("kind") == DEFERRED_KIND:
         return handle_deferred(dict(event), control=control)
     if event.get("kind") == CANCEL_KIND:
         return handle_cancel(event, control=control)
+    if event.get("kind") == WAIT_EVENT_KIND:
+        return handle_wait_event(event)
     return Dispatcher(control).dispatch(event).model_dump(mode="json")

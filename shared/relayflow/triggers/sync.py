@@ -303,9 +303,9 @@ def plan_triggers(
                 description=description,
             )
             plan.rules.append((index, spec))
-        elif kind == "cancel_on":
-            # A cancel_on entry (docs/flow-control.md): events of its detail-type (and
-            # source) of this tenant go to the trigger function as a cancel delivery.
+        elif kind == "subscription":
+            # A cancel_on entry or a wait_for_event step (docs/flow-control.md): events of
+            # its detail-type (and source) of this tenant go to the trigger function.
             pattern: dict[str, Any] = {
                 "detail-type": [trigger.event],
                 "detail": {TENANT_FIELD: [tenant]},
@@ -314,10 +314,10 @@ def plan_triggers(
                 pattern["source"] = [trigger.source]
             head = json.dumps(
                 {
-                    "kind": "cancel",
+                    "kind": trigger.delivery,
                     "tenant": tenant,
                     "workflow_id": workflow_id,
-                    "cancel_index": trigger.cancel_index,
+                    "index": trigger.index,
                 },
                 separators=(",", ":"),
             )
@@ -326,7 +326,7 @@ def plan_triggers(
                 pattern=pattern,
                 target_arn=settings.trigger_function_arn,
                 input_template=f'{head[:-1]},"event":{WHOLE_EVENT}}}',
-                description=f"Relayflow {tenant}/{workflow_id} cancel_on[{trigger.cancel_index}]",
+                description=f"Relayflow {tenant}/{workflow_id} {trigger.delivery} {trigger.index}",
             )
             plan.rules.append((index, rule))
         elif kind == "webhook":
@@ -513,14 +513,14 @@ def triggers_of(definition: Mapping[str, Any] | str, *, with_cancel_on: bool = F
     ``with_cancel_on``, followed by the subscriptions its ``cancel_on`` needs."""
     from pydantic import TypeAdapter
 
-    from relayflow.definition.admission import cancel_rules
+    from relayflow.definition.admission import subscriptions_of
     from relayflow.definition.models import Trigger
 
     data = json.loads(definition) if isinstance(definition, str) else definition
     raw = (data.get("triggers") or []) if isinstance(data, Mapping) else []
     triggers: list[Any] = list(TypeAdapter(list[Trigger]).validate_python(raw))
     if with_cancel_on and isinstance(data, Mapping):
-        triggers.extend(cancel_rules(data.get("cancel_on")))
+        triggers.extend(subscriptions_of(dict(data)))
     return triggers
 
 
