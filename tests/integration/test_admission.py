@@ -442,3 +442,45 @@ def test_overlap_buffer_one_keeps_one_tick_for_when_the_run_ends(server, api):
     dal = server.control().dal
     eventually(lambda: dal.get_run(TENANT, second["run_id"]).status == "running")
     api.post(f"/runs/{second['run_id']}/cancel")
+
+
+# --------------------------------------------------------------------------- schedule catch-up
+
+
+def test_catch_up_after_a_three_hour_disable_runs_the_last_hours_ticks(server, api, clock):
+    from relayflow.reliability.breakers import workflow_breaker_id
+
+    wf = fresh("catch-up")
+    definition = workflow(wf, delay=1)
+    definition["triggers"] = [
+        {
+            "type": "cron",
+            "cron": "*/15 * * * *",
+            "input": {"job": "sync"},
+            "catch_up": {"window": "1h"},
+        }
+    ]
+    register(api, definition)
+    ten = datetime(2026, 12, 1, 10, 0, tzinfo=UTC).timestamp()
+    # Given the 10:00 tick ran
+    clock.now = ten
+    assert tick(server, wf, 0)["status"] == "started"
+    # When the workflow is disabled for 3 hours and enabled again at 13:00
+    assert api.delete(f"/workflows/{wf}").status_code == 200
+    clock.now = ten + 3 * 3600
+    register(api, definition)
+    # Then the ticks of the last hour (12:00 to 13:00) ran once each, oldest first
+    keys = sorted(r.idempotency_key for r in runs(server, wf))
+    hours = ("10:00", "12:00", "12:15", "12:30", "12:45", "13:00")
+    assert keys == [f"schedule:0:2026-12-01T{h}:00Z" for h in hours]
+    # And the 7 older ticks (10:15 to 11:45) are recorded as skipped
+    skips = server.control().breakers.store.list_skips(TENANT, workflow_breaker_id(wf))
+    assert len(skips) == 1 and skips[0].reason.startswith("7 missed tick(s) of triggers[0]")
+    # And Scheduler's own delivery of 13:00 starts no second run; enabling again adds none
+    from relayflow.triggers.cron import schedule_name
+
+    name = schedule_name(TENANT, wf, 0, 0)
+    late = server.events.fire_schedule(name, "2026-12-01T13:00:00Z", wait=True)
+    assert late.result["status"] == "duplicate"
+    register(api, definition)
+    assert len(runs(server, wf)) == 6

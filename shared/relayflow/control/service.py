@@ -538,6 +538,23 @@ class ControlPlane:
 
         with _trigger_errors():
             TriggerSync(dal=self.dal).sync(tenant, workflow_id, triggers, enabled=enabled)
+        if enabled:
+            self._catch_up(tenant, workflow_id, triggers)
+
+    def _catch_up(self, tenant: str, workflow_id: str, triggers: list[Any]) -> None:
+        """Run the ticks cron triggers with ``catch_up`` missed (``docs/flow-control.md``).
+        A failure is logged, not raised: the workflow is stored, and the next tick catches
+        up again."""
+        from relayflow.observability import logger
+        from relayflow.triggers.catch_up import catch_up_workflow
+
+        try:
+            catch_up_workflow(self, tenant, workflow_id, triggers)
+        except (ApiError, DataAccessError, sfn_api.StepFunctionsError) as exc:
+            logger.warning(
+                "catch-up of missed ticks failed; the next tick tries again",
+                extra={"tenant": tenant, "workflow_id": workflow_id, "reason": str(exc)},
+            )
 
     def _point_alias(self, head: WorkflowItem) -> None:
         alias_arn = self.machines.point_alias(head.state_machine_arn, head.live_version_arn)

@@ -19,6 +19,7 @@ in the same transaction that counts it, so a full batch holds exactly its trigge
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -521,3 +522,41 @@ class AdmissionDal:
         """The triggers of a batch, in the order they arrived."""
         pk = f"{batch_partition(tenant, workflow_id, key_id)}#{keys._part(batch_id, 'batch id')}"
         return [json.loads(item["trigger"]) for item in self._query(pk, "")]
+
+    # -- schedule marks ----------------------------------------------------------------------
+
+    def _mark_key(self, tenant: str, workflow_id: str, index: int) -> dict[str, str]:
+        workflow = keys._part(workflow_id, "workflow id")
+        return {"pk": f"{keys.tenant_prefix(tenant)}#SCHED#{workflow}#{int(index)}", "sk": "MARK"}
+
+    def last_tick(self, tenant: str, workflow_id: str, index: int) -> str | None:
+        """The latest scheduled time (``…Z``) of cron trigger ``index`` that started a run."""
+        item = self._get(self._mark_key(tenant, workflow_id, index))  # type: ignore[arg-type]
+        return str(item["last_tick"]) if item else None
+
+    def advance_tick(self, tenant: str, workflow_id: str, index: int, tick: str, now: int) -> None:
+        """Move the mark forward to ``tick`` (never back: times of one format sort as text)."""
+        dal = self.dal
+        # A later tick may be recorded already: the mark stays.
+        with contextlib.suppress(ConditionFailed):
+            dal._call(
+                "update_item",
+                TableName=dal.table_name,
+                Key=serialize(self._mark_key(tenant, workflow_id, index)),
+                UpdateExpression="SET #tick = :tick, #type = :type, #tenant = :tenant, #exp = :exp",
+                ConditionExpression="attribute_not_exists(#tick) OR #tick < :tick",
+                ExpressionAttributeNames={
+                    "#tick": "last_tick",
+                    "#type": "type",
+                    "#tenant": "tenant",
+                    "#exp": "expires_at",
+                },
+                ExpressionAttributeValues=serialize(
+                    {
+                        ":tick": tick,
+                        ":type": "schedule_mark",
+                        ":tenant": tenant,
+                        ":exp": now + RETENTION_SECONDS,
+                    }
+                ),
+            )

@@ -160,3 +160,11 @@ def subscriptions_of(definition: Any) -> list[Subscription]:
     for i, (event, source) in enumerate(sorted(waits, key=lambda w: (w[0], w[1] or ""))):
         found.append(Subscription("wait_event", i, event, source))
     return found
+
+
+class CatchUpSettings(_Settings):
+    """Missed ticks of a cron trigger (a disabled workflow, an open breaker, a deploy gap)
+    run once each, oldest first, when they are at most ``window`` old; older ones are
+    recorded as skipped."""
+
+    window: Duration = Field(ge=60, le=86_400 * 7, description="How far back ticks still run.")

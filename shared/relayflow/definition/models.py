@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from relayflow.definition.admission import (
     BatchSettings,
     CancelOn,
+    CatchUpSettings,
     ConcurrencySettings,
     DebounceSettings,
     SingletonSettings,
@@ -558,6 +559,11 @@ class CronTrigger(_Model):
         description="A tick while this schedule's previous run still runs: skip it, keep one "
         "to start when that run ends (buffer_one), or start it anyway (allow). See "
         "docs/flow-control.md.",
+    )
+    catch_up: CatchUpSettings | None = Field(
+        None,
+        description="Run missed ticks (disabled workflow, open breaker, deploy gap) once each, "
+        "oldest first, within the window; older ones are recorded as skipped.",
     )
 
 

@@ -145,10 +145,42 @@ class Dispatcher:
         trigger, refused = self._live_trigger(delivery, ("cron", "at"))
         if refused is not None:
             return refused
+        trigger = trigger or {}
+        if trigger.get("type") == "cron" and trigger.get("catch_up"):
+            # Ticks missed before this one (an open breaker, a gap) run first, oldest first.
+            from relayflow.triggers.catch_up import catch_up, parse_tick
+
+            upto = parse_tick(delivery.scheduled_time)
+            catch_up(
+                self,
+                delivery.tenant,
+                delivery.workflow_id,
+                delivery.trigger_index,
+                trigger,
+                upto=upto,
+                include_upto=False,
+            )
+        return self.start_tick(delivery, trigger)
+
+    def start_tick(self, delivery: ScheduleDelivery, trigger: dict[str, Any]) -> DispatchResult:
+        """Start the run of one scheduled tick (its overlap rule applies); with
+        ``catch_up``, a tick that started (or was deliberately skipped) moves the mark."""
         key = f"schedule:{delivery.trigger_index}:{delivery.scheduled_time}"
-        mode = (trigger or {}).get("overlap") or "allow"
+        mode = trigger.get("overlap") or "allow"
         overlap = None if mode == "allow" else (mode, f"schedule:{delivery.trigger_index}")
-        return self._start(delivery, delivery.input, key, "schedule", overlap=overlap)
+        result = self._start(delivery, delivery.input, key, "schedule", overlap=overlap)
+        handled = result.status in ("started", "duplicate", "queued") or (
+            result.status == "skipped" and result.run_id is not None  # an overlap skip
+        )
+        if handled and trigger.get("catch_up"):
+            self.control.admission.store.advance_tick(
+                delivery.tenant,
+                delivery.workflow_id,
+                delivery.trigger_index,
+                delivery.scheduled_time,
+                int(self.control.admission.clock()),
+            )
+        return result
 
     def _event(self, delivery: EventDelivery) -> DispatchResult:
         from relayflow.errors import ExpressionError
