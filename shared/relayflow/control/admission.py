@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 #: What a deferred delivery carries as ``kind`` (the trigger function routes on it).
 DEFERRED_KIND = "admission"
+#: Rounds of read-and-retry a contended decision takes before it answers 409 (retry).
+MAX_ROUNDS = 100
 #: Trigger types a batch collects (the others start as usual).
 BATCHED_TRIGGER_TYPES = frozenset({"event", "webhook"})
 #: The ``flow_key`` of a run that holds a gate slot: ``<rule>:<key id>``.
@@ -186,6 +188,7 @@ class Admission:
         trigger_type: str,
         collapse: bool = True,
         overlap: tuple[str, str] | None = None,
+        idempotency_key: str | None = None,
     ) -> Decision:
         """Decide a start: fold it (debounce, batch), queue or skip it (concurrency,
         singleton, a schedule's ``overlap`` given as ``(mode, key)``), or let it start,
@@ -201,7 +204,13 @@ class Admission:
             return self._singleton(head, version, run_id, trigger, trigger_type, rules.singleton)
         if rules.concurrency is not None:
             return self._concurrency(
-                head, version, run_id, trigger, trigger_type, rules.concurrency
+                head,
+                version,
+                run_id,
+                trigger,
+                trigger_type,
+                rules.concurrency,
+                idempotency_key=idempotency_key,
             )
         if overlap is not None and overlap[0] == "skip":
             # A schedule's own overlap rule: a singleton of its ticks (the workflow's
@@ -211,7 +220,15 @@ class Admission:
         if overlap is not None and overlap[0] == "buffer_one":
             rule = {"key": overlap[1], "limit": 1}
             return self._concurrency(
-                head, version, run_id, trigger, trigger_type, rule, "overlap", max_queued=1
+                head,
+                version,
+                run_id,
+                trigger,
+                trigger_type,
+                rule,
+                "overlap",
+                max_queued=1,
+                idempotency_key=idempotency_key,
             )
         return Decision()
 
@@ -255,7 +272,7 @@ class Admission:
                 self.control.cancel_run(tenant, holders[0])
             if self.store.hand_over(tenant, workflow_id, kid, holders[0], run_id, now=now):
                 return Decision(flow_key=flow_key)
-        raise Conflict(f"singleton key of workflow {workflow_id} is contended; retry")
+        raise _contended(rule_name, workflow_id)
 
     def _concurrency(
         self,
@@ -267,25 +284,28 @@ class Admission:
         rule: dict[str, Any],
         rule_name: str = "concurrency",
         max_queued: int | None = None,
+        idempotency_key: str | None = None,
     ) -> Decision:
         tenant, workflow_id = head.tenant, head.workflow_id
         kid = key_id(render_key(rule["key"], trigger, rule_name))
         flow_key = f"{rule_name}:{kid}"
         limit = int(rule["limit"])
         queued: RunItem | None = None
-        while True:
+        for _ in range(MAX_ROUNDS):
             now_s = self.clock()
             if self.store.take_slot(tenant, workflow_id, kid, run_id, limit=limit, now=int(now_s)):
                 if queued is not None:
                     # Queued a moment ago, then a slot freed before the queue entry was written.
                     self._start_queued(queued)
-                    return Decision(answer=_answer(queued, admission="started", created=True))
+                    started = self.control.dal.get_run(tenant, run_id) or queued
+                    return Decision(answer=_answer(started, admission=None, created=True))
                 return Decision(flow_key=flow_key)
             if queued is None:
-                queued = self.control.create_queued_run(
-                    head, run_id, trigger, version, trigger_type, flow_key
+                queued, created = self.control.create_queued_run(
+                    head, run_id, trigger, version, trigger_type, flow_key, idempotency_key
                 )
-                if queued.status != "queued" or queued.flow_key != flow_key:
+                if not created:
+                    # A concurrent repeat of the same key recorded it: that request queues it.
                     return Decision(answer=_answer(queued, admission=None, created=False))
             if self.store.enqueue(
                 tenant,
@@ -307,6 +327,7 @@ class Admission:
                     return Decision(
                         answer=_answer(running or queued, admission="skipped", created=False)
                     )
+        raise _contended(rule_name, workflow_id)
 
     def release(self, run: RunItem) -> None:
         """The run ended: free the slot it held, handing it to its key's oldest queued run
@@ -359,7 +380,7 @@ class Admission:
         kid = key_id(render_key(rule["key"], trigger, "debounce"))
         period, max_wait = int(rule["period"]), rule.get("max_wait")
         trigger_json = json.dumps(trigger, separators=(",", ":"))
-        while True:
+        for _ in range(MAX_ROUNDS):
             now = self.clock()
             pending = self.store.pending(tenant, workflow_id, kid)
             if pending is None:
@@ -399,6 +420,7 @@ class Admission:
                 admission="debounced",
                 starts_at=_iso(due),
             )
+        raise _contended("debounce", workflow_id)
 
     def _defer_debounce(
         self, tenant: str, workflow_id: str, kid: str, generation: str, due: float
@@ -419,7 +441,7 @@ class Admission:
     ) -> dict[str, Any]:
         """A debounce deadline arrived: start the pending run if the key has been quiet for
         its period (or its ``max_wait`` ran out); otherwise schedule the later deadline."""
-        while True:
+        for _ in range(MAX_ROUNDS):
             pending = self.store.pending(tenant, workflow_id, kid)
             if pending is None or pending["generation"] != generation:
                 return {"status": "gone"}
@@ -429,6 +451,8 @@ class Admission:
                 return {"status": "deferred", "due_at": _iso(due)}
             if self.store.close_pending(tenant, workflow_id, kid, generation, int(pending["seq"])):
                 break
+        else:
+            raise _contended("debounce", workflow_id)
         trigger = json.loads(pending["trigger"])
         try:
             started = self.control.start_run(
@@ -459,7 +483,7 @@ class Admission:
         tenant, workflow_id = head.tenant, head.workflow_id
         kid = key_id(render_key(rule["key"], trigger, "batch"))
         max_size, timeout = int(rule["max_size"]), int(rule["timeout"])
-        while True:
+        for _ in range(MAX_ROUNDS):
             now = self.clock()
             seen = self.store.open_batch(tenant, workflow_id, kid)
             added = self.store.add_to_batch(
@@ -475,6 +499,8 @@ class Admission:
             )
             if added is not None:
                 break
+        else:
+            raise _contended("batch", workflow_id)
         batch_id, count = added
         run_id = idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}")
         if count == 1 and max_size > 1:
@@ -521,6 +547,11 @@ class Admission:
             trigger_type="batch",
             collapse=False,
         )
+
+
+def _contended(rule: str, workflow_id: str) -> Conflict:
+    """409: the key changed under every one of :data:`MAX_ROUNDS` attempts."""
+    return Conflict(f"the {rule} key of workflow {workflow_id} is contended; retry")
 
 
 def _answer(run: RunItem, *, admission: str | None, created: bool) -> StartRunResult:

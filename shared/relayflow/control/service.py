@@ -689,6 +689,7 @@ class ControlPlane:
             trigger_type=trigger_type,
             collapse=collapse,
             overlap=overlap,
+            idempotency_key=idempotency_key,
         )
         if decision.answer is not None:
             return decision.answer
@@ -792,16 +793,19 @@ class ControlPlane:
         version: int,
         trigger_type: str,
         flow_key: str,
-    ) -> RunItem:
-        """Record a run that waits for a concurrency slot (status ``queued``); when a run of
-        that id exists already (a repeated key), that run."""
-        run, _ = self._new_run(head, run_id, input, version, None, trigger_type, "queued", flow_key)
+        idempotency_key: str | None = None,
+    ) -> tuple[RunItem, bool]:
+        """Record a run that waits for a slot (status ``queued``): the run and ``True``; when
+        a run of that id exists already (a repeated key), that run and ``False``."""
+        run, _ = self._new_run(
+            head, run_id, input, version, idempotency_key, trigger_type, "queued", flow_key
+        )
         if self.dal.create_run(run):
-            return run
+            return run, True
         existing = self.dal.get_run(head.tenant, run_id)
         if existing is None:
             raise Conflict(f"run {run_id} is being started by another request; retry")
-        return existing
+        return existing, False
 
     def start_queued_run(self, run: RunItem) -> None:
         """Start a queued run that now holds its slot, with the trigger it was queued with."""

@@ -35,6 +35,8 @@ OPEN_SK = "OPEN"
 #: Admission items outlive what they describe by this long at most (TTL), so a key nobody
 #: uses again leaves nothing behind.
 RETENTION_SECONDS = 400 * 86_400
+#: Rounds of read-and-retry a contended change takes before it gives up (and raises).
+MAX_ROUNDS = 100
 
 
 def gate_partition(tenant: str, workflow_id: str, key_id: str) -> str:
@@ -261,7 +263,7 @@ class AdmissionDal:
         slot now and must be started) or, with nobody queued, give it back. Returns
         ``(False, None)`` when ``run_id`` held no slot (released already)."""
         pk = gate_partition(tenant, workflow_id, key_id)
-        while True:
+        for _ in range(MAX_ROUNDS):
             head = self._query(pk, QUEUE_PREFIX, limit=1)
             if head:
                 entry = head[0]
@@ -307,6 +309,7 @@ class AdmissionDal:
             if run_id not in self.holders(tenant, workflow_id, key_id):
                 return False, None
             # Another release took that head, or someone queued meanwhile: look again.
+        raise ConditionFailed(f"the gate of {workflow_id} stayed contended; retry the release")
 
     def hand_over(
         self,
