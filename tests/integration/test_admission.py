@@ -25,7 +25,6 @@ import pytest
 
 from relayflow.control.admission import key_id
 from relayflow.local.serve import LocalServer
-from relayflow.settings import get_settings
 from relayflow.triggers.dispatch import handle_trigger
 from relayflow.triggers.sync import TENANT_FIELD
 
@@ -136,25 +135,8 @@ def output_trigger(server: LocalServer, run: Any) -> Any:
 
 
 def fire_due(server: LocalServer, clock: Clock) -> int:
-    """Fire every admission deadline whose ``at()`` time the clock has reached, oldest first,
-    and delete it (one-time schedules delete themselves); the number fired."""
-    scheduler = server.runtime.client("scheduler")
-    group = get_settings().schedule_group_name
-    fired = 0
-    while True:
-        due = []
-        listed = scheduler.list_schedules(GroupName=group, NamePrefix="rf-adm-")["Schedules"]
-        for entry in listed:
-            found = scheduler.get_schedule(Name=entry["Name"], GroupName=group)
-            moment = datetime.fromisoformat(found["ScheduleExpression"][3:-1]).replace(tzinfo=UTC)
-            if moment.timestamp() <= clock.now:
-                due.append((moment, entry["Name"]))
-        if not due:
-            return fired
-        for _, name in sorted(due):
-            server.events.fire_schedule(name, wait=True)
-            scheduler.delete_schedule(Name=name, GroupName=group)
-            fired += 1
+    """Fire the admission deadlines the clock has reached (Scheduler's part, locally)."""
+    return server.fire_due_deadlines(clock.now)
 
 
 def start(api: httpx.Client, workflow_id: str, payload: Any) -> httpx.Response:
@@ -388,6 +370,18 @@ def test_250_events_with_max_100_give_three_runs_of_100_100_and_50(
     seen = [t["detail"]["n"] for r in started for t in output_trigger(server, r)]
     assert sorted(seen) == list(range(250))
     assert {r.trigger_type for r in started} == {"batch"}
+
+
+def test_webhook_deliveries_are_batched_too(server, api):
+    slug = fresh("batch-hook")
+    definition = webhook_workflow(fresh("batch-hook"), slug, batch={"max_size": 3})
+    wf = register(api, definition)
+    answers = [api.post(f"/hooks/{slug}", json={"n": n}) for n in range(3)]
+    assert {a.status_code for a in answers} == {202}
+    assert {a.json()["admission"] for a in answers} == {"batched"}
+    assert len({a.json()["run_id"] for a in answers}) == 1
+    (run,) = runs(server, wf)
+    assert output_trigger(server, run) == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
 def test_api_starts_are_not_batched(server, api):
