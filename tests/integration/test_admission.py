@@ -204,6 +204,12 @@ def test_cancelling_a_queued_run_takes_it_out_of_the_queue(server, api):
     first = start(api, wf, {"n": 1}).json()
     second = start(api, wf, {"n": 2}).json()
     assert second["admission"] == "queued"
+    fetched = api.get(f"/runs/{second['run_id']}")
+    assert fetched.status_code == 200, fetched.text
+    assert (fetched.json()["status"], fetched.json()["steps"]) == ("queued", [])
+    listed = api.get(f"/workflows/{wf}/runs", params={"status": "queued"}).json()
+    assert listed.get("items") is not None, listed
+    assert [r["run_id"] for r in listed["items"]] == [second["run_id"]]
     cancelled = api.post(f"/runs/{second['run_id']}/cancel")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "aborted"
     assert server.control().admission.store.queue(TENANT, wf, key_id("default")) == []

@@ -505,7 +505,7 @@ def start_run(
 def list_runs(
     workflow_id: WorkflowId,
     status: Annotated[
-        Literal["running", "succeeded", "failed", "timed_out", "aborted"] | None,
+        Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"] | None,
         Query(description="Only runs in this status."),
     ] = None,
     limit: Limit = 20,
