@@ -484,3 +484,21 @@ def test_catch_up_after_a_three_hour_disable_runs_the_last_hours_ticks(server, a
     assert late.result["status"] == "duplicate"
     register(api, definition)
     assert len(runs(server, wf)) == 6
+
+
+def test_a_debounced_run_refused_at_its_deadline_is_tried_again_later(server, api, clock):
+    # Given a pending debounced run, and its workflow disabled before the deadline
+    wf = register(api, workflow(fresh("deb-retry"), delay=1, debounce={"period": 30}))
+    pending = start(api, wf, {"n": 1}).json()
+    assert api.delete(f"/workflows/{wf}").status_code == 200
+    # When the deadline fires, the start is refused: nothing runs, the trigger is kept
+    clock.now = T0 + 30
+    assert fire_due(server, clock) == 1
+    assert runs(server, wf) == []
+    # When the workflow is enabled again, the retry a minute later starts the run
+    register(api, workflow(wf, delay=1, debounce={"period": 30}))
+    clock.now = T0 + 30 + 60
+    assert fire_due(server, clock) == 1
+    (run,) = runs(server, wf)
+    assert run.run_id == pending["run_id"]
+    assert output_trigger(server, run) == {"n": 1}

@@ -30,9 +30,11 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control.errors import Conflict, Unprocessable
+from relayflow.control.errors import ApiError, Conflict, Unprocessable
 from relayflow.control.models import StartRunResult
+from relayflow.control.stepfunctions import StepFunctionsError
 from relayflow.dal.admission import AdmissionDal
+from relayflow.dal.errors import DataAccessError
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 DEFERRED_KIND = "admission"
 #: Rounds of read-and-retry a contended decision takes before it answers 409 (retry).
 MAX_ROUNDS = 100
+#: A debounced or batched run whose start was refused (an open breaker, throttling) is tried
+#: again this many seconds later.
+START_RETRY_SECONDS = 60
 #: Trigger types a batch collects (the others start as usual).
 BATCHED_TRIGGER_TYPES = frozenset({"event", "webhook"})
 #: The ``flow_key`` of a run that holds a gate slot: ``<rule>:<key id>``.
@@ -463,14 +468,16 @@ class Admission:
                 trigger_type=str(pending.get("trigger_type") or "api"),
                 collapse=False,
             )
-        except Exception:
-            # Put the trigger back (unless a newer one has opened the key again) so that
-            # the delivery's retry starts it.
+        except (ApiError, DataAccessError, StepFunctionsError) as exc:
+            # Put the trigger back (unless a newer one has opened the key again) and try
+            # again later: a breaker that is open now, or a throttled service, passes.
             values = {
                 k: v for k, v in pending.items() if k not in ("pk", "sk", "type", "tenant", "seq")
             }
-            self.store.open_pending(tenant, workflow_id, kid, values)
-            raise
+            if self.store.open_pending(tenant, workflow_id, kid, values):
+                retry_at = self.clock() + START_RETRY_SECONDS
+                self._defer_debounce(tenant, workflow_id, kid, generation, retry_at)
+            return _retrying("debounce", workflow_id, exc)
         return {"status": "started", "run_id": started.run_id}
 
     # -- batches -----------------------------------------------------------------------------
@@ -504,14 +511,7 @@ class Admission:
         batch_id, count = added
         run_id = idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}")
         if count == 1 and max_size > 1:
-            payload = {
-                "kind": DEFERRED_KIND,
-                "action": "batch",
-                "tenant": tenant,
-                "workflow_id": workflow_id,
-                "key_id": kid,
-                "batch_id": batch_id,
-            }
+            payload = _batch_deadline(tenant, workflow_id, kid, batch_id)
             self.deferrals.defer(
                 deferral_name(tenant, workflow_id, kid, batch_id), now + timeout, payload
             )
@@ -532,7 +532,18 @@ class Admission:
         """A batch's timeout ran out: close it to new triggers and start its run (a batch
         that filled up has started already; its run id makes this a repeat)."""
         self.store.seal_batch(tenant, workflow_id, kid, batch_id)
-        started = self._start_batch(tenant, workflow_id, kid, batch_id)
+        try:
+            started = self._start_batch(tenant, workflow_id, kid, batch_id)
+        except (ApiError, DataAccessError, StepFunctionsError) as exc:
+            # The batch keeps its triggers: try again later (an open breaker passes).
+            retry_at = self.clock() + START_RETRY_SECONDS
+            payload = _batch_deadline(tenant, workflow_id, kid, batch_id)
+            self.deferrals.defer(
+                deferral_name(tenant, workflow_id, kid, batch_id, str(int(retry_at))),
+                retry_at,
+                payload,
+            )
+            return _retrying("batch", workflow_id, exc)
         return {"status": "started", "run_id": started.run_id}
 
     def _start_batch(
@@ -547,6 +558,28 @@ class Admission:
             trigger_type="batch",
             collapse=False,
         )
+
+
+def _batch_deadline(tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:
+    return {
+        "kind": DEFERRED_KIND,
+        "action": "batch",
+        "tenant": tenant,
+        "workflow_id": workflow_id,
+        "key_id": kid,
+        "batch_id": batch_id,
+    }
+
+
+def _retrying(rule: str, workflow_id: str, exc: Exception) -> dict[str, Any]:
+    from relayflow.observability import logger
+
+    reason = getattr(exc, "message", None) or str(exc)
+    logger.warning(
+        f"the {rule} run could not start; it is tried again later",
+        extra={"workflow_id": workflow_id, "reason": reason},
+    )
+    return {"status": "retrying", "reason": reason}
 
 
 def _contended(rule: str, workflow_id: str) -> Conflict:

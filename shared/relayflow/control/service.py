@@ -610,7 +610,7 @@ class ControlPlane:
 
         head = self._workflow(tenant, workflow_id)
         item = self._version(tenant, workflow_id, version)
-        triggers = triggers_of(item.definition, with_cancel_on=True)
+        triggers = triggers_of(item.definition, with_subscriptions=True)
         self._check_triggers(tenant, workflow_id, triggers)
         if head.live_version != item.version:
             head = self.dal.update_workflow(

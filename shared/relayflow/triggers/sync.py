@@ -508,9 +508,12 @@ def _may_take(owner: Any, tenant: str, workflow_id: str) -> bool:
     return owner.tenant == tenant and (owner.workflow_id == workflow_id or not owner.enabled)
 
 
-def triggers_of(definition: Mapping[str, Any] | str, *, with_cancel_on: bool = False) -> list[Any]:
+def triggers_of(
+    definition: Mapping[str, Any] | str, *, with_subscriptions: bool = False
+) -> list[Any]:
     """The trigger models of a stored definition (a version item's JSON); with
-    ``with_cancel_on``, followed by the subscriptions its ``cancel_on`` needs."""
+    ``with_subscriptions``, followed by the subscriptions of its ``cancel_on`` entries and
+    ``wait_for_event`` steps."""
     from pydantic import TypeAdapter
 
     from relayflow.definition.admission import subscriptions_of
@@ -519,7 +522,7 @@ def triggers_of(definition: Mapping[str, Any] | str, *, with_cancel_on: bool = F
     data = json.loads(definition) if isinstance(definition, str) else definition
     raw = (data.get("triggers") or []) if isinstance(data, Mapping) else []
     triggers: list[Any] = list(TypeAdapter(list[Trigger]).validate_python(raw))
-    if with_cancel_on and isinstance(data, Mapping):
+    if with_subscriptions and isinstance(data, Mapping):
         triggers.extend(subscriptions_of(dict(data)))
     return triggers
 
