@@ -54,6 +54,7 @@ KEY_TOKENS = frozenset(
         "DEBOUNCE",
         "BATCH",
         "SCHED",
+        "SIGFAIL",
     ]
 )
 #: Literal heads of key parts that carry dotted ids after them.

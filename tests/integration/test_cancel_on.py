@@ -135,7 +135,8 @@ def awaiting(workflow_id: str, source: str, timeout: int, on_timeout: bool = Fal
     if on_timeout:
         wait["on_timeout"] = "chase"
         steps["chase"] = {"type": "transform", "mapping": {"chased": True}}
-    return {"id": workflow_id, "start": "paid", "steps": steps}
+    # The final output keeps the wait's output too (else it leaves once receipt has read it).
+    return {"id": workflow_id, "start": "paid", "steps": steps, "outputs": ["paid"]}
 
 
 def paid(server: LocalServer, client: httpx.Client, source: str, order: str) -> None:
