@@ -78,9 +78,25 @@ def show(value: Any) -> str:
             return f"{arg[0]}" if arg[1] == "Arn" else f"{arg[0]}.{arg[1]}"
         if key == "Fn::If":
             return f"if {arg[0]}: {show(arg[1])}"
+        if key == "Fn::Split":
+            return _show_split(arg)
     if isinstance(value, list):
         return ", ".join(show(v) for v in value)
     return str(value)
+
+
+def _show_split(arg: list[Any]) -> str:
+    """``!Split [",", !Join ["", [prefix, !Join [",prefix", !Ref List]]]]`` (one ARN per item
+    of a comma-separated parameter) as ``prefix<List item>``; anything else as its parts."""
+    separator, joined = arg
+    if isinstance(joined, dict) and "Fn::Join" in joined:
+        delimiter, parts = joined["Fn::Join"]
+        if delimiter == "" and len(parts) == 2 and isinstance(parts[1], dict):
+            prefix, inner = parts
+            inner_delimiter, listed = inner.get("Fn::Join", [None, None])
+            if inner_delimiter == f"{separator}{prefix}" and "Ref" in (listed or {}):
+                return f"{show(prefix)}<{listed['Ref']} item>"
+    return f"split {show(joined)} at {separator!r}"
 
 
 def cell(text: Any) -> str:

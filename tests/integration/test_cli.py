@@ -121,7 +121,14 @@ def test_the_support_triage_demo_routes_on_the_agents_outcome_and_prints_its_tok
         "AI step triage: 1008 input + 122 output tokens on scripted:support_triage, "
         "est. $0.000000" in out
     )
+    # And the final document keeps only the live output: the refund, noting the agent's answer
     steps = json.loads(out.split("output steps:", 1)[1])
-    triage = steps["triage"]["output"]
+    assert list(steps) == ["issue_refund"]
+    assert steps["issue_refund"]["output"]["action"] == "refund"
+    # And the agent's own output is in the run's timeline (--json `steps`)
+    assert main(["run", example, "--input", payload, "--resources", resources, "--json"]) == 0
+    timeline = json.loads(capsys.readouterr().out)["steps"]
+    (triage,) = [step["output"] for step in timeline if step["key"] == "triage"]
     assert triage["outcome"] == "refund"
     assert triage["tool_calls"][0]["output"]["item"]["standing"] == "good"
+    assert steps["issue_refund"]["output"]["note"] == triage["response"]

@@ -2,9 +2,10 @@
 
 :func:`workflow_definitions` covers every step type this build accepts (noop, transform,
 tool with AWS and declared HTTP tools, code, custom with and without branches, webhook_out,
-condition native and in its Lambda, delay by seconds and until, parallel, for_each,
-approval, waitpoint, sub_workflow) and their options: retry policies (fixed, linear,
-exponential, jitter, caps, retry_on), timeouts, on_failure routes and the workflow-wide error
+condition native and in its Lambda, delay by seconds (long ones too) and until, parallel,
+for_each, approval, waitpoint, sub_workflow, agent with tools, gating and outcomes,
+llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
+retry_on), timeouts, on_failure routes and the workflow-wide error
 route, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
 (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
 
@@ -76,6 +77,18 @@ LAMBDA_CONDITIONS = (
     "trigger.count * 2 > 5",
     "trigger.items.exists(x, x > 2)",
 )
+AGENT_MODELS = (
+    "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
+    "anthropic:claude-haiku-4-5",
+    "openai:gpt-4o-mini",
+    "scripted:triage",
+)
+BATCH_MODELS = (
+    "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
+    "anthropic:claude-haiku-4-5",
+    "openai:gpt-4o-mini",
+    "scripted:summaries",
+)
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 CODE_BODIES = ("return input", "return {'n': len(str(trigger))}", "return 1")
 AWS_TOOLS: dict[str, tuple[str, ...]] = {
@@ -120,6 +133,10 @@ def _finite_numbers() -> st.SearchStrategy[Any]:
 #: Step Functions' limit, timestamps that only match the pattern) are drawn about once in
 #: RARE times, so that most of the corpus stays valid when validation refuses them.
 RARE = 25
+#: Step Functions' longest Wait, and a delay longer than any run may last (a year): drawn
+#: often enough that every corpus holds valid long delays.
+MAX_WAIT_SECONDS = 99_999_999
+LONG_DELAY = 31_536_001
 
 
 def _rare(draw: Callable[[st.SearchStrategy[Any]], Any]) -> bool:
@@ -288,11 +305,11 @@ class _Builder:
             return
         # Each policy on about a third of the steps, so native forms stay common too.
         if kind not in ("approval", "waitpoint") and draw(st.integers(0, 2)) == 0:
-            step["retry"] = self.retry(linear=kind not in ("parallel", "for_each"))
+            step["retry"] = self.retry(linear=kind not in ("parallel", "for_each", "llm_batch"))
         if kind not in ("parallel", "for_each") and draw(st.integers(0, 2)) == 0:
             low, high = (10, 30) if self.runnable else (1, 31_536_000)
             step["timeout_seconds"] = draw(st.one_of(st.integers(low, high), st.just(low)))
-        if kind in ("transform", "condition", "tool", "webhook_out", "custom"):
+        if kind in ("transform", "condition", "tool", "webhook_out", "custom", "agent"):
             if draw(st.integers(0, 4)) == 0:
                 step["concurrency"] = {"limit": draw(st.integers(1, 10_000))}
                 if draw(st.booleans()):
@@ -322,7 +339,7 @@ class _Builder:
             # Runnable definitions leave out the code step too: each call starts a sandbox
             # process, which makes the fuzz runs slow without adding runtime paths.
             kinds += ["code", "tool", "custom", "webhook_out", "approval", "waitpoint"]
-            kinds += ["sub_workflow"]
+            kinds += ["sub_workflow", "agent", "llm_batch"]
         return kinds
 
     def scope(self, depth: int, size: int, kinds: list[str] | None = None) -> list[str]:
@@ -374,13 +391,16 @@ class _Builder:
                     st.one_of(st.integers(0, 5), st.just("{{ trigger.wait }}"))
                 )
             elif _rare(self.draw):
-                step["seconds"] = self.draw(st.integers(100_000_000, 10**10))
+                step["seconds"] = self.draw(st.integers(MAX_WAIT_SECONDS + 1, 10**10))
             else:
                 step["seconds"] = self.draw(
                     st.one_of(
                         st.integers(0, 99_999_999),
                         st.integers(0, 60),
                         st.just("{{ trigger.wait }}"),
+                        # Longer than any run may last, up to Step Functions' Wait limit.
+                        st.integers(LONG_DELAY, MAX_WAIT_SECONDS),
+                        st.just(MAX_WAIT_SECONDS),
                     )
                 )
         else:
@@ -406,9 +426,12 @@ class _Builder:
         step["items"] = f"{{{{ {draw(st.sampled_from(paths))} }}}}"
         targets = ["noop", "transform"]
         if not self.runnable:
-            targets += ["code", "tool", "webhook_out", "sub_workflow"]
+            targets += ["code", "tool", "webhook_out", "sub_workflow", "agent"]
         # One step, alone in its scope, that cannot route (the item processor).
         step["step"] = self.scope(slot.depth + 1, 1, targets)[0]
+        # An item step cannot route: no outcomes, no approval pause (which resumes the loop).
+        for field in ("outcomes", "require_approval_tools", "approval_channels"):
+            self.steps[step["step"]].pop(field, None)
         if draw(st.booleans()):
             step["max_items"] = draw(st.one_of(st.integers(1, 10), st.integers(1, 40_000)))
         if draw(st.booleans()):
@@ -553,6 +576,76 @@ class _Builder:
             target = self.extra_target(slot) or slot.next
             if target is not None and draw(st.booleans()):
                 step["on_timeout"] = target
+
+    def fill_agent(self, step: dict[str, Any], slot: _Slot) -> None:
+        draw = self.draw
+        model = draw(st.sampled_from(AGENT_MODELS))
+        step["model"] = model
+        if model.startswith("anthropic:") or (model.startswith("openai:") and draw(st.booleans())):
+            step["api_key"] = {"name": "relayflow/model-key"}
+        step["prompt"] = self.template_string(slot.others)
+        if draw(st.booleans()):
+            step["system"] = self.template_string([])
+        for name, values in (
+            ("max_turns", st.integers(1, 50)),
+            ("max_tokens", st.integers(1, 100_000)),
+            ("token_budget", st.integers(1, 10**7)),
+            ("temperature", st.floats(0, 2)),
+        ):
+            if draw(st.integers(0, 2)) == 0:
+                step[name] = draw(values)
+        tools = draw(st.lists(st.sampled_from(sorted(AWS_TOOLS)), max_size=2, unique=True))
+        if draw(st.booleans()):
+            name, operation = self.http_tool()
+            tools.append(f"http.{name}" + (f".{operation}" if operation else ""))
+        if tools:
+            step["tools"] = tools
+            if draw(st.integers(0, 2)) == 0:
+                step["blocked_tools"] = tools[:1]
+            elif draw(st.integers(0, 2)) == 0:
+                step["require_approval_tools"] = tools[-1:]
+                if draw(st.booleans()):
+                    step["approval_channels"] = [{"email": {"to": ["ops@example.com"]}}]
+        if draw(st.booleans()):
+            names = draw(st.lists(_USER_KEYS, max_size=3, unique=True))
+            step["output_schema"] = draw(
+                st.sampled_from(
+                    [
+                        {"type": "string", "maxLength": 500},
+                        {"type": "object", "properties": {k: {"type": "string"} for k in names}},
+                    ]
+                )
+            )
+        if slot.next is not None and draw(st.booleans()):
+            # Outcomes route instead of on_success: one to the next step (the chain).
+            step.pop("on_success", None)
+            outcomes = {"done": slot.next}
+            other = self.extra_target(slot)
+            if draw(st.booleans()):
+                outcomes["spam"] = "inherit"
+            if other is not None:
+                outcomes["more"] = other
+            step["outcomes"] = outcomes
+
+    def fill_llm_batch(self, step: dict[str, Any], slot: _Slot) -> None:
+        draw = self.draw
+        model = draw(st.sampled_from(BATCH_MODELS))
+        step["model"] = model
+        if model.startswith("anthropic:"):
+            step["api_key"] = {"name": "relayflow/model-key"}
+        if draw(st.booleans()):
+            step["prompt"] = self.template_string(slot.others)
+        else:
+            step["items"] = draw(st.sampled_from(["{{ trigger.items }}", "{{ trigger.nested }}"]))
+            step["prompt_template"] = f"Summarise: {{{{ item }}}} ({{{{ index }}}}) {draw(_TEXT)}"
+        if draw(st.booleans()):
+            step["system"] = self.template_string([])
+        if draw(st.booleans()):
+            step["poll_interval_seconds"] = draw(st.integers(1, 86_400))
+        if draw(st.booleans()):
+            step["deadline_seconds"] = draw(st.integers(60, 604_800))
+        if draw(st.booleans()):
+            step["below_minimum"] = draw(st.sampled_from(["fail", "one_by_one"]))
 
     def fill_sub_workflow(self, step: dict[str, Any], slot: _Slot) -> None:
         step["workflow_id"] = self.draw(st.sampled_from(["billing", "child-1", "a" * 40]))

@@ -4,6 +4,7 @@ per identity (DynamoDB answered in-process by moto; no network)."""
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -267,3 +268,55 @@ def test_a_run_id_that_cannot_be_a_key_part_is_invalid_args_and_the_step_does_no
     with pytest.raises(InvalidArgsError):
         recorded(effect)(task(run={"id": "run#9"}), CONTEXT)
     assert effect.calls == []
+
+
+def attempt(number: int) -> dict[str, Any]:
+    event = task()
+    event["context"]["attempt"] = number
+    return event
+
+
+def test_a_later_attempt_retakes_a_completed_step_but_replays_a_completed_part(aws):
+    # Given a step's result and a part of a step (an agent's tool call), both completed by
+    # attempt 0 of the execution
+    from relayflow.steps.idempotency import run_recorded
+
+    effect = Effect()
+    whole = StepIdentity("acme", "run-9", "charge")
+    part = StepIdentity("acme", "run-9", "charge#turn1.call.c1")
+    run_recorded(whole, effect, attempt(0), CONTEXT)
+    first_part = run_recorded(part, effect, attempt(0), CONTEXT, part=True)
+    assert len(effect.calls) == 2
+    # When attempt 1 of the same execution runs both again
+    retried = run_recorded(whole, effect, attempt(1), CONTEXT)
+    replayed = run_recorded(part, effect, attempt(1), CONTEXT, part=True)
+    # Then the step acted again (its result never reached Step Functions) and is the step's,
+    # while the part was replayed: its result was already used, its side effect not repeated
+    assert len(effect.calls) == 3
+    assert retried["output"]["charge"] == 3
+    assert replayed == first_part
+    assert run_recorded(part, effect, attempt(0), CONTEXT, part=True) == first_part
+
+
+def test_a_later_attempt_takes_over_a_part_left_in_progress(aws):
+    # Given a part whose attempt-0 invocation is still in progress (abandoned: timed out)
+    from relayflow.steps.idempotency import run_recorded
+
+    part = StepIdentity("acme", "run-9", "charge#turn1.call.c1")
+    effect = Effect()
+    taken: list[Any] = []
+
+    def abandoned(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # When attempt 1 runs the part meanwhile (another invocation: another thread)
+        retry = threading.Thread(
+            target=lambda: taken.append(run_recorded(part, effect, attempt(1), CONTEXT, part=True))
+        )
+        retry.start()
+        retry.join()
+        return {"output": "late", "branch": None}
+
+    late = run_recorded(part, abandoned, attempt(0), CONTEXT, part=True)
+    # Then attempt 1 acted at once, and the abandoned call's late result was not recorded
+    assert len(effect.calls) == 1 and taken[0]["output"]["charge"] == 1
+    assert late == {"output": "late", "branch": None}
+    assert run_recorded(part, effect, attempt(2), CONTEXT, part=True) == taken[0]

@@ -89,11 +89,38 @@ class Driver:
         cycle_size = {k: len(c) for c in self.graph.cycles(scope) for k in c}
         ctx = ScopeContext(self, machine, mode, back_edges)
         ctx.in_cycle = set(cycle_size)
+        #: State name → the step whose emitter (or loop guard) added it.
+        owners: dict[str, str] = {}
         for key in scope.steps:
             ctx.emit(key, self.wf.steps[key])
+            owners.update({name: key for name in machine.states if name not in owners})
         for header in sorted({target for _, target in back_edges}):
             ctx.emit_loop_guard(header, cycle_size.get(header, 1))
+            owners.update({name: header for name in machine.states if name not in owners})
+        if mode == "main":
+            self.drop_unrouted_handler(machine, owners)
         return machine
+
+    def drop_unrouted_handler(self, machine: ScopeMachine, owners: dict[str, str]) -> None:
+        """Remove the states of the workflow-wide error handler (and of the steps only it
+        leads to) when no compiled state routes to them: the route applies only to states
+        that can catch (``Task``, ``Parallel``, ``Map``) or raise a compiled failure, and a
+        state nothing enters is a definition Step Functions refuses. Their runners go too."""
+        handler_only = self.graph.handler_only()
+        if not handler_only:
+            return
+        reached = machine.reachable()
+        entered = {owner for name, owner in owners.items() if name in reached}
+        # A step of which some state is entered stays whole (the check reports the rest).
+        dropped = handler_only - entered
+        for name, owner in owners.items():
+            if owner in dropped:
+                del machine.states[name]
+        for scope in self.scopes:
+            if scope.owner in dropped:
+                dropped.update(scope.steps)
+        for key in dropped:
+            self.runners.pop(key, None)
 
     def compile_item(self, owner: str, item_step: str, *, item_continue: bool) -> ScopeMachine:
         """A for_each item processor: its single step ends with its own record as output.

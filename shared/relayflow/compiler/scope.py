@@ -142,7 +142,23 @@ class ScopeContext:
         return state
 
     def failure_target(self, key: str) -> str | None:
+        """Where a failure of step ``key`` goes once its retries are spent: its error route,
+        or in a for_each item that continues past failures, the state recording the failed
+        item (so a step's own failure handling, such as a sub_workflow renaming its child's
+        failure or a linear retry, runs before the item is recorded)."""
+        if self.mode == "item" and self.item_continue:
+            return self.item_failed(key)
         return self.route(key, self.c.graph.failure_route(key))
+
+    def item_failed(self, key: str) -> str:
+        """The end state of a for_each item whose step failed: ``{status, error}``."""
+        name = f"{key}.item_failed"
+        if name not in self.machine.states:
+            self.machine.add(
+                name,
+                Pass(parameters={"status": "failed", "error.$": "$.error"}, end=True),
+            )
+        return name
 
     def must_catch(self, step: Any) -> bool:
         """Native Pass and Choice states cannot retry, catch or time out: a step that asks
@@ -228,14 +244,7 @@ class ScopeContext:
             if "States.ALL" in (policy.retry_on or ["States.ALL"]):
                 # Nothing reaches a later catcher (and ASL wants States.ALL last and alone).
                 return catch
-        if self.mode == "item" and self.item_continue:
-            name = f"{key}.item_failed"
-            self.machine.add(
-                name,
-                Pass(parameters={"status": "failed", "error.$": "$.error"}, end=True),
-            )
-            catch.append({"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": name})
-        elif failure:
+        if failure:
             catch.append({"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": failure})
         return catch
 
@@ -346,8 +355,24 @@ class ScopeContext:
             MaxStepsExceeded.error_name,
             f"the run exceeded max_steps_per_run ({self.c.wf.max_steps_per_run}) "
             f"in the cycle through '{header}'",
-            self.failure_target(header),
+            self.step_limit_route(header),
         )
+
+    def step_limit_route(self, header: str) -> str | None:
+        """Where ``Relayflow.MaxStepsExceeded`` goes from the cycle through ``header``: its
+        error route (own, else the workflow-wide one) when no step that route leads to sits
+        on a cycle of this scope. Past the limit every route that closes a cycle fails again
+        (the counter only grows), so a route that can re-enter a cycle would never end the
+        run: then the run fails (``None``)."""
+        on_cycle = self.in_cycle
+        candidates = [self.c.graph.failure_route(header)]
+        handler = self.c.wf.errors.on_failure
+        if self.mode == "main" and handler in self.c.scopes[0].steps:
+            candidates.append(handler)
+        for target in candidates:
+            if target is not None and not (self.c.graph.reachable(target) & on_cycle):
+                return self.c.entry_state(target)
+        return None
 
     # ------------------------------------------------------------------ shared Tasks
 

@@ -158,6 +158,19 @@ class Fail(State):
     cause_path: str | None = None
 
 
+def targets(state: State) -> list[str]:
+    """The state names ``state`` can go to next in its scope (Next, Default, the Choices'
+    Next and the Catchers' Next)."""
+    found: list[str] = []
+    for name in (getattr(state, "next", None), getattr(state, "default", None)):
+        if name:
+            found.append(name)
+    for rule in [*getattr(state, "choices", []), *getattr(state, "catch", [])]:
+        if rule.get("Next"):
+            found.append(rule["Next"])
+    return found
+
+
 @dataclass
 class ScopeMachine:
     """A ``StartAt`` + ``States`` pair: the state machine, a branch or an item processor."""
@@ -169,6 +182,17 @@ class ScopeMachine:
         if name in self.states:
             raise ValueError(f"state name '{name}' is used twice")
         self.states[name] = state
+
+    def reachable(self) -> set[str]:
+        """The names of the states a run of this scope can enter, from ``start_at`` on."""
+        seen, stack = {self.start_at}, [self.start_at]
+        while stack:
+            state = self.states.get(stack.pop())
+            for name in targets(state) if state is not None else []:
+                if name not in seen:
+                    seen.add(name)
+                    stack.append(name)
+        return seen
 
     def to_dict(self) -> dict[str, Any]:
         return {

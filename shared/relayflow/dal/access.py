@@ -76,6 +76,12 @@ _ADMISSION = TableGrant(
 )
 # Cron catch_up: a mark per trigger, read and moved forward (on enable and at each tick).
 _SCHEDULE_MARKS = TableGrant("ScheduleMarks", (GET, UPDATE), (SCHEDULE_MARKS,))
+# Tool calls: flow control, the tools' circuit breakers (a trip is one transaction, authorized
+# per item), recorded step results.
+_TOOL = (
+    TableGrant("FlowControlAndBreakerItems", (GET, PUT, UPDATE, DELETE, QUERY), (FLOW, BREAKERS)),
+    _STEP_RESULTS,
+)
 # Starting a run: read the workflow and version, skip when its breaker is open, create the
 # run item (deleted again when the execution cannot be created), record the execution.
 _START_RUNS = (
@@ -87,12 +93,13 @@ _START_RUNS = (
 TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
     "condition": (_FLOW_CONTROL,),
     "transform": (_FLOW_CONTROL,),
-    "tool": (
-        TableGrant(
-            "FlowControlAndBreakerItems", (GET, PUT, UPDATE, DELETE, QUERY), (FLOW, BREAKERS)
-        ),
-        _STEP_RESULTS,
-    ),
+    "tool": _TOOL,
+    # An agent's tool calls run the tool step's code (and its model calls may wear a breaker),
+    # so it holds the tool function's grants; its turns are recorded as step results.
+    "agent": _TOOL,
+    # The submission is recorded (a duplicate invocation starts no second job); not flow-
+    # controlled, no breaker.
+    "llm_batch": (_STEP_RESULTS,),
     "webhook_out": (_FLOW_CONTROL, _STEP_RESULTS),
     "custom": (_FLOW_CONTROL, _STEP_RESULTS),
     # The code function's role holds step results only (it runs untrusted code).

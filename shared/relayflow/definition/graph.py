@@ -116,6 +116,23 @@ class StepGraph:
                     stack.append(edge.target)
         return seen
 
+    def reachable(self, entry: str) -> set[str]:
+        """The steps of ``entry``'s scope that routes lead to from it (``entry`` included)."""
+        return self._reachable(entry)
+
+    def handler_only(self) -> set[str]:
+        """Main-flow steps that only the workflow-wide error route leads to: the handler and
+        the steps reachable from it, unless an ordinary route reaches them as well."""
+        if self.default_on_failure not in self.steps or self.start not in self.steps:
+            return set()
+        seen, stack = {self.start}, [self.start]
+        while stack:
+            for edge in self.routes(stack.pop()):
+                if edge.path != "errors.on_failure" and edge.target not in seen:
+                    seen.add(edge.target)
+                    stack.append(edge.target)
+        return self._reachable(self.default_on_failure) - seen
+
     def failure_route(self, key: str) -> str | None:
         """The step's effective on_failure target (its own, or the workflow default)."""
         for edge in self.edges.get(key, []):

@@ -9,7 +9,9 @@ Idempotency: every model turn and every tool call is recorded (:mod:`relayflow.s
 idempotency`) under the step execution's identity plus ``turn<n>.model`` or
 ``turn<n>.call.<call id>``. A duplicate or retried invocation replays the recorded turns, so it
 sends the same tool calls with the same ids, and replays their recorded results: no tool runs
-twice for one step execution.
+twice for one step execution. They are recorded as *parts* of the step (``run_recorded(…,
+part=True)``), so a retry of the step (a later attempt of the same execution) replays them too
+rather than taking them over the way it takes over a whole step's result.
 
 With ``output_schema`` or ``outcomes`` the model answers through the ``final_answer`` tool,
 whose schema holds the response (``output_schema``, else a string) and the outcome (one of the
@@ -85,7 +87,7 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
         doc=task.doc,
         identity=step_identity(event),
         record=lambda identity, thunk: run_recorded(
-            identity, lambda _e, _c: thunk(), event, context
+            identity, lambda _e, _c: thunk(), event, context, part=True
         ),
         step_key=task.step.key,
     )

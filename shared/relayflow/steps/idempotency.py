@@ -36,11 +36,13 @@ A *completed* record written by an earlier attempt of the **same** execution is 
 too: the step is only retried when Step Functions did not get that attempt's result, so the
 retry acts again and its own result is the step's (a restart, a new execution, still
 replays every completed step). Only a true duplicate (the same execution and attempt) waits
-for the record as before. When the abandoned call finishes after all, its result is
-discarded: the record is written only while the invocation still owns it (a conditional
-write on the token), so a late success is not recorded and a late failure does not delete
-the record of the attempt that took over. ``docs/reliability.md`` describes what this means
-for side effects.
+for the record as before. The records of *parts* of a step (an agent's turns and tool calls,
+an ``llm_batch`` submission: ``run_recorded(…, part=True)``) are replayed by a later attempt
+once completed: that attempt retries the step, not the part. When the abandoned call
+finishes after all, its result is discarded: the record is written only while the
+invocation still owns it (a conditional write on the token), so a late success is not
+recorded and a late failure does not delete the record of the attempt that took over.
+``docs/reliability.md`` describes what this means for side effects.
 
 Dry runs are not recorded: their steps only record the call they would make
 (:mod:`relayflow.steps.dry_run`), so a duplicate has nothing to repeat, and a dry run writes
@@ -153,14 +155,18 @@ class _Deadline:
 
 @dataclass(frozen=True)
 class Owner:
-    """Who holds a step's record: the execution, the attempt within it and the invocation."""
+    """Who holds a step's record: the execution, the attempt within it and the invocation.
+    ``retakes_completed`` says whether a later attempt of the same execution takes over a
+    record that is already ``COMPLETED`` (a whole step's result) or replays it (a part of a
+    step: see :func:`run_recorded`)."""
 
     execution: str | None
     attempt: int
     token: str
+    retakes_completed: bool = True
 
     @classmethod
-    def of(cls, event: Any) -> Owner:
+    def of(cls, event: Any, *, retakes_completed: bool = True) -> Owner:
         import uuid
 
         context = event.get("context") if isinstance(event, dict) else None
@@ -170,6 +176,7 @@ class Owner:
             execution=execution if isinstance(execution, str) and execution else None,
             attempt=_int_or_none(context.get("attempt")) or 0,
             token=uuid.uuid4().hex,
+            retakes_completed=retakes_completed,
         )
 
 
@@ -240,10 +247,12 @@ def _layer_class() -> type:
             }
             if owner.execution is not None:
                 # Step Functions gave up on every earlier attempt and every earlier execution.
-                conditions += [
-                    "(#status = :inprogress AND #exec <> :exec)",
-                    "(#exec = :exec AND #attempt < :attempt)",
-                ]
+                conditions.append("(#status = :inprogress AND #exec <> :exec)")
+                conditions.append(
+                    "(#exec = :exec AND #attempt < :attempt)"
+                    if owner.retakes_completed
+                    else "(#status = :inprogress AND #exec = :exec AND #attempt < :attempt)"
+                )
                 values[":exec"] = {"S": owner.execution}
                 values[":attempt"] = {"N": str(owner.attempt)}
                 names["#exec"] = OWNER_EXECUTION_ATTR
@@ -355,9 +364,18 @@ def _replayed(response: Any, record: Any) -> Any:
     return response
 
 
-def run_recorded(identity: StepIdentity, func: Handler, event: Any, context: Any) -> Any:
+def run_recorded(
+    identity: StepIdentity, func: Handler, event: Any, context: Any, *, part: bool = False
+) -> Any:
     """Run ``func(event, context)`` at most once per ``identity``; return its recorded result
-    when it already succeeded."""
+    when it already succeeded.
+
+    ``part`` marks a record of one part of a step execution (an agent's model turn or tool
+    call, an ``llm_batch`` submission) rather than of the step's result. A later attempt of
+    the same execution replays a completed part instead of taking it over: the step is
+    retried because a *later* part failed or its own result was lost, not because this
+    part's result was, so acting again would repeat a side effect whose result the step
+    already used. It still takes over a part left in progress by an abandoned attempt."""
     from aws_lambda_powertools.utilities.idempotency import (
         IdempotencyConfig,
         idempotent_function,
@@ -386,7 +404,7 @@ def run_recorded(identity: StepIdentity, func: Handler, event: Any, context: Any
         store = _store(partition)
     except Exception as exc:  # no region, no endpoint: the step must not act unrecorded
         raise TransientError(f"the step-results table cannot be reached: {exc}") from exc
-    store.owner = Owner.of(event)
+    store.owner = Owner.of(event, retakes_completed=not part)
     recorded = idempotent_function(
         act,
         data_keyword_argument="step",

@@ -99,7 +99,9 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
     if identity is None:
         return result(submit(), task=task)
     scoped = dataclasses.replace(identity, step_key=f"{identity.step_key}#submit")
-    return result(run_recorded(scoped, lambda _e, _c: submit(), event, context), task=task)
+    return result(
+        run_recorded(scoped, lambda _e, _c: submit(), event, context, part=True), task=task
+    )
 
 
 def poll(
