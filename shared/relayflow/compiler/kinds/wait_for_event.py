@@ -24,8 +24,9 @@ RUNS_IN = "waitpoint"
 
 
 def emit_wait_for_event(ctx: ScopeContext, key: str, step: WaitForEventStep) -> None:
-    """The Task (in the waitpoint function) with a ``States.Timeout`` catcher first: to
-    ``on_timeout``, or to a Fail state ``<key>.timeout`` with ``Relayflow.WaitTimeout``."""
+    """The Task (in the waitpoint function); with ``timeout_seconds``, a ``States.Timeout``
+    catcher first: to ``on_timeout``, or to a Fail state ``<key>.timeout`` with
+    ``Relayflow.WaitTimeout``."""
     config = step.model_dump(
         mode="json", include={"event", "source", "match", "timeout_seconds"}, exclude_none=True
     )
@@ -33,13 +34,19 @@ def emit_wait_for_event(ctx: ScopeContext, key: str, step: WaitForEventStep) -> 
     task = ctx.callback_task(key, step, config, {"output.$": "$.event", "status": SUCCEEDED})
     task.parameters["FunctionName"] = ctx.c.options.arn(RUNS_IN)
     ctx.c.runners[key] = RUNS_IN
-    if step.on_timeout:
-        target = ctx.route(key, step.on_timeout)
-    else:
-        target = f"{key}.timeout"
-        cause = f"step {key} waited {step.timeout_seconds} s for a {step.event} event"
-        ctx.machine.add(target, Fail(error=WAIT_TIMEOUT, cause=cause))
-    timeout_catch = {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": target}
+    # Without timeout_seconds the wait never expires: no catcher, and no Fail state that
+    # nothing would reach (ASL refuses unreachable states).
     if step.timeout_seconds:
+        if step.on_timeout:
+            target = ctx.route(key, step.on_timeout)
+        else:
+            target = f"{key}.timeout"
+            cause = f"step {key} waited {step.timeout_seconds} s for a {step.event} event"
+            ctx.machine.add(target, Fail(error=WAIT_TIMEOUT, cause=cause))
+        timeout_catch = {
+            "ErrorEquals": ["States.Timeout"],
+            "ResultPath": "$.error",
+            "Next": target,
+        }
         task.catch = [timeout_catch, *task.catch]
     ctx.machine.add(key, ctx.flow(task, key, step.on_success))
