@@ -1065,7 +1065,9 @@ def _add_api_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_runs_get)
     p = runs.add_parser("list", help="a workflow's runs, newest first")
     p.add_argument("--workflow", required=True)
-    p.add_argument("--status", choices=("running", "succeeded", "failed", "timed_out", "aborted"))
+    p.add_argument(
+        "--status", choices=("queued", "running", "succeeded", "failed", "timed_out", "aborted")
+    )
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--next-token")
     _api_options(p)

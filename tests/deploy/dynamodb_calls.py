@@ -50,8 +50,15 @@ KEY_TOKENS = frozenset(
         "STATS",
         "RATE",
         "DLV",
+        "GATE",
+        "DEBOUNCE",
+        "BATCH",
+        "SCHED",
+        "SIGFAIL",
     ]
 )
+#: Literal heads of key parts that carry dotted ids after them.
+DOTTED_TOKENS = frozenset(["EVENT"])
 _TRANSACT_ACTIONS = {
     "Put": "dynamodb:PutItem",
     "Update": "dynamodb:UpdateItem",
@@ -64,7 +71,15 @@ Call = tuple[str, str, str, str]
 
 
 def key_pattern(partition: str) -> str:
-    return "#".join(part if part in KEY_TOKENS else "*" for part in partition.split("#"))
+    return "#".join(_part_pattern(part) for part in partition.split("#"))
+
+
+def _part_pattern(part: str) -> str:
+    if part in KEY_TOKENS:
+        return part
+    # A literal head before dotted ids (event waits: ``WAIT#EVENT.<workflow>.<digest>``).
+    head, dot, _ = part.partition(".")
+    return f"{head}.*" if dot and head in DOTTED_TOKENS else "*"
 
 
 def _value(attribute: Any) -> Any:

@@ -194,7 +194,8 @@ def test_the_public_webhook_function_reads_webhooks_and_writes_only_what_a_run_s
     assert not allows_item(statements, update, TABLE_ARN, "HOOK#orders")
     assert not allows_item(statements, put, TABLE_ARN, "HOOK#orders")
     # It counts its rate windows and keeps delivery answers
-    assert allows_item(statements, update, TABLE_ARN, "HOOK#orders#RATE#1700000000")
+    assert allows_item(statements, update, TABLE_ARN, "HOOK#orders#RATE")
+    assert allows_item(statements, update, TABLE_ARN, "HOOK#orders#SIGFAIL#ab12")
     assert allows_item(statements, put, TABLE_ARN, "HOOK#orders#DLV#abc")
     # It creates runs, and reads (never writes) workflows and breakers
     assert allows_item(statements, put, TABLE_ARN, "TENANT#acme#RUN#r1")

@@ -38,6 +38,7 @@ def test_schema_is_the_generated_json_schema(capsys):
         "approval",
         "custom",
         "waitpoint",
+        "wait_for_event",
     }
 
 

@@ -3,8 +3,8 @@
 :func:`workflow_definitions` covers every step type this build accepts (noop, transform,
 tool with AWS and declared HTTP tools, code, custom with and without branches, webhook_out,
 condition native and in its Lambda, delay by seconds (long ones too) and until, parallel,
-for_each, approval, waitpoint, sub_workflow, agent with tools, gating and outcomes,
-llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
+for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, gating and
+outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
 retry_on), timeouts, on_failure routes and the workflow-wide error
 route, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
 (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
@@ -76,6 +76,12 @@ LAMBDA_CONDITIONS = (
     "size(trigger.items) > 1",
     "trigger.count * 2 > 5",
     "trigger.items.exists(x, x > 2)",
+)
+#: wait_for_event matches: CEL over the run's data and the awaited event.
+WAIT_MATCHES = (
+    "event.detail.order_id == trigger.order_id",
+    "event.source == 'billing' && size(event.detail) > 0",
+    "trigger.count in [1, 2, 3]",
 )
 AGENT_MODELS = (
     "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
@@ -304,7 +310,7 @@ class _Builder:
         if kind in ("noop", "delay"):
             return
         # Each policy on about a third of the steps, so native forms stay common too.
-        if kind not in ("approval", "waitpoint") and draw(st.integers(0, 2)) == 0:
+        if kind not in ("approval", "waitpoint", "wait_for_event") and draw(st.integers(0, 2)) == 0:
             step["retry"] = self.retry(linear=kind not in ("parallel", "for_each", "llm_batch"))
         if kind not in ("parallel", "for_each") and draw(st.integers(0, 2)) == 0:
             low, high = (10, 30) if self.runnable else (1, 31_536_000)
@@ -339,7 +345,7 @@ class _Builder:
             # Runnable definitions leave out the code step too: each call starts a sandbox
             # process, which makes the fuzz runs slow without adding runtime paths.
             kinds += ["code", "tool", "custom", "webhook_out", "approval", "waitpoint"]
-            kinds += ["sub_workflow", "agent", "llm_batch"]
+            kinds += ["sub_workflow", "agent", "llm_batch", "wait_for_event"]
         return kinds
 
     def scope(self, depth: int, size: int, kinds: list[str] | None = None) -> list[str]:
@@ -571,6 +577,19 @@ class _Builder:
             step["label"] = draw(_TEXT)
         if draw(st.booleans()):
             step["idempotency_key"] = self.template_string(slot.others)
+        if draw(st.booleans()):
+            step["timeout_seconds"] = draw(st.integers(1, 31_536_000))
+            target = self.extra_target(slot) or slot.next
+            if target is not None and draw(st.booleans()):
+                step["on_timeout"] = target
+
+    def fill_wait_for_event(self, step: dict[str, Any], slot: _Slot) -> None:
+        draw = self.draw
+        step["event"] = draw(st.sampled_from(["payment.received", "order.shipped", "x" * 256]))
+        if draw(st.booleans()):
+            step["source"] = draw(st.sampled_from(["billing", "shop.orders"]))
+        if draw(st.booleans()):
+            step["match"] = draw(st.sampled_from(WAIT_MATCHES))
         if draw(st.booleans()):
             step["timeout_seconds"] = draw(st.integers(1, 31_536_000))
             target = self.extra_target(slot) or slot.next

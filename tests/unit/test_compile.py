@@ -179,3 +179,20 @@ def test_flow_control_keys_are_checked_templates():
         }
     )
     assert [(p.path, p.rule) for p in problems] == [("steps.a.concurrency.key", "unknown-variable")]
+
+
+def test_a_wait_for_event_without_timeout_has_no_timeout_route():
+    from relayflow.compiler.check import assert_valid_machine
+    from relayflow.definition import validate_data
+
+    # Given a wait with no timeout_seconds (it waits until an event matches)
+    workflow, problems = validate_data(
+        {"id": "w", "start": "s0", "steps": {"s0": {"type": "wait_for_event", "event": "e"}}}
+    )
+    assert workflow is not None, problems
+    asl = compile_workflow(workflow).asl
+    # Then no States.Timeout catcher and no unreachable Fail state are compiled
+    assert "s0.timeout" not in asl["States"]
+    catches = asl["States"]["s0"].get("Catch", [])
+    assert all("States.Timeout" not in c["ErrorEquals"] for c in catches)
+    assert_valid_machine(asl)

@@ -66,6 +66,24 @@ def test_templates_and_expressions_name_the_outputs_they_read():
     assert step_reads("d", workflow.steps["d"], workflow) == {"a", "b"}
 
 
+def test_a_wait_for_event_match_keeps_the_outputs_it_reads_live():
+    # Given a wait whose match reads an earlier output, after an unrelated step
+    steps = {
+        "order": {"type": "transform", "mapping": {"id": "{{ trigger.id }}"}, "on_success": "b"},
+        "b": {"type": "transform", "mapping": {"v": 1}, "on_success": "paid"},
+        "paid": {
+            "type": "wait_for_event",
+            "event": "payment.received",
+            "match": "event.detail.order_id == steps.order.output.id",
+            "timeout_seconds": 60,
+        },
+    }
+    workflow = _workflow(steps)
+    # Then the match counts as a read, so the order's output is live up to the wait
+    assert step_reads("paid", workflow.steps["paid"], workflow) == {"order"}
+    assert "order" in _plan(steps).live_in["paid"]
+
+
 def test_a_whole_steps_reference_or_a_custom_step_reads_every_output():
     workflow = _workflow(
         {

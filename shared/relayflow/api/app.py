@@ -489,7 +489,11 @@ def rollback_workflow(
     description="Runs the live version, or `version`. With an Idempotency-Key header, a repeat "
     "returns the run the first request started (200) instead of starting another.",
     responses=_docs(
-        {201: "Started", 200: "An idempotent repeat: the existing run"},
+        {
+            201: "Started",
+            200: "An idempotent repeat, or a singleton skip: the existing (running) run",
+            202: "Accepted: queued, debounced or batched; the run starts later",
+        },
         StartRunResult,
         404,
         409,
@@ -514,6 +518,8 @@ def start_run(
         dry_run=request.dry_run,
         step_through=request.step_through,
     )
+    if result.admission in ("queued", "debounced", "batched"):
+        return _reply(202, result)  # accepted: the run starts later (docs/flow-control.md)
     return _reply(201 if result.created else 200, result)
 
 
@@ -526,7 +532,7 @@ def start_run(
 def list_runs(
     workflow_id: WorkflowId,
     status: Annotated[
-        Literal["running", "succeeded", "failed", "timed_out", "aborted"] | None,
+        Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"] | None,
         Query(description="Only runs in this status."),
     ] = None,
     limit: Limit = 20,

@@ -174,6 +174,9 @@ def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
             sources.extend(template_expressions(setting["key"]))
     if step.type == "condition":
         sources.append(step.expression)
+    if step.type == "wait_for_event" and step.match is not None:
+        # The match runs over the run's data when an event arrives (relayflow.steps.event_wait).
+        sources.append(step.match)
     if step.type == "tool" and step.tool.startswith("http."):
         parts = step.tool.split(".")
         tool = workflow.http_tools.get(parts[1])

@@ -66,7 +66,10 @@ class RunSummary(BaseModel):
     run_id: str
     workflow_id: str
     version: int | None = None
-    status: str = Field(description="running, succeeded, failed, timed_out or aborted.")
+    status: str = Field(
+        description="queued, pending (debounced or batched), running, succeeded, failed, "
+        "timed_out or aborted."
+    )
     started_at: str
     ended_at: str | None = None
     duration_ms: float | None = None
@@ -108,6 +111,13 @@ class Page(BaseModel, Generic[T]):
 
 class StartRunResult(RunSummary):
     created: bool = Field(description="False when an Idempotency-Key repeat found the run.")
+    admission: str | None = Field(
+        None,
+        description="What run admission did (docs/flow-control.md): queued, skipped (run_id "
+        "names the running run), debounced or batched; absent when the run simply started.",
+    )
+    starts_at: str | None = Field(None, description="A debounced run's current start time.")
+    batch_size: int | None = Field(None, description="Triggers in the batch so far.")
 
 
 class ApiKeyInfo(BaseModel):

@@ -379,6 +379,9 @@ def _record_end(
     detail_type = LIFECYCLE_TYPES[detail.status]
     try:
         _settle_dlq(control, updated, steps)
+        # The run's admission slot passes to its key's next queued run (once: repeats find
+        # the slot freed).
+        control.admission.release(updated)
         _publish(events, detail_type, updated, change)
     except Exception:
         control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))

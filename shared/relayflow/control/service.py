@@ -88,6 +88,7 @@ from relayflow.reliability.breakers import (
 from relayflow.settings import get_settings
 
 if TYPE_CHECKING:
+    from relayflow.control.admission import Admission as RunAdmission
     from relayflow.control.dlq import Dlq
     from relayflow.triggers.sync import TriggerPlan
 
@@ -263,7 +264,25 @@ def _check_limit(limit: int) -> None:
 
 #: Parts of a definition the compiled ASL does not hold (the trigger function, the control
 #: plane and the recorder read them from the version).
-_OUTSIDE_ASL = ("triggers", "breaker", "notifications")
+_OUTSIDE_ASL = (
+    "triggers",
+    "breaker",
+    "notifications",
+    # Run admission and cancel_on (docs/flow-control.md) act outside the state machine too.
+    "singleton",
+    "concurrency",
+    "debounce",
+    "batch",
+    "cancel_on",
+)
+
+
+def subscriptions(workflow: Any) -> list[Any]:
+    """What trigger sync registers for a workflow: its triggers, then the subscriptions of
+    its ``cancel_on`` and ``wait_for_event`` steps (docs/flow-control.md)."""
+    from relayflow.definition.admission import subscriptions_of
+
+    return [*workflow.triggers, *subscriptions_of(workflow)]
 
 
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:
@@ -296,6 +315,13 @@ class ControlPlane:
     @property
     def dal(self) -> Dal:
         return self._dal or get_dal()
+
+    @functools.cached_property
+    def admission(self) -> RunAdmission:
+        """Run admission: singleton, concurrency, debounce, batch (``docs/flow-control.md``)."""
+        from relayflow.control.admission import Admission as RunAdmission
+
+        return RunAdmission(self)
 
     @property
     def dlq(self) -> Dlq:
@@ -348,7 +374,7 @@ class ControlPlane:
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()
-        trigger_plan = self._check_triggers(tenant, workflow_id, workflow.triggers)
+        trigger_plan = self._check_triggers(tenant, workflow_id, subscriptions(workflow))
 
         head = self.dal.get_workflow(tenant, workflow_id)
         if head is not None:
@@ -359,7 +385,7 @@ class ControlPlane:
                 and _same_triggers(latest.definition, definition_json)
             ):
                 result = self._make_live_again(head, latest, workflow.name, now)
-                self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
+                self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
                 return result
 
         version = 1 if head is None else head.latest_version + 1
@@ -419,7 +445,7 @@ class ControlPlane:
                 f"workflow {workflow_id} was changed by another request; read it and retry"
             ) from exc
         self._point_alias(new_head)
-        self._sync_triggers(tenant, workflow_id, workflow.triggers, enabled=True)
+        self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
         return PutWorkflowResult(
             workflow_id=workflow_id,
             version=version,
@@ -510,6 +536,23 @@ class ControlPlane:
 
         with _trigger_errors():
             TriggerSync(dal=self.dal).sync(tenant, workflow_id, triggers, enabled=enabled)
+        if enabled:
+            self._catch_up(tenant, workflow_id, triggers)
+
+    def _catch_up(self, tenant: str, workflow_id: str, triggers: list[Any]) -> None:
+        """Run the ticks cron triggers with ``catch_up`` missed (``docs/flow-control.md``).
+        A failure is logged, not raised: the workflow is stored, and the next tick catches
+        up again."""
+        from relayflow.observability import logger
+        from relayflow.triggers.catch_up import catch_up_workflow
+
+        try:
+            catch_up_workflow(self, tenant, workflow_id, triggers)
+        except (ApiError, DataAccessError, sfn_api.StepFunctionsError) as exc:
+            logger.warning(
+                "catch-up of missed ticks failed; the next tick tries again",
+                extra={"tenant": tenant, "workflow_id": workflow_id, "reason": str(exc)},
+            )
 
     def _point_alias(self, head: WorkflowItem) -> None:
         alias_arn = self.machines.point_alias(head.state_machine_arn, head.live_version_arn)
@@ -566,7 +609,7 @@ class ControlPlane:
 
         head = self._workflow(tenant, workflow_id)
         item = self._version(tenant, workflow_id, version)
-        triggers = triggers_of(item.definition)
+        triggers = triggers_of(item.definition, with_subscriptions=True)
         self._check_triggers(tenant, workflow_id, triggers)
         if head.live_version != item.version:
             head = self.dal.update_workflow(
@@ -601,6 +644,8 @@ class ControlPlane:
         trigger_type: str = "api",
         dry_run: bool = False,
         step_through: bool = False,
+        collapse: bool = True,
+        overlap: tuple[str, str] | None = None,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
 
@@ -610,12 +655,21 @@ class ControlPlane:
         first use) and pauses before each step until :meth:`continue_run`. The run item
         records the engine version that compiled the state machine it starts on.
 
+        The workflow's admission rules decide first (:mod:`relayflow.control.admission`):
+        the answer may be a queued, skipped, debounced or batched run instead (its
+        ``admission`` says which). ``collapse`` false skips debounce and batch (their own
+        deferred starts); ``overlap`` is a schedule's ``(mode, key)``. A dry run passes no
+        admission rule (it acts on nothing, so it holds no slot); a step-through run is
+        never folded into a debounced or batched run (those start later without its mode),
+        but takes a singleton or concurrency slot, and queues with its mode kept.
+
         With an ``idempotency_key`` the run id is derived from it, so a repeat returns the
         run the first request started (``created`` false) and never starts a second
         execution. The run item is written (conditionally) before the execution starts.
         While the workflow's circuit breaker is open it raises :class:`BreakerOpen` (409); a
         half-open one lets this run through as its trial.
         """
+        from relayflow.control.admission import Decision
         from relayflow.document import new_run_id
 
         head = self._workflow(tenant, workflow_id)
@@ -645,9 +699,29 @@ class ControlPlane:
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
+        if dry_run:
+            decision = Decision()
+        else:
+            decision = self.admission.admit(
+                head,
+                version,
+                run_id,
+                input,
+                trigger_type=trigger_type,
+                collapse=collapse and not step_through,
+                overlap=overlap,
+                idempotency_key=idempotency_key,
+                step_through=step_through,
+            )
+        if decision.answer is not None:
+            return decision.answer
         # A dry run acts on nothing: an open breaker does not refuse it, and it is never
         # the half-open trial (the recorder does not settle dry runs on the breaker).
-        admission = None if dry_run else self._admit_run(tenant, workflow_id, version, run_id)
+        try:
+            admission = None if dry_run else self._admit_run(tenant, workflow_id, version, run_id)
+        except Exception:
+            self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
+            raise
         try:
             return self._create_and_start(
                 head,
@@ -658,12 +732,14 @@ class ControlPlane:
                 idempotency_key,
                 trigger_type,
                 _RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
+                flow_key=decision.flow_key,
             )
         except Exception:
             if admission is not None:
                 # The trial run never started: the next start may take the trial at once.
                 with contextlib.suppress(DataAccessError):
                     self.breakers.abstained(admission)
+            self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
             raise
 
     def _create_and_start(
@@ -676,7 +752,40 @@ class ControlPlane:
         idempotency_key: str | None,
         trigger_type: str,
         mode: _RunMode,
+        *,
+        flow_key: str | None = None,
     ) -> StartRunResult:
+        run, document_json = self._new_run(
+            head, run_id, input, version, idempotency_key, trigger_type, "running", flow_key, mode
+        )
+        tenant = head.tenant
+        if not self.dal.create_run(run):
+            # A concurrent request with the same key wrote it first.
+            existing = self.dal.get_run(tenant, run_id)
+            if existing is None:
+                raise Conflict(f"run {run_id} is being started by another request; retry")
+            return self._repeat(existing)
+        try:
+            self._start_execution(run, target_arn, document_json)
+        except Exception:
+            # Nothing runs: forget the run so that a retry (same key) starts it afresh.
+            self.dal.delete_run(tenant, run_id)
+            raise
+        return StartRunResult(**_run_summary(run).model_dump(), created=True)
+
+    def _new_run(
+        self,
+        head: WorkflowItem,
+        run_id: str,
+        input: Any,
+        version: int,
+        idempotency_key: str | None,
+        trigger_type: str,
+        status: str,
+        flow_key: str | None,
+        mode: _RunMode,
+    ) -> tuple[RunItem, str]:
+        """The run item of a new run and its execution input (JSON)."""
         from relayflow.document import execution_input
 
         tenant, workflow_id = head.tenant, head.workflow_id
@@ -692,7 +801,7 @@ class ControlPlane:
             tenant=tenant,
             workflow_id=workflow_id,
             version=version,
-            status="running",
+            status=status,  # type: ignore[arg-type]
             execution_arn=sfn_api.execution_arn(head.state_machine_arn, run_id),
             input=_json(document["trigger"]),
             started_at=started_at,
@@ -702,20 +811,83 @@ class ControlPlane:
             engine_version=mode.engine_version,
             dry_run=mode.dry_run,
             step_through=mode.step_through,
+            flow_key=flow_key,
         )
-        if not self.dal.create_run(run):
-            # A concurrent request with the same key wrote it first.
-            existing = self.dal.get_run(tenant, run_id)
-            if existing is None:
-                raise Conflict(f"run {run_id} is being started by another request; retry")
-            return self._repeat(existing)
-        try:
-            self._start_execution(run, target_arn, document_json)
-        except Exception:
-            # Nothing runs: forget the run so that a retry (same key) starts it afresh.
-            self.dal.delete_run(tenant, run_id)
-            raise
-        return StartRunResult(**_run_summary(run).model_dump(), created=True)
+        return run, document_json
+
+    def create_queued_run(
+        self,
+        head: WorkflowItem,
+        run_id: str,
+        input: Any,
+        version: int,
+        trigger_type: str,
+        flow_key: str,
+        idempotency_key: str | None = None,
+        *,
+        step_through: bool = False,
+    ) -> tuple[RunItem, bool]:
+        """Record a run that waits for a slot (status ``queued``): the run and ``True``; when
+        a run of that id exists already (a repeated key), that run and ``False``. Its engine
+        version is recorded when it starts (:meth:`start_queued_run`)."""
+        mode = _RunMode(engine_version=None, dry_run=False, step_through=step_through)
+        run, _ = self._new_run(
+            head, run_id, input, version, idempotency_key, trigger_type, "queued", flow_key, mode
+        )
+        if self.dal.create_run(run):
+            return run, True
+        existing = self.dal.get_run(head.tenant, run_id)
+        if existing is None:
+            raise Conflict(f"run {run_id} is being started by another request; retry")
+        return existing, False
+
+    def start_queued_run(self, run: RunItem) -> None:
+        """Start a queued run that now holds its slot, with the trigger it was queued with."""
+        from relayflow.document import execution_input
+
+        target = self._version(run.tenant, run.workflow_id, run.version or 1)
+        target_arn = target.state_machine_version_arn
+        if run.step_through:
+            from relayflow.control.step_through import StepThrough
+
+            head = self._workflow(run.tenant, run.workflow_id)
+            target_arn = StepThrough(self).target(head, target.version)
+        started_at = now_iso()
+        changes: dict[str, Any] = {
+            "status": "running",
+            "queued_at": run.started_at,
+            "started_at": started_at,
+        }
+        if target.engine_version:
+            changes["engine_version"] = target.engine_version
+        updated = self.dal.update_run(run.tenant, run.run_id, changes, if_status=("queued",))
+        if updated is None:
+            return  # started (or cancelled) by another caller
+        document = execution_input(
+            run.workflow_id,
+            _loads(run.input),
+            run_id=run.run_id,
+            version=run.version,
+            tenant=run.tenant,
+        )
+        document["run"]["started_at"] = started_at
+        self._start_execution(updated, target_arn, _json(document))
+
+    def fail_queued_run(self, run: RunItem, cause: str) -> None:
+        """A queued run that cannot start ends as ``failed`` (its slot passes on)."""
+        ended_at = now_iso()
+        self.dal.update_run(
+            run.tenant,
+            run.run_id,
+            {
+                "status": "failed",
+                "ended_at": ended_at,
+                "error": "Relayflow.NotStarted",
+                "cause": cause,
+                "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+            },
+            if_status=("queued", "running"),
+        )
 
     def _admit_run(
         self, tenant: str, workflow_id: str, version: int, run_id: str
@@ -864,6 +1036,19 @@ class ControlPlane:
         """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
         :class:`Conflict` when the run has already finished."""
         run = self._run(tenant, run_id)
+        if run.status == "queued" and self.admission.cancel_queued(run):
+            ended_at = now_iso()
+            values = {
+                "status": "aborted",
+                "ended_at": ended_at,
+                "error": CANCEL_ERROR,
+                "cause": "cancelled while queued",
+                "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+            }
+            cancelled = self.dal.update_run(tenant, run_id, values, if_status=("queued",))
+            if cancelled is not None:
+                return _run_summary(cancelled)
+            run = self._run(tenant, run_id)
         if run.status != "running":
             raise Conflict(f"run {run_id} has already finished ({run.status})")
         described: dict[str, Any] | None = None

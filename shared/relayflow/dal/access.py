@@ -43,9 +43,17 @@ DLQ_LIST = "TENANT#*#DLQS"  # GSI1
 DLQ_DUE = "DLQ#DUE"  # automatic retries by due time
 DLQ_STATS = "DLQ#STATS"  # the DLQ's depth counter
 HOOKS = "HOOK#*"  # webhook slug registrations (and, by prefix, their windows and deliveries)
-HOOK_RATE_WINDOWS = "HOOK#*#RATE#*"
+HOOK_RATE_WINDOWS = "HOOK#*#RATE"  # an endpoint's sliding rate window
+HOOK_SIGNATURE_FAILURES = "HOOK#*#SIGFAIL#*"  # failed signature checks per source
 HOOK_DELIVERIES = "HOOK#*#DLV#*"
 API_KEYS = "KEY#*"
+# Run admission (relayflow.dal.admission, docs/flow-control.md).
+GATES = "TENANT#*#GATE#*"  # singleton and concurrency slots and queues
+DEBOUNCES = "TENANT#*#DEBOUNCE#*"  # a key's pending debounced run
+BATCHES = "TENANT#*#BATCH#*"  # a key's open batch and its triggers
+SCHEDULE_MARKS = "TENANT#*#SCHED#*"  # a cron trigger's last started tick (catch_up)
+EVENT_WAITS = "TENANT#*#WAIT#EVENT.*"  # wait_for_event registrations
+WORKFLOW_RUNS = "TENANT#*#WF#*#RUNS"  # GSI1: a workflow's runs
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,13 @@ class TableGrant:
 
 _FLOW_CONTROL = TableGrant("FlowControlItems", (GET, PUT, UPDATE, DELETE, QUERY), (FLOW,))
 _STEP_RESULTS = TableGrant("StepResultItems", (GET, PUT, UPDATE, DELETE), (STEP_RESULTS,))
+# Whoever starts runs passes admission: take, hand over and free slots (transactions), queue,
+# fold debounced and batched triggers.
+_ADMISSION = TableGrant(
+    "AdmissionItems", (GET, PUT, UPDATE, DELETE, QUERY), (GATES, DEBOUNCES, BATCHES)
+)
+# Cron catch_up: a mark per trigger, read and moved forward (on enable and at each tick).
+_SCHEDULE_MARKS = TableGrant("ScheduleMarks", (GET, UPDATE), (SCHEDULE_MARKS,))
 # Tool calls: flow control, the tools' circuit breakers (a trip is one transaction, authorized
 # per item), recorded step results.
 _TOOL = (
@@ -90,7 +105,11 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
     # The code function's role holds step results only (it runs untrusted code).
     "code": (_STEP_RESULTS,),
     "approval": (TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),),
-    "waitpoint": (TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),),
+    # Waitpoints and wait_for_event registrations; a step-through gate reads its run.
+    "waitpoint": (
+        TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),
+        TableGrant("ReadRuns", (GET,), (RUNS,)),
+    ),
     # The control API: everything a tenant manages, through the DAL, never a scan.
     "api": (
         TableGrant("WorkflowItems", (GET, PUT, UPDATE, QUERY), (WORKFLOWS,)),
@@ -102,6 +121,8 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant("DlqRetries", (PUT, DELETE), (DLQ_DUE,)),
         TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
         TableGrant("ApiKeyLookup", (GET,), (API_KEYS,)),
+        _ADMISSION,
+        _SCHEDULE_MARKS,
         TableGrant(
             "Listings",
             (QUERY,),
@@ -118,8 +139,18 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant("DlqEntries", (GET, PUT, UPDATE), (DLQ_ENTRIES,)),
         TableGrant("DlqRetries", (PUT, DELETE), (DLQ_DUE,)),
         TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
+        # A run's end frees its admission slot and starts the next queued run.
+        TableGrant("AdmissionGates", (GET, PUT, UPDATE, DELETE, QUERY), (GATES,)),
     ),
-    "trigger": _START_RUNS,
+    # Starts runs (schedules, events, admission deadlines), cancels runs (cancel_on) and
+    # completes wait_for_event waits (read, then deleted as claimed).
+    "trigger": (
+        *_START_RUNS,
+        _ADMISSION,
+        _SCHEDULE_MARKS,
+        TableGrant("EventWaits", (QUERY, DELETE), (EVENT_WAITS,)),
+        TableGrant("WorkflowRunListing", (QUERY,), (WORKFLOW_RUNS,), index=True),
+    ),
     # The public webhook function reads slug registrations, counts its rate windows, keeps
     # delivery answers (dedup) and starts runs; it cannot change a registration.
     "webhook": (
@@ -129,10 +160,12 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
             (GET, PUT, UPDATE),
             (
                 HOOK_RATE_WINDOWS,
+                HOOK_SIGNATURE_FAILURES,
                 HOOK_DELIVERIES,
             ),
         ),
         *_START_RUNS,
+        _ADMISSION,
     ),
     # Every minute: the due automatic retries, each restarting its run.
     "maintenance": (

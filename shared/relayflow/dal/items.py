@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relayflow.dal import keys
 
-RunStatus = Literal["running", "succeeded", "failed", "timed_out", "aborted"]
-RUN_STATUSES: tuple[str, ...] = ("running", "succeeded", "failed", "timed_out", "aborted")
-TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running"}
+RunStatus = Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"]
+RUN_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "timed_out", "aborted")
+#: ``queued``: waiting for a concurrency slot (``docs/flow-control.md``); not started yet.
+TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running", "queued"}
 
 _KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 
@@ -187,6 +188,11 @@ class RunItem(_Item):
     step_through: bool = Field(False, description="Pauses before each step until continued.")
     step_mode: str | None = Field(
         None, description="'to_end' once a step-through run was told to run to its end."
+    )
+    flow_key: str | None = Field(
+        None,
+        description="The admission gate slot the run holds or waits for: "
+        "'singleton:<key id>' or 'concurrency:<key id>'.",
     )
 
     def key(self) -> keys.Key:

@@ -24,6 +24,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from relayflow.definition.admission import (
+    BatchSettings,
+    CancelOn,
+    CatchUpSettings,
+    ConcurrencySettings,
+    DebounceSettings,
+    SingletonSettings,
+)
+
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 
@@ -563,6 +572,38 @@ class WaitpointStep(_Routed):
     )
 
 
+class WaitForEventStep(_Routed):
+    """Pauses the run until an event on the Relayflow bus of the run's tenant matches; the
+    event (shaped like an event trigger) is the step's output. See docs/flow-control.md."""
+
+    type: Literal["wait_for_event"]
+    event: str = Field(min_length=1, max_length=256, description="The event's detail-type.")
+    source: str | None = Field(None, max_length=256, description="Only events of this source.")
+    match: str | None = Field(
+        None,
+        max_length=4000,
+        description="CEL over the run's data (trigger, steps, run) and the event (event); "
+        "absent: the first event of that detail-type.",
+    )
+    on_timeout: StepKey | None = Field(
+        None,
+        description="Where the run goes when timeout_seconds pass without a matching event; "
+        "without it the step fails with Relayflow.WaitTimeout.",
+    )
+
+    @field_validator("match")
+    @classmethod
+    def _match_parses(cls, value: str | None) -> str | None:
+        from relayflow.expressions.cel import ExpressionSyntaxError, check_expression
+
+        if value is not None:
+            try:
+                check_expression(value)
+            except ExpressionSyntaxError as exc:
+                raise ValueError(f"match is not valid CEL: {exc}") from exc
+        return value
+
+
 Step = Annotated[
     NoopStep
     | ConditionStep
@@ -578,7 +619,8 @@ Step = Annotated[
     | WebhookOutStep
     | ApprovalStep
     | CustomStep
-    | WaitpointStep,
+    | WaitpointStep
+    | WaitForEventStep,
     Field(discriminator="type"),
 ]
 
@@ -598,6 +640,7 @@ STEP_TYPES: tuple[str, ...] = (
     "approval",
     "custom",
     "waitpoint",
+    "wait_for_event",
 )
 
 #: Step types this build can run. The others parse, and validation refuses them by name.
@@ -615,6 +658,7 @@ AVAILABLE_STEP_TYPES = frozenset(
         "code",
         "approval",
         "waitpoint",
+        "wait_for_event",
         "sub_workflow",
         "agent",
         "llm_batch",
@@ -634,6 +678,17 @@ class CronTrigger(_Model):
     cron: str = Field(description="Standard 5-field cron expression.")
     timezone: TimeZoneName = "UTC"
     input: TemplateValue = Field(default_factory=dict, description="Trigger payload of each run.")
+    overlap: Literal["skip", "buffer_one", "allow"] = Field(
+        "allow",
+        description="A tick while this schedule's previous run still runs: skip it, keep one "
+        "to start when that run ends (buffer_one), or start it anyway (allow). See "
+        "docs/flow-control.md.",
+    )
+    catch_up: CatchUpSettings | None = Field(
+        None,
+        description="Run missed ticks (disabled workflow, open breaker, deploy gap) once each, "
+        "oldest first, within the window; older ones are recorded as skipped.",
+    )
 
 
 class AtTrigger(_Model):
@@ -864,3 +919,32 @@ class Workflow(_Model):
         except BadSpecifier as exc:
             raise PydanticCustomError("version-specifier", str(exc)) from exc
         return value.strip()
+
+    # Run admission (docs/flow-control.md): what a trigger does when it asks for a run.
+    singleton: SingletonSettings | None = Field(None, description="One running run per key.")
+    concurrency: ConcurrencySettings | None = Field(
+        None, description="Running runs per key at most; the rest queue, first in first out."
+    )
+    debounce: DebounceSettings | None = Field(
+        None, description="Collapse a burst of triggers per key into one run (the last one)."
+    )
+    batch: BatchSettings | None = Field(
+        None, description="One run per up to max_size event or webhook triggers of a key."
+    )
+    cancel_on: list[CancelOn] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Events on the Relayflow bus that cancel the running runs they match.",
+    )
+
+    @model_validator(mode="after")
+    def _one_rule_of_each_kind(self) -> Workflow:
+        if self.singleton is not None and self.concurrency is not None:
+            raise ValueError(
+                "singleton and concurrency exclude each other (singleton is a limit of 1)"
+            )
+        if self.debounce is not None and self.batch is not None:
+            raise ValueError(
+                "debounce and batch exclude each other: both fold triggers into one run"
+            )
+        return self

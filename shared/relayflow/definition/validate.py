@@ -72,6 +72,7 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
     # would also re-open a request that expired or that a caller failed on purpose.
     "approval": ("retry", "concurrency", "rate_limit"),
     "waitpoint": ("retry", "concurrency", "rate_limit"),
+    "wait_for_event": ("retry", "concurrency", "rate_limit"),
     # A sub_workflow is a native Task (no step Lambda to hold flow-control leases).
     "sub_workflow": ("concurrency", "rate_limit"),
     # The poll invocations would take slots and rate windows; a batch is one job.
@@ -402,7 +403,8 @@ class _Checker:
             base = f"steps.{key}"
             action = raw.get("timeout_action", "fail")
             expires = bool(raw.get("timeout_seconds"))
-            if step_type == "waitpoint" and raw.get("on_timeout") and not expires:
+            timed = step_type in ("waitpoint", "wait_for_event")
+            if timed and raw.get("on_timeout") and not expires:
                 self.add(f"{base}.on_timeout", "timeout", "on_timeout needs timeout_seconds")
             if step_type != "approval":
                 continue

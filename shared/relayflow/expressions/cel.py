@@ -63,8 +63,8 @@ _TYPE_NAMES = frozenset(
 _CACHE_SIZE = 2048
 
 #: Roots an expression may read: the document's, plus ``args`` inside an HTTP tool operation
-#: (validation allows ``args`` there only).
-_BINDABLE = frozenset((*ROOTS, "args"))
+#: (validation allows ``args`` there only) and ``event`` in a ``cancel_on`` match.
+_BINDABLE = frozenset((*ROOTS, "args", "event"))
 
 
 class ExpressionSyntaxError(ValueError):

@@ -430,10 +430,23 @@ class LocalServer:
             self.recorder.poke()
         return result
 
+    def fire_due_deadlines(self, now: float | None = None) -> int:
+        """Fire the run admission deadlines (debounce, batch) due at ``now`` (default: the
+        admission clock), as EventBridge Scheduler would (``relayflow.local.deadlines``)."""
+        from relayflow.local.deadlines import fire_due_deadlines
+
+        assert self.runtime is not None and self.events is not None
+        moment = self.control().admission.clock() if now is None else now
+        fired = fire_due_deadlines(self.events, self.runtime.client("scheduler"), moment)
+        if fired and self.recorder is not None:
+            self.recorder.poke()
+        return fired
+
     def _maintain(self) -> None:
         assert self.maintenance_interval
         while not self._maintenance_stop.wait(self.maintenance_interval):
             try:
+                self.fire_due_deadlines()
                 self.run_maintenance()
             except Exception as exc:  # the schedule fires again next interval
                 from relayflow.observability import logger

@@ -69,8 +69,13 @@ def run(event: Any) -> dict[str, Any]:
 
         return step_gate.run(event)
 
-    token = task_token(event)
     task = parse_task(event)
+    if task.step.type == "wait_for_event":
+        # wait_for_event steps run in this function too (docs/flow-control.md).
+        from relayflow.steps import event_wait
+
+        return event_wait.run(event)
+    token = task_token(event)
     config = task.step.config
     run_info = task.doc.get("run") or {}
     tenant = str(run_info.get("tenant") or "local")

@@ -36,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.triggers.sync import TENANT_FIELD
 
-DispatchStatus = Literal["started", "duplicate", "filtered", "filter_error", "skipped"]
+DispatchStatus = Literal[
+    "started", "duplicate", "filtered", "filter_error", "skipped", "queued", "debounced", "batched"
+]
 
 
 class InvalidDelivery(ValueError):
@@ -140,11 +142,45 @@ class Dispatcher:
         return result
 
     def _schedule(self, delivery: ScheduleDelivery) -> DispatchResult:
-        _, refused = self._live_trigger(delivery, ("cron", "at"))
+        trigger, refused = self._live_trigger(delivery, ("cron", "at"))
         if refused is not None:
             return refused
+        trigger = trigger or {}
+        if trigger.get("type") == "cron" and trigger.get("catch_up"):
+            # Ticks missed before this one (an open breaker, a gap) run first, oldest first.
+            from relayflow.triggers.catch_up import catch_up, parse_tick
+
+            upto = parse_tick(delivery.scheduled_time)
+            catch_up(
+                self,
+                delivery.tenant,
+                delivery.workflow_id,
+                delivery.trigger_index,
+                trigger,
+                upto=upto,
+                include_upto=False,
+            )
+        return self.start_tick(delivery, trigger)
+
+    def start_tick(self, delivery: ScheduleDelivery, trigger: dict[str, Any]) -> DispatchResult:
+        """Start the run of one scheduled tick (its overlap rule applies); with
+        ``catch_up``, a tick that started (or was deliberately skipped) moves the mark."""
         key = f"schedule:{delivery.trigger_index}:{delivery.scheduled_time}"
-        return self._start(delivery, delivery.input, key, "schedule")
+        mode = trigger.get("overlap") or "allow"
+        overlap = None if mode == "allow" else (mode, f"schedule:{delivery.trigger_index}")
+        result = self._start(delivery, delivery.input, key, "schedule", overlap=overlap)
+        handled = result.status in ("started", "duplicate", "queued") or (
+            result.status == "skipped" and result.run_id is not None  # an overlap skip
+        )
+        if handled and trigger.get("catch_up"):
+            self.control.admission.store.advance_tick(
+                delivery.tenant,
+                delivery.workflow_id,
+                delivery.trigger_index,
+                delivery.scheduled_time,
+                int(self.control.admission.clock()),
+            )
+        return result
 
     def _event(self, delivery: EventDelivery) -> DispatchResult:
         from relayflow.errors import ExpressionError
@@ -198,11 +234,19 @@ class Dispatcher:
         return trigger, None
 
     def _start(
-        self, delivery: _Delivery, payload: Any, key: str, trigger_type: str
+        self,
+        delivery: _Delivery,
+        payload: Any,
+        key: str,
+        trigger_type: str,
+        *,
+        overlap: tuple[str, str] | None = None,
     ) -> DispatchResult:
         from relayflow.control.errors import ApiError, Conflict, NotFound
         from relayflow.control.service import BreakerOpen
 
+        # Only a schedule with an overlap rule passes one (docs/flow-control.md).
+        extra = {"overlap": overlap} if overlap is not None else {}
         try:
             started = self.control.start_run(
                 delivery.tenant,
@@ -210,6 +254,7 @@ class Dispatcher:
                 payload,
                 idempotency_key=key,
                 trigger_type=trigger_type,
+                **extra,
             )
         except BreakerOpen as exc:
             self._record_skip(delivery, key, trigger_type, exc)
@@ -221,7 +266,12 @@ class Dispatcher:
             if exc.status >= 500 or exc.status == 429:
                 raise  # transient: let the invocation be retried
             return _result(delivery, "skipped", reason=f"{exc.code}: {exc.message}")
+        if started.admission == "skipped":
+            reason = f"run {started.run_id} is running (singleton or schedule overlap)"
+            return _result(delivery, "skipped", run_id=started.run_id, reason=reason)
         status: DispatchStatus = "started" if started.created else "duplicate"
+        if started.admission in ("queued", "debounced", "batched"):
+            status = started.admission
         return _result(delivery, status, run_id=started.run_id)
 
     def _record_skip(self, delivery: _Delivery, key: str, trigger_type: str, exc: Any) -> None:
@@ -283,5 +333,19 @@ def _log(result: DispatchResult) -> None:
 
 def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> dict[str, Any]:
     """Dispatch one schedule or event delivery (what ``functions/trigger`` does); returns
-    :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else."""
+    :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else.
+    A run admission deadline (debounce, batch) goes to
+    :func:`relayflow.control.admission.handle_deferred`, a ``cancel_on`` event to
+    :func:`relayflow.control.cancel_on.handle_cancel`, an event a ``wait_for_event`` step
+    waits for to :func:`relayflow.control.event_waits.handle_wait_event`."""
+    from relayflow.control.admission import DEFERRED_KIND, handle_deferred
+    from relayflow.control.cancel_on import CANCEL_KIND, handle_cancel
+    from relayflow.control.event_waits import WAIT_EVENT_KIND, handle_wait_event
+
+    if event.get("kind") == DEFERRED_KIND:
+        return handle_deferred(dict(event), control=control)
+    if event.get("kind") == CANCEL_KIND:
+        return handle_cancel(event, control=control)
+    if event.get("kind") == WAIT_EVENT_KIND:
+        return handle_wait_event(event)
     return Dispatcher(control).dispatch(event).model_dump(mode="json")

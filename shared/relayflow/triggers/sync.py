@@ -306,6 +306,32 @@ def plan_triggers(
                 dead_letter_arn=settings.trigger_dead_letter_queue_arn,
             )
             plan.rules.append((index, spec))
+        elif kind == "subscription":
+            # A cancel_on entry or a wait_for_event step (docs/flow-control.md): events of
+            # its detail-type (and source) of this tenant go to the trigger function.
+            pattern: dict[str, Any] = {
+                "detail-type": [trigger.event],
+                "detail": {TENANT_FIELD: [tenant]},
+            }
+            if trigger.source:
+                pattern["source"] = [trigger.source]
+            head = json.dumps(
+                {
+                    "kind": trigger.delivery,
+                    "tenant": tenant,
+                    "workflow_id": workflow_id,
+                    "index": trigger.index,
+                },
+                separators=(",", ":"),
+            )
+            rule = RuleSpec(
+                name=rule_name(tenant, workflow_id, index),
+                pattern=pattern,
+                target_arn=settings.trigger_function_arn,
+                input_template=f'{head[:-1]},"event":{WHOLE_EVENT}}}',
+                description=f"Relayflow {tenant}/{workflow_id} {trigger.delivery} {trigger.index}",
+            )
+            plan.rules.append((index, rule))
         elif kind == "webhook":
             if trigger.slug in slugs:
                 problems.append(
@@ -485,15 +511,23 @@ def _may_take(owner: Any, tenant: str, workflow_id: str) -> bool:
     return owner.tenant == tenant and (owner.workflow_id == workflow_id or not owner.enabled)
 
 
-def triggers_of(definition: Mapping[str, Any] | str) -> list[Any]:
-    """The trigger models of a stored definition (a version item's JSON)."""
+def triggers_of(
+    definition: Mapping[str, Any] | str, *, with_subscriptions: bool = False
+) -> list[Any]:
+    """The trigger models of a stored definition (a version item's JSON); with
+    ``with_subscriptions``, followed by the subscriptions of its ``cancel_on`` entries and
+    ``wait_for_event`` steps."""
     from pydantic import TypeAdapter
 
+    from relayflow.definition.admission import subscriptions_of
     from relayflow.definition.models import Trigger
 
     data = json.loads(definition) if isinstance(definition, str) else definition
     raw = (data.get("triggers") or []) if isinstance(data, Mapping) else []
-    return list(TypeAdapter(list[Trigger]).validate_python(raw))
+    triggers: list[Any] = list(TypeAdapter(list[Trigger]).validate_python(raw))
+    if with_subscriptions and isinstance(data, Mapping):
+        triggers.extend(subscriptions_of(dict(data)))
+    return triggers
 
 
 def check_triggers(tenant: str, workflow_id: str, triggers: Sequence[Any]) -> TriggerPlan:

@@ -356,6 +356,11 @@ class _Delivery:
             # The workflow was disabled a moment ago, or a copy of this delivery is starting
             # the same run: the sender retries. (Conflict's message names the workflow.)
             raise Conflict("the delivery could not start a run now; retry shortly") from exc
+        if started.admission is not None:
+            # Queued, skipped (run_id names the running run), debounced or batched: no run of
+            # this delivery's own to wait for (docs/flow-control.md).
+            answer = {"run_id": started.run_id, "status": started.status}
+            return 202, {**answer, "admission": started.admission}
         if endpoint.trigger.respond == "sync":
             return self._wait(endpoint, started.run_id)
         return 202, {"run_id": started.run_id, "status": started.status}

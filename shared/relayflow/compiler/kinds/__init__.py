@@ -22,6 +22,7 @@ from relayflow.compiler.kinds.parallel import emit_parallel
 from relayflow.compiler.kinds.sub_workflow import emit_sub_workflow
 from relayflow.compiler.kinds.task import emit_task
 from relayflow.compiler.kinds.transform import emit_transform
+from relayflow.compiler.kinds.wait_for_event import emit_wait_for_event
 from relayflow.compiler.kinds.waitpoint import emit_waitpoint
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ EMITTERS: dict[str, Emitter] = {
     "sub_workflow": emit_sub_workflow,
     "tool": emit_task,
     "transform": emit_transform,
+    "wait_for_event": emit_wait_for_event,
     "waitpoint": emit_waitpoint,
     "webhook_out": emit_task,
 }
