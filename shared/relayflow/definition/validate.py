@@ -28,6 +28,7 @@ from relayflow.definition.models import (
     Workflow,
 )
 from relayflow.definition.problems import DefinitionError, Problem
+from relayflow.definition.validate_ai import check_agents, check_batches
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
@@ -186,8 +187,8 @@ class _Checker:
         self.check_templates()
         self.check_waits()
         self.check_tools()
-        self.check_agents()
-        self.check_batches()
+        check_agents(self)
+        check_batches(self)
         self.check_triggers()
         return self.problems
 
@@ -573,134 +574,6 @@ class _Checker:
                 f"is for tools that only read ({', '.join(sorted(READ_ONLY_AWS_TOOLS))}, or an "
                 "http tool you know to be safe)",
             )
-
-    def check_batches(self) -> None:
-        """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
-        from relayflow.ai.batch import BATCH_PROVIDERS
-
-        for key, raw in self.steps.items():
-            if raw.get("type") != "llm_batch":
-                continue
-            base = f"steps.{key}"
-            model = raw.get("model")
-            if model is None:
-                self.add(f"{base}.model", "required", "an llm_batch needs a model")
-            elif isinstance(model, str):
-                provider, sep, model_id = model.partition(":")
-                if not sep or provider not in BATCH_PROVIDERS or not model_id:
-                    self.add(
-                        f"{base}.model",
-                        "model-provider",
-                        f"llm_batch model {model!r} must be <provider>:<model id> with provider "
-                        f"one of {', '.join(BATCH_PROVIDERS)}",
-                    )
-                elif provider == "anthropic" and raw.get("api_key") is None:
-                    self.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
-                elif provider == "bedrock" and not model_id.startswith(
-                    ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.")
-                ):
-                    self.add(
-                        f"{base}.model",
-                        "model-provider",
-                        "Bedrock batch inference is built for Anthropic models "
-                        "(bedrock:anthropic.…)",
-                    )
-            for name in ("items", "prompt_template"):
-                if raw.get(name) is not None:  # prompt_template also reads item and index
-                    self.check_template_field(f"{base}.{name}", raw[name])
-
-    def check_agents(self) -> None:
-        """Agent steps: a known provider, tools that exist, consistent gating, a valid
-        output schema, outcomes to route."""
-        from relayflow.ai.providers import PROVIDERS
-        from relayflow.tools.catalogue import check_tool
-
-        http_tools = self.data.get("http_tools")
-        http_tools = http_tools if isinstance(http_tools, Mapping) else {}
-        for key, raw in self.steps.items():
-            if raw.get("type") != "agent":
-                continue
-            base = f"steps.{key}"
-            model = raw.get("model")
-            if model is None:
-                self.add(
-                    f"{base}.model",
-                    "required",
-                    "an agent needs a model, e.g. bedrock:anthropic.claude-3-5-haiku-20241022-v1:0 "
-                    "or scripted:<fixture>",
-                )
-            elif isinstance(model, str):
-                provider, sep, model_id = model.partition(":")
-                if not sep or provider not in PROVIDERS or not model_id:
-                    self.add(
-                        f"{base}.model",
-                        "model-provider",
-                        f"model {model!r} must be <provider>:<model id> with provider one of "
-                        f"{', '.join(PROVIDERS)}",
-                    )
-                elif provider == "anthropic" and raw.get("api_key") is None:
-                    self.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
-                if (
-                    sep
-                    and provider in ("bedrock", "scripted")
-                    and (raw.get("base_url") or raw.get("api_key"))
-                ):
-                    self.add(
-                        f"{base}.base_url" if raw.get("base_url") else f"{base}.api_key",
-                        "not-applicable",
-                        f"base_url and api_key are for the anthropic and openai providers, "
-                        f"not {provider}",
-                    )
-            lists: dict[str, list[str]] = {}
-            for field in ("tools", "allowed_tools", "blocked_tools", "require_approval_tools"):
-                names = raw.get(field)
-                if not isinstance(names, list):
-                    continue
-                lists[field] = [n for n in names if isinstance(n, str)]
-                for i, name in enumerate(names):
-                    if not isinstance(name, str):
-                        continue
-                    for _suffix, rule, message in check_tool(name, {}, http_tools):
-                        if rule == "unknown-tool":
-                            self.add(f"{base}.{field}[{i}]", rule, message)
-            for name in sorted(
-                set(lists.get("allowed_tools", [])) & set(lists.get("blocked_tools", []))
-            ):
-                self.add(
-                    f"{base}.blocked_tools",
-                    "tool-gating",
-                    f"tool {name!r} is both allowed and blocked",
-                )
-            if raw.get("require_approval_tools"):
-                from relayflow.ai.tools import permitted_tools
-
-                permitted = set(
-                    permitted_tools(
-                        lists.get("tools") if "tools" in lists else None,
-                        lists.get("allowed_tools") if "allowed_tools" in lists else None,
-                        lists.get("blocked_tools"),
-                    )
-                )
-                for name in lists.get("require_approval_tools", []):
-                    if name not in permitted:
-                        self.add(
-                            f"{base}.require_approval_tools",
-                            "tool-gating",
-                            f"approval tool {name!r} is not one the agent may call "
-                            f"(permitted: {', '.join(sorted(permitted)) or 'none'})",
-                        )
-            schema = raw.get("output_schema")
-            if isinstance(schema, Mapping):
-                from jsonschema import SchemaError
-                from jsonschema.validators import validator_for
-
-                try:
-                    validator_for(schema).check_schema(schema)
-                except SchemaError as exc:
-                    self.add(f"{base}.output_schema", "json-schema", exc.message)
-            outcomes = raw.get("outcomes")
-            if isinstance(outcomes, Mapping) and not outcomes:
-                self.add(f"{base}.outcomes", "outcomes", "outcomes needs at least one name")
 
     def check_triggers(self) -> None:
         """Time zones, cron expressions as EventBridge Scheduler will run them (one that AWS

@@ -1,0 +1,139 @@
+"""Validation rules of the AI steps (``agent``, ``llm_batch``): providers, tools, gating,
+output schemas and outcomes. Part of :mod:`relayflow.definition.validate`'s one pass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from relayflow.definition.validate import _Checker
+
+
+def check_batches(checker: _Checker) -> None:
+    """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
+    from relayflow.ai.batch import BATCH_PROVIDERS
+
+    for key, raw in checker.steps.items():
+        if raw.get("type") != "llm_batch":
+            continue
+        base = f"steps.{key}"
+        model = raw.get("model")
+        if model is None:
+            checker.add(f"{base}.model", "required", "an llm_batch needs a model")
+        elif isinstance(model, str):
+            provider, sep, model_id = model.partition(":")
+            if not sep or provider not in BATCH_PROVIDERS or not model_id:
+                checker.add(
+                    f"{base}.model",
+                    "model-provider",
+                    f"llm_batch model {model!r} must be <provider>:<model id> with provider "
+                    f"one of {', '.join(BATCH_PROVIDERS)}",
+                )
+            elif provider == "anthropic" and raw.get("api_key") is None:
+                checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
+            elif provider == "bedrock" and not model_id.startswith(
+                ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.")
+            ):
+                checker.add(
+                    f"{base}.model",
+                    "model-provider",
+                    "Bedrock batch inference is built for Anthropic models (bedrock:anthropic.…)",
+                )
+        for name in ("items", "prompt_template"):
+            if raw.get(name) is not None:  # prompt_template also reads item and index
+                checker.check_template_field(f"{base}.{name}", raw[name])
+
+
+def check_agents(checker: _Checker) -> None:
+    """Agent steps: a known provider, tools that exist, consistent gating, a valid
+    output schema, outcomes to route."""
+    from relayflow.ai.providers import PROVIDERS
+    from relayflow.tools.catalogue import check_tool
+
+    http_tools = checker.data.get("http_tools")
+    http_tools = http_tools if isinstance(http_tools, Mapping) else {}
+    for key, raw in checker.steps.items():
+        if raw.get("type") != "agent":
+            continue
+        base = f"steps.{key}"
+        model = raw.get("model")
+        if model is None:
+            checker.add(
+                f"{base}.model",
+                "required",
+                "an agent needs a model, e.g. bedrock:anthropic.claude-3-5-haiku-20241022-v1:0 "
+                "or scripted:<fixture>",
+            )
+        elif isinstance(model, str):
+            provider, sep, model_id = model.partition(":")
+            if not sep or provider not in PROVIDERS or not model_id:
+                checker.add(
+                    f"{base}.model",
+                    "model-provider",
+                    f"model {model!r} must be <provider>:<model id> with provider one of "
+                    f"{', '.join(PROVIDERS)}",
+                )
+            elif provider == "anthropic" and raw.get("api_key") is None:
+                checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
+            if (
+                sep
+                and provider in ("bedrock", "scripted")
+                and (raw.get("base_url") or raw.get("api_key"))
+            ):
+                checker.add(
+                    f"{base}.base_url" if raw.get("base_url") else f"{base}.api_key",
+                    "not-applicable",
+                    f"base_url and api_key are for the anthropic and openai providers, "
+                    f"not {provider}",
+                )
+        lists: dict[str, list[str]] = {}
+        for field in ("tools", "allowed_tools", "blocked_tools", "require_approval_tools"):
+            names = raw.get(field)
+            if not isinstance(names, list):
+                continue
+            lists[field] = [n for n in names if isinstance(n, str)]
+            for i, name in enumerate(names):
+                if not isinstance(name, str):
+                    continue
+                for _suffix, rule, message in check_tool(name, {}, http_tools):
+                    if rule == "unknown-tool":
+                        checker.add(f"{base}.{field}[{i}]", rule, message)
+        for name in sorted(
+            set(lists.get("allowed_tools", [])) & set(lists.get("blocked_tools", []))
+        ):
+            checker.add(
+                f"{base}.blocked_tools",
+                "tool-gating",
+                f"tool {name!r} is both allowed and blocked",
+            )
+        if raw.get("require_approval_tools"):
+            from relayflow.ai.tools import permitted_tools
+
+            permitted = set(
+                permitted_tools(
+                    lists.get("tools") if "tools" in lists else None,
+                    lists.get("allowed_tools") if "allowed_tools" in lists else None,
+                    lists.get("blocked_tools"),
+                )
+            )
+            for name in lists.get("require_approval_tools", []):
+                if name not in permitted:
+                    checker.add(
+                        f"{base}.require_approval_tools",
+                        "tool-gating",
+                        f"approval tool {name!r} is not one the agent may call "
+                        f"(permitted: {', '.join(sorted(permitted)) or 'none'})",
+                    )
+        schema = raw.get("output_schema")
+        if isinstance(schema, Mapping):
+            from jsonschema import SchemaError
+            from jsonschema.validators import validator_for
+
+            try:
+                validator_for(schema).check_schema(schema)
+            except SchemaError as exc:
+                checker.add(f"{base}.output_schema", "json-schema", exc.message)
+        outcomes = raw.get("outcomes")
+        if isinstance(outcomes, Mapping) and not outcomes:
+            checker.add(f"{base}.outcomes", "outcomes", "outcomes needs at least one name")
