@@ -12,7 +12,8 @@ def cmd_runs_continue(args: argparse.Namespace) -> int:
     """Release the next step of a step-through run (``--to-end``: let it finish)."""
     from urllib.parse import quote
 
-    from relayflow.cli import EXIT_OK, _api_client, _print_json
+    from relayflow.cli import EXIT_OK
+    from relayflow.cli_api import _api_client, _print_json
 
     body = {"to_end": True} if args.to_end else {}
     with _api_client(args) as api:
