@@ -58,10 +58,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cost_engines
+
 from relayflow.adapters import aws
 from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.compile import local_state_machine_name
 from relayflow.control.timeline import history_steps
+from relayflow.cost import prices
+from relayflow.cost.bill import STEP_MEMORY_MB
+from relayflow.cost.counts import unscaled_duration_ms
 from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
@@ -75,19 +80,17 @@ from relayflow.settings import get_settings
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 1_000_000
 
-# -- prices -----------------------------------------------------------------------------------
-# Public list prices, us-east-1, as of 2026. They are list prices (no free tier, no savings
-# plans) and may change: check https://aws.amazon.com/pricing before relying on the figures.
-SFN_PER_TRANSITION = 0.025 / 1000  # Step Functions Standard: $0.025 per 1,000 transitions
-LAMBDA_PER_REQUEST = 0.20 / 1_000_000  # Lambda: $0.20 per 1M requests
-LAMBDA_PER_GB_SECOND = 0.0000133334  # Lambda arm64: per GB-second
-LAMBDA_MEMORY_GB = 512 / 1024  # MemorySize in template.yaml's Globals
-DDB_PER_WRITE_UNIT = 0.625 / 1_000_000  # DynamoDB on-demand: $0.625 per 1M write request units
-DDB_PER_READ_UNIT = 0.125 / 1_000_000  # DynamoDB on-demand: $0.125 per 1M read request units
-S3_PER_PUT = 0.005 / 1000  # S3 Standard PUT, COPY, POST, LIST: $0.005 per 1,000
-S3_PER_GET = 0.0004 / 1000  # S3 Standard GET and others: $0.0004 per 1,000
-SES_PER_EMAIL = 0.10 / 1000  # SES outbound: $0.10 per 1,000 emails
-EVENTS_PER_EVENT = 1.00 / 1_000_000  # EventBridge custom events: $1.00 per 1M
+# -- prices: relayflow.cost.prices (public us-east-1 list prices, with their sources) -------
+SFN_PER_TRANSITION = prices.STANDARD_PER_TRANSITION
+LAMBDA_PER_REQUEST = prices.LAMBDA_PER_REQUEST
+LAMBDA_PER_GB_SECOND = prices.LAMBDA_PER_GB_SECOND
+LAMBDA_MEMORY_GB = STEP_MEMORY_MB / 1024  # MemorySize in template.yaml's Globals
+DDB_PER_WRITE_UNIT = prices.DYNAMODB_PER_WRITE_UNIT
+DDB_PER_READ_UNIT = prices.DYNAMODB_PER_READ_UNIT
+S3_PER_PUT = prices.S3_PER_PUT
+S3_PER_GET = prices.S3_PER_GET
+SES_PER_EMAIL = prices.SES_PER_EMAIL
+EVENTS_PER_EVENT = prices.EVENTS_PER_EVENT
 
 DDB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
 DDB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
@@ -141,6 +144,7 @@ class AwsCall:
     units: int  # DynamoDB items, EventBridge entries, SES emails; 1 otherwise
     table: str | None = None  # DynamoDB table (single-table operations)
     eventual: bool = False  # an eventually consistent DynamoDB read: half a read unit per item
+    thread: str = ""  # the thread that made it (the local server's recorder has its own)
 
 
 class Recorder:
@@ -189,6 +193,7 @@ class Recorder:
                 eventual=service == "dynamodb"
                 and model.name in ("GetItem", "Query", "Scan")
                 and not params.get("ConsistentRead"),
+                thread=threading.current_thread().name,
             )
             with self._lock:
                 self.calls.append(call)
@@ -264,6 +269,15 @@ class RunUsage:
     calls: list[AwsCall] = field(default_factory=list)
     steps: list[Any] = field(default_factory=list)
     runners: dict[str, str] = field(default_factory=dict)
+    #: The run's execution as Express would bill it: its duration with the scaled waits
+    #: restored (relayflow.cost.counts.unscaled_duration_ms), the definition's size, the
+    #: largest state input and the Map iterations plus Parallel states (AWS's memory estimate).
+    duration_ms: float = 0.0
+    definition_bytes: int = 0
+    data_bytes: int = 0
+    fan_out: int = 0
+    workflow: Workflow | None = None
+    compiled: CompiledWorkflow | None = None
 
     @property
     def gb_seconds(self) -> float:
@@ -402,7 +416,24 @@ def measure(
         )
         usage.retries += sum(max(0, s.attempts - 1) for s in record.states)
     usage.transitions = usage.entered + usage.retries
+    parent = [
+        a for a in set(rt.list_executions()) - executions_before if a.endswith(f":{result.run_id}")
+    ]
+    events = rt.describe(parent[0]).events if parent else []
+    usage.duration_ms = unscaled_duration_ms(events, rt.time_scale)
+    usage.definition_bytes = len(json.dumps(compiled.asl, separators=(",", ":")).encode())
+    usage.data_bytes = max((_input_bytes(e) for e in events), default=0)
+    usage.fan_out = sum(
+        1 for e in events if e.get("type") in ("MapIterationStarted", "ParallelStateEntered")
+    )
+    usage.workflow, usage.compiled = workflow, compiled
     return usage
+
+
+def _input_bytes(event: dict[str, Any]) -> int:
+    details = event.get("stateEnteredEventDetails") or {}
+    text = details.get("input")
+    return len(text.encode()) if isinstance(text, str) else 0
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -593,22 +624,28 @@ def main() -> None:
                 measure(rt, recorder, label, workflow, compiled, trigger, resources, children)
             )
         outside = sum(1 for c in recorder.calls if c.step is None)
+    platform = cost_engines.measure_platform(lambda: recorder.calls)
     print("estimated AWS cost of the example workflows, us-east-1 list prices (see the docstring)")
     print(
         "Lambda: arm64, 512 MB, duration = local handler time rounded up to 1 ms (a rough proxy);"
         " DynamoDB: 1 unit per item (<=1 KB write, <=4 KB read; 0.5 if eventually consistent)"
     )
-    totals = []
+    rows = []
     for usage, example in zip(runs, examples, strict=True):
-        totals.append((usage.label, print_example(usage, example[5])))
+        basis = print_example(usage, example[5])
+        assert usage.workflow is not None and usage.compiled is not None
+        bills = cost_engines.engine_bills(usage, platform)
+        choice = cost_engines.auto_engine(usage.workflow, usage.compiled)
+        cost_engines.print_engines(usage, bills, choice)
+        rows.append((usage.label, choice[0], basis * RUNS, bills))
+    cost_engines.print_platform(platform)
     all_ok = print_step_types(runs)
     print(f"\nAWS calls outside any step (provisioning, setup; excluded): {outside}")
     print(
-        "not included: the recorder Lambda (run status events), the control API, CloudWatch "
-        "Logs, X-Ray, data transfer; unpriced calls are listed but not added"
+        "not included: CloudWatch Logs, X-Ray, data transfer, free tiers; unpriced calls are "
+        "listed but not added"
     )
-    summary = ", ".join(f"{label} {money(total * RUNS)}" for label, total in totals)
-    print(f"per 1,000,000 runs: {summary}")
+    cost_engines.print_summary(rows)
     failed = [u.label for u in runs if u.status != "succeeded"]
     verdict = "met by every step type" if all_ok else "MISSED (see the rows marked MISSED)"
     print(

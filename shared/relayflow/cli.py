@@ -73,9 +73,18 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from relayflow.compiler import compile_workflow
     from relayflow.compiler.check import assert_valid_machine
 
+    if args.items < 1:
+        raise UsageError(f"--items must be at least 1, got {args.items}")
     compiled = compile_workflow(_load(args.file))
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
+    if args.cost and not args.output:
+        # The cost report takes stdout; the ASL is still compiled and checked (and written
+        # with -o).
+        from relayflow.cost.report import cost_report
+
+        sys.stdout.write(cost_report(compiled.asl, items=args.items))
+        return EXIT_OK
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -88,6 +97,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.iam:
         print(json.dumps(compiled.iam_statements, indent=2), file=sys.stderr)
+    if args.cost:
+        from relayflow.cost.report import cost_report
+
+        sys.stdout.write(cost_report(compiled.asl, items=args.items))
     return EXIT_OK
 
 
@@ -377,6 +390,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("-o", "--output", help="write the ASL here instead of stdout")
     p.add_argument("--iam", action="store_true", help="also print the IAM statements (stderr)")
+    p.add_argument(
+        "--cost",
+        action="store_true",
+        help="print the estimated cost per 1,000,000 runs on Standard and Express instead of "
+        "the ASL (with -o: as well as writing it); docs/cost.md",
+    )
+    p.add_argument(
+        "--items",
+        type=int,
+        default=10,
+        help="--cost: items each for_each (Map) is assumed to run (default 10)",
+    )
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("graph", help="print a Mermaid diagram of the workflow")

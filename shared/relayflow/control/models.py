@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 T = TypeVar("T")
 
@@ -86,6 +86,32 @@ class RunSummary(BaseModel):
     step_through: bool = Field(
         False, description="A step-through run: it pauses before each step until continued."
     )
+    transitions: int | None = Field(
+        None,
+        description="State transitions the run's execution made (states entered plus Task "
+        "retries), counted from its history when it ended; null while running.",
+    )
+    lambda_invocations: int | None = Field(
+        None, description="Step Lambda invocations of the run (retries included)."
+    )
+    lambda_ms: float | None = Field(
+        None, description="Step Lambda time of the run, each invocation rounded up to 1 ms."
+    )
+    estimated_cost_usd: float | None = Field(
+        None,
+        description="Estimated AWS cost of the run at list prices (docs/cost.md): its state "
+        "transitions, step Lambdas and recording; null without counts.",
+    )
+
+    @model_validator(mode="after")
+    def _estimate(self) -> RunSummary:
+        if self.estimated_cost_usd is None:
+            from relayflow.cost.runs import run_cost_usd
+
+            self.estimated_cost_usd = run_cost_usd(
+                self.transitions, self.lambda_invocations, self.lambda_ms
+            )
+        return self
 
 
 class RunDetail(RunSummary):

@@ -50,8 +50,9 @@ from relayflow.control.service import (
     parse_iso,
 )
 from relayflow.control.stepfunctions import StepFunctionsError
-from relayflow.control.timeline import StepRun
+from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
+from relayflow.cost.counts import count_history
 from relayflow.dal import DataAccessError, RunItem
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
@@ -339,13 +340,11 @@ def _record_end(
         output = detail.output
     failing = None
     steps: list[StepRun] = []
+    # One history read serves the run's counts (what it cost) and a failed run's failing step.
+    history = _history(control, detail.execution_arn)
     if status in ("failed", "timed_out"):
-        run.execution_arn = run.execution_arn or detail.execution_arn
-        try:
-            steps = control.run_steps(run)
-            failing = last_failing_step(steps)
-        except StepFunctionsError as exc:  # the run is still recorded without it
-            logger.warning("failing step not found", extra={"reason": str(exc)})
+        steps = _steps(control, run, history)
+        failing = last_failing_step(steps)
     values: dict[str, Any] = {
         "status": status,
         "ended_at": ended_at,
@@ -360,6 +359,7 @@ def _record_end(
         "execution_arn": detail.execution_arn,
         "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
         "recorded_status": status,
+        **_counts(history),
     }
     updated = control.dal.update_run(
         run.tenant,
@@ -392,6 +392,41 @@ def _record_end(
     _settle_breaker(control, updated)
     _notify(control, updated)
     return detail_type
+
+
+def _history(control: ControlPlane, execution_arn: str) -> list[dict[str, Any]] | None:
+    """The execution's history events; ``None`` when Step Functions did not answer (the run is
+    still recorded, without its counts or failing step)."""
+    try:
+        return control.machines.history(execution_arn)
+    except StepFunctionsError as exc:
+        logger.warning("execution history not read", extra={"reason": str(exc)})
+        return None
+
+
+def _steps(
+    control: ControlPlane, run: RunItem, events: list[dict[str, Any]] | None
+) -> list[StepRun]:
+    """The run's step timeline from its history, with the step types of its version."""
+    if not events or run.version is None:
+        return []
+    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    if version is None:
+        return []
+    return history_steps(version.step_types, version.step_runners, events)
+
+
+def _counts(events: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The run item's usage counts (``docs/cost.md``), from a Standard execution's history;
+    none when there is no history to count."""
+    if not events:
+        return {}
+    counts = count_history(events)
+    return {
+        "transitions": counts.transitions,
+        "lambda_invocations": counts.lambda_invocations,
+        "lambda_ms": counts.lambda_ms,
+    }
 
 
 def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> None:

@@ -194,6 +194,15 @@ class RunItem(_Item):
         description="The admission gate slot the run holds or waits for: "
         "'singleton:<key id>' or 'concurrency:<key id>'.",
     )
+    # What the run consumed, counted by the recorder from the execution's history at its end
+    # (relayflow.cost.counts); absent while running and for runs with no history to count.
+    transitions: int | None = Field(
+        None, description="State transitions: states entered plus Task retries."
+    )
+    lambda_invocations: int | None = Field(None, description="Step Lambda invocations.")
+    lambda_ms: float | None = Field(
+        None, description="Step Lambda time, each invocation rounded up to 1 ms."
+    )
 
     def key(self) -> keys.Key:
         return keys.run_key(self.tenant, self.run_id)

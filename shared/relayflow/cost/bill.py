@@ -1,0 +1,225 @@
+"""Pricing one run on either Step Functions engine, at :mod:`relayflow.cost.prices`.
+
+A run's usage (:class:`RunUsage`) is what its state machine and step Lambdas consumed; the
+engine decides how the state machine is billed (Standard: per transition; Express: per
+request plus duration). :class:`Platform` is what a run costs around its state machine: the
+start through the control API, and recording its end (the recorder Lambda on Standard; a
+native DynamoDB ``UpdateItem`` in the machine on Express). :func:`price_run` adds them up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from relayflow.cost import prices
+
+Engine = Literal["standard", "express"]
+ENGINES: tuple[Engine, ...] = ("standard", "express")
+#: MemorySize of the step and recorder functions (template.yaml Globals) and of the API one.
+STEP_MEMORY_MB = 512
+API_MEMORY_MB = 1024
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What one run's state machine and step functions consumed (engine-independent)."""
+
+    transitions: int
+    lambda_invocations: int
+    #: Billed step Lambda time: the sum of each invocation's duration rounded up to 1 ms.
+    lambda_ms: float
+    #: The execution's duration (what Express bills).
+    duration_ms: float
+    #: DynamoDB request units the steps used.
+    write_units: float = 0.0
+    read_units: float = 0.0
+    #: Other priced calls of the steps (S3, SES, EventBridge), in dollars.
+    other_dollars: float = 0.0
+    #: Express memory: AWS's estimate is 50 MB + the definition + the execution data times
+    #: the Map/Parallel steps, billed in 64 MB chunks (see :func:`express_memory_mb`).
+    express_memory_mb: int = prices.EXPRESS_MEMORY_CHUNK_MB
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Per-run work outside the state machine. The defaults were measured by
+    ``bench/cost_bench.py`` on the local server (a run started with ``POST /workflows/{id}/runs``
+    and recorded by the recorder), see docs/cost.md; durations are local handler times, a rough
+    proxy for Graviton."""
+
+    #: The start: one API Gateway REST call, the authorizer (no result caching) and the API
+    #: function, and the DynamoDB units the start uses (the run item; the key, workflow and
+    #: version reads).
+    api_requests: int = 1
+    authorizer_ms: float = 12.0
+    api_ms: float = 82.0
+    start_write_units: float = 1.0
+    start_read_units: float = 3.0
+    #: Standard: the recorder runs for the RUNNING and for the terminal status change.
+    recorder_invocations: int = 2
+    recorder_ms: float = 82.0
+    recorder_write_units: float = 2.0
+    recorder_read_units: float = 3.0
+    #: Lifecycle events the recorder publishes (started, and the end) on the Relayflow bus.
+    recorder_events: int = 2
+    #: Express: the machine's own terminal ``UpdateItem`` (no recorder invocation).
+    native_record_write_units: float = 1.0
+
+
+PLATFORM = Platform()
+
+
+@dataclass(frozen=True)
+class Line:
+    """One priced line of a bill: what, how much per run, dollars per run."""
+
+    item: str
+    usage: str
+    dollars: float
+
+
+@dataclass(frozen=True)
+class Bill:
+    engine: Engine
+    lines: tuple[Line, ...] = field(default_factory=tuple)
+
+    @property
+    def total(self) -> float:
+        """Dollars per run."""
+        return sum(line.dollars for line in self.lines)
+
+    def per_million(self) -> float:
+        return self.total * 1_000_000
+
+
+def lambda_dollars(invocations: float, billed_ms: float, memory_mb: int = STEP_MEMORY_MB) -> float:
+    """Requests plus arm64 duration of ``invocations`` that ran ``billed_ms`` in all."""
+    gb_seconds = billed_ms / 1000 * memory_mb / 1024
+    return invocations * prices.LAMBDA_PER_REQUEST + gb_seconds * prices.LAMBDA_PER_GB_SECOND
+
+
+def express_billed_ms(duration_ms: float) -> int:
+    """Express duration as billed: rounded up to the next 100 ms (at least 100 ms)."""
+    step = prices.EXPRESS_BILLING_MS
+    return max(step, math.ceil(duration_ms / step) * step)
+
+
+def express_memory_mb(definition_bytes: int, data_bytes: int = 0, fan_out: int = 0) -> int:
+    """AWS's estimate of an Express execution's memory, in billed 64 MB chunks: 50 MB + the
+    definition + the execution data times the number of Map/Parallel steps (at least 1)."""
+    used_mb = (
+        prices.EXPRESS_BASE_MEMORY_MB + (definition_bytes + data_bytes * max(1, fan_out)) / 2**20
+    )
+    chunk = prices.EXPRESS_MEMORY_CHUNK_MB
+    return max(chunk, math.ceil(used_mb / chunk) * chunk)
+
+
+def state_machine_lines(usage: RunUsage, engine: Engine) -> list[Line]:
+    """What the state machine itself costs on ``engine``."""
+    if engine == "standard":
+        return [
+            Line(
+                "Step Functions Standard",
+                f"{usage.transitions} transitions",
+                usage.transitions * prices.STANDARD_PER_TRANSITION,
+            )
+        ]
+    billed = express_billed_ms(usage.duration_ms)
+    gb_seconds = billed / 1000 * usage.express_memory_mb / 1024
+    return [
+        Line("Step Functions Express request", "1 request", prices.EXPRESS_PER_REQUEST),
+        Line(
+            "Step Functions Express duration",
+            f"{billed} ms x {usage.express_memory_mb} MB",
+            gb_seconds * prices.EXPRESS_PER_GB_SECOND,
+        ),
+    ]
+
+
+def platform_lines(
+    engine: Engine, platform: Platform = PLATFORM, *, start: bool = True
+) -> list[Line]:
+    """The start through the control API (when ``start``) and the recording of the end."""
+    lines: list[Line] = []
+    if start:
+        lines += [
+            Line(
+                "API Gateway (start)",
+                f"{platform.api_requests} request",
+                platform.api_requests * prices.API_GATEWAY_REST_PER_REQUEST,
+            ),
+            Line(
+                "Lambda: authorizer + API (start)",
+                "2 invocations",
+                lambda_dollars(1, platform.authorizer_ms)
+                + lambda_dollars(1, platform.api_ms, API_MEMORY_MB),
+            ),
+            Line(
+                "DynamoDB (start)",
+                f"{platform.start_write_units:g} WRU, {platform.start_read_units:g} RRU",
+                _dynamodb(platform.start_write_units, platform.start_read_units),
+            ),
+        ]
+    if engine == "standard":
+        lines += [
+            Line(
+                "Lambda: recorder",
+                f"{platform.recorder_invocations} invocations",
+                lambda_dollars(
+                    platform.recorder_invocations,
+                    platform.recorder_invocations * platform.recorder_ms,
+                ),
+            ),
+            Line(
+                "DynamoDB (recorder)",
+                f"{platform.recorder_write_units:g} WRU, {platform.recorder_read_units:g} RRU",
+                _dynamodb(platform.recorder_write_units, platform.recorder_read_units),
+            ),
+            Line(
+                "EventBridge (lifecycle events)",
+                f"{platform.recorder_events} events",
+                platform.recorder_events * prices.EVENTS_PER_EVENT,
+            ),
+        ]
+    else:
+        lines.append(
+            Line(
+                "DynamoDB (native record)",
+                f"{platform.native_record_write_units:g} WRU",
+                _dynamodb(platform.native_record_write_units, 0.0),
+            )
+        )
+    return lines
+
+
+def price_run(
+    usage: RunUsage, engine: Engine, platform: Platform = PLATFORM, *, start: bool = True
+) -> Bill:
+    """Everything one run costs on ``engine``: the state machine, the step Lambdas, the steps'
+    DynamoDB units and other priced calls, and the platform's start and recording."""
+    lines = state_machine_lines(usage, engine)
+    lines.append(
+        Line(
+            "Lambda: steps",
+            f"{usage.lambda_invocations} invocations, {usage.lambda_ms:g} ms",
+            lambda_dollars(usage.lambda_invocations, usage.lambda_ms),
+        )
+    )
+    if usage.write_units or usage.read_units:
+        lines.append(
+            Line(
+                "DynamoDB (steps)",
+                f"{usage.write_units:g} WRU, {usage.read_units:g} RRU",
+                _dynamodb(usage.write_units, usage.read_units),
+            )
+        )
+    if usage.other_dollars:
+        lines.append(Line("other AWS calls (steps)", "S3, SES, events", usage.other_dollars))
+    lines += platform_lines(engine, platform, start=start)
+    return Bill(engine, tuple(lines))
+
+
+def _dynamodb(write_units: float, read_units: float) -> float:
+    return write_units * prices.DYNAMODB_PER_WRITE_UNIT + read_units * prices.DYNAMODB_PER_READ_UNIT
