@@ -152,9 +152,14 @@ def platform_lines(
             ),
             Line(
                 "Lambda: authorizer + API (start)",
-                "2 invocations",
-                lambda_dollars(1, platform.authorizer_ms)
-                + lambda_dollars(1, platform.api_ms, API_MEMORY_MB),
+                f"{2 * platform.api_requests} invocations",
+                # Each request runs the authorizer (no result caching) and the API function.
+                lambda_dollars(
+                    platform.api_requests, platform.api_requests * platform.authorizer_ms
+                )
+                + lambda_dollars(
+                    platform.api_requests, platform.api_requests * platform.api_ms, API_MEMORY_MB
+                ),
             ),
             Line(
                 "DynamoDB (start)",

@@ -9,8 +9,9 @@ the cheapest and the dearest one.
 - Branches: a ``Choice`` is one path per rule and its ``Default``. ``Catch`` routes are error
   paths and are not followed, and retries are not counted: the estimate is of runs whose steps
   succeed at their first attempt.
-- Loops: a route back to a state already on the path (a cycle) is not followed, so each loop
-  body counts once.
+- Loops: a route back into a loop is taken at most once, then the run leaves the loop (on the
+  dearest path a loop's body runs twice: once before the route back, once on the way out;
+  on the cheapest path, once).
 - A ``Parallel`` runs every branch (their sums); a ``Map`` runs its iteration ``items`` times
   (default :data:`DEFAULT_ITEMS`: the number of items is only known at run time).
 - Express duration is a model, not a measurement: each Lambda invocation takes
@@ -158,45 +159,61 @@ def _key(cost: PathCost) -> tuple[int, int, float]:
 
 class _Walker:
     """Cheapest and dearest paths of one ``States`` map (a machine, a branch or an
-    iteration). Routes back into a loop (the back edges of a depth-first search from
-    ``StartAt``) are dropped, so what is left is acyclic and each state's bounds are computed
-    once. Paths that end in a ``Fail`` state are left out while any path succeeds."""
+    iteration).
+
+    Routes back into a loop are the back edges of a depth-first search from ``StartAt``.
+    First the exits: each state's bounds with every back edge dropped (a state whose routes
+    all loop back has no exit). Then the paths: a back edge may be taken once, continuing with
+    the exit bounds of the state it leads to, so a loop's body runs at most once and the run
+    then leaves the loop. Both passes are acyclic, so each state is computed once per pass.
+    Paths that end in a ``Fail`` state are left out while any path succeeds."""
 
     def __init__(self, machine: Mapping[str, Any], items: int) -> None:
         self.states: Mapping[str, Any] = machine.get("States") or {}
         self.start = str(machine.get("StartAt", ""))
         self.items = items
         self.back_edges = back_edges(self.states, self.start)
-        self.memo: dict[str, tuple[PathCost, PathCost] | None] = {}
+        self.exits: dict[str, tuple[PathCost, PathCost] | None] = {}
+        self.paths: dict[str, tuple[PathCost, PathCost] | None] = {}
         self.succeeding = True
 
     def run(self) -> tuple[PathCost, PathCost]:
-        found = self._from(self.start)
+        found = self._path(self.start)
         if found is None:  # every path fails: price the failing ones
-            self.memo.clear()
+            self.exits.clear()
+            self.paths.clear()
             self.succeeding = False
-            found = self._from(self.start)
+            found = self._path(self.start)
         return found or (PathCost(), PathCost())
 
-    def _from(self, name: str) -> tuple[PathCost, PathCost] | None:
-        if name not in self.memo:
-            self.memo[name] = self._bounds(name)
-        return self.memo[name]
+    def _exit(self, name: str) -> tuple[PathCost, PathCost] | None:
+        if name not in self.exits:
+            self.exits[name] = self._bounds(name, looping=False)
+        return self.exits[name]
 
-    def _bounds(self, name: str) -> tuple[PathCost, PathCost] | None:
+    def _path(self, name: str) -> tuple[PathCost, PathCost] | None:
+        if name not in self.paths:
+            self.paths[name] = self._bounds(name, looping=True)
+        return self.paths[name]
+
+    def _bounds(self, name: str, *, looping: bool) -> tuple[PathCost, PathCost] | None:
         state = self.states.get(name)
         if state is None or (self.succeeding and state.get("Type") == "Fail"):
             return None
         own_low, own_high = self._own(state)
-        routes = [n for n in _routes(state) if (name, n) not in self.back_edges]
+        routes = _routes(state)
         if not routes:
             return own_low, own_high
-        options = [found for found in map(self._from, routes) if found is not None]
-        if not options:
+        next_bounds = self._path if looping else self._exit
+        options = [next_bounds(n) for n in routes if (name, n) not in self.back_edges]
+        if looping:
+            options += [self._exit(n) for n in routes if (name, n) in self.back_edges]
+        found = [option for option in options if option is not None]
+        if not found:
             return None
         return (
-            own_low + min((low for low, _ in options), key=_key),
-            own_high + max((high for _, high in options), key=_key),
+            own_low + min((low for low, _ in found), key=_key),
+            own_high + max((high for _, high in found), key=_key),
         )
 
     def _own(self, state: Mapping[str, Any]) -> tuple[PathCost, PathCost]:
