@@ -66,7 +66,7 @@ from relayflow.compiler.compile import local_state_machine_name
 from relayflow.control.timeline import history_steps
 from relayflow.cost import prices
 from relayflow.cost.bill import STEP_MEMORY_MB
-from relayflow.cost.counts import unscaled_duration_ms
+from relayflow.cost.counts import real_duration_ms
 from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
@@ -270,7 +270,7 @@ class RunUsage:
     steps: list[Any] = field(default_factory=list)
     runners: dict[str, str] = field(default_factory=dict)
     #: The run's execution as Express would bill it: its duration with the scaled waits
-    #: restored (relayflow.cost.counts.unscaled_duration_ms), the definition's size, the
+    #: restored (relayflow.cost.counts.real_duration_ms), the definition's size, the
     #: largest state input and the Map iterations plus Parallel states (AWS's memory estimate).
     duration_ms: float = 0.0
     definition_bytes: int = 0
@@ -420,7 +420,7 @@ def measure(
         a for a in set(rt.list_executions()) - executions_before if a.endswith(f":{result.run_id}")
     ]
     events = rt.describe(parent[0]).events if parent else []
-    usage.duration_ms = unscaled_duration_ms(events, rt.time_scale)
+    usage.duration_ms = real_duration_ms(events, compiled.asl, rt.time_scale)
     usage.definition_bytes = len(json.dumps(compiled.asl, separators=(",", ":")).encode())
     usage.data_bytes = max((_input_bytes(e) for e in events), default=0)
     usage.fan_out = sum(

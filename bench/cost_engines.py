@@ -254,8 +254,8 @@ def engine_bills(usage: Any, platform: Platform) -> dict[Engine, Bill]:
 def print_engines(usage: Any, bills: dict[Engine, Bill], choice: tuple[Engine, str]) -> None:
     standard, express = bills["standard"], bills["express"]
     print(
-        f"  on both engines, all-in (Express duration {usage.duration_ms:,.0f} ms: the local run "
-        "with its scaled waits restored)"
+        f"  on both engines, all-in (Express duration {usage.duration_ms:,.0f} ms: the local "
+        "run with its waits and retry intervals at their configured length)"
     )
     print(f"  {'item':<34} {'Standard $/1M':>14} {'Express $/1M':>13}")
     items = list(dict.fromkeys([line.item for line in standard.lines + express.lines]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.cost.counts import ExecutionCounts, count_history, unscaled_duration_ms
+from relayflow.cost.counts import ExecutionCounts, count_history, real_duration_ms
 from relayflow.cost.runs import run_cost_usd
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -29,7 +29,10 @@ def history(*rows: tuple[int, str, float, dict[str, Any]]) -> list[dict[str, Any
                 "stateEnteredEventDetails" if "Entered" in kind else "stateExitedEventDetails"
             ] = {"name": details.get("name", "")}
         elif kind.startswith("Task"):
-            event[f"{kind[0].lower()}{kind[1:]}EventDetails"] = {"resourceType": "lambda"}
+            event[f"{kind[0].lower()}{kind[1:]}EventDetails"] = {
+                "resourceType": "lambda",
+                **details,
+            }
         events.append(event)
     return events
 
@@ -41,7 +44,7 @@ RETRIED = history(
     (1, "TaskStateEntered", 1, {"name": "charge"}),
     (2, "TaskScheduled", 1, {}),
     (3, "TaskStarted", 2, {}),
-    (4, "TaskFailed", 22.4, {}),
+    (4, "TaskFailed", 22.4, {"error": "Relayflow.Transient"}),
     (5, "TaskScheduled", 24.4, {}),
     (6, "TaskStarted", 25, {}),
     (7, "TaskSucceeded", 35, {}),
@@ -74,10 +77,71 @@ def test_an_empty_history_counts_nothing():
     assert count_history([]) == ExecutionCounts(0, 0, 0.0)
 
 
-def test_scaled_waits_and_retry_intervals_are_restored_to_their_real_length():
-    # 42 ms locally, of which the retry interval (2 ms) and the wait (5 ms) were scaled by 0.001
-    assert unscaled_duration_ms(RETRIED, 0.001) == pytest.approx(42 + 7 * 999)
-    assert unscaled_duration_ms(RETRIED, 1.0) == pytest.approx(42)
+#: The machine RETRIED ran: a 3 s retry interval doubling (capped at 5 s), a 60 s wait.
+RETRIED_ASL = {
+    "StartAt": "charge",
+    "States": {
+        "charge": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Retry": [
+                {"ErrorEquals": ["Lambda.ServiceException"], "IntervalSeconds": 1},
+                {
+                    "ErrorEquals": ["Relayflow.Transient"],
+                    "IntervalSeconds": 3,
+                    "BackoffRate": 2.0,
+                    "MaxDelaySeconds": 5,
+                },
+            ],
+            "Next": "nap",
+        },
+        "nap": {"Type": "Wait", "Seconds": 60, "Next": "done"},
+        "done": {"Type": "Pass", "End": True},
+    },
+}
+
+
+def test_scaled_sleeps_count_at_their_configured_length():
+    # 42 ms locally, of which the retry interval (2 ms) and the wait (5 ms) were scaled sleeps:
+    # they count as the matching retrier's first interval (3 s) and the wait's 60 s
+    assert real_duration_ms(RETRIED, RETRIED_ASL, 0.001) == pytest.approx(42 - 7 + 3000 + 60_000)
+    assert real_duration_ms(RETRIED, RETRIED_ASL, 1.0) == pytest.approx(42)
+
+
+def test_a_later_retry_waits_longer_up_to_the_cap_and_full_jitter_halves_it():
+    second = [dict(e) for e in RETRIED[:8]]
+    # a second failure (at 35 ms), a retry scheduled 4 ms later, succeeding at 50 ms
+    second[7] = {
+        **{k: v for k, v in second[7].items() if not k.endswith("EventDetails")},
+        "type": "TaskFailed",
+        "taskFailedEventDetails": {"resourceType": "lambda", "error": "Relayflow.Transient"},
+    }
+    second += [
+        {
+            "id": 9,
+            "previousEventId": 8,
+            "type": "TaskScheduled",
+            "timestamp": T0 + timedelta(milliseconds=39),
+        },
+        {
+            "id": 10,
+            "previousEventId": 9,
+            "type": "TaskStarted",
+            "timestamp": T0 + timedelta(milliseconds=40),
+        },
+        {
+            "id": 11,
+            "previousEventId": 10,
+            "type": "TaskSucceeded",
+            "timestamp": T0 + timedelta(milliseconds=50),
+        },
+    ]
+    # 50 ms, less 2 + 4 ms slept, plus 3 s and min(6 s, 5 s)
+    assert real_duration_ms(second, RETRIED_ASL, 0.001) == pytest.approx(50 - 6 + 3000 + 5000)
+    jittered = {**RETRIED_ASL["States"]["charge"]}
+    jittered["Retry"] = [{**jittered["Retry"][1], "JitterStrategy": "FULL"}]
+    asl = {**RETRIED_ASL, "States": {**RETRIED_ASL["States"], "charge": jittered}}
+    assert real_duration_ms(second, asl, 0.001) == pytest.approx(50 - 6 + 1500 + 2500)
 
 
 def test_a_run_is_priced_from_its_counts_and_has_no_estimate_without_them():

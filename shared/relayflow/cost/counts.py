@@ -54,46 +54,102 @@ def count_history(events: Iterable[Mapping[str, Any]]) -> ExecutionCounts:
 
 
 def _resource_type(event: Mapping[str, Any]) -> str | None:
-    for key, value in event.items():
-        if key.endswith("EventDetails") and isinstance(value, dict):
-            found = value.get("resourceType")
-            return str(found) if found is not None else None
-    return None
+    found = _details(event).get("resourceType")
+    return str(found) if found is not None else None
 
 
-def unscaled_duration_ms(events: Iterable[Mapping[str, Any]], time_scale: float) -> float:
-    """An execution's duration with the local runtime's scaled sleeps restored: its time from
-    start to end, where every ``Wait`` state and every retry interval (the gap between a failed
-    attempt and the next one) counts ``1 / time_scale`` times what it took locally. Every other
-    moment (Lambda round trips, the interpreter) counts as measured."""
+def real_duration_ms(
+    events: Iterable[Mapping[str, Any]], asl: Mapping[str, Any], time_scale: float
+) -> float:
+    """A local execution's duration as it would run on AWS: its measured time from start to
+    end, with each sleep the local runtime scaled by ``time_scale`` replaced by its configured
+    length: a ``Wait`` state's ``Seconds``, and a retry's interval (``IntervalSeconds`` times
+    ``BackoffRate`` to the retry's power, capped by ``MaxDelaySeconds``; half of it under
+    ``JitterStrategy: FULL``, its expected value). A Wait without ``Seconds`` counts its
+    measured time divided by ``time_scale``. Every other moment (Lambda round trips, the
+    interpreter) counts as measured."""
     from relayflow.local.history import parse_time
 
     events = list(events)
     if not events:
         return 0.0
+    states = _all_states(asl)
     by_id = {int(e.get("id", 0)): e for e in events}
     times = [t for t in (parse_time(e.get("timestamp")) for e in events) if t is not None]
-    total = (max(times) - min(times)).total_seconds() * 1000 if times else 0.0
-    slept = 0.0
-    waits: dict[int, Any] = {}
+    total = (max(times) - min(times)).total_seconds() * 1000
+    state_of: dict[int, str] = {}
+    retries_of: dict[int, int] = {}  # the entered event of a state run → its retries so far
+    entered_of: dict[int, int] = {}
+    measured_sleep = configured_sleep = 0.0
     for event in events:
+        event_id = int(event.get("id", 0))
+        previous_id = int(event.get("previousEventId", 0) or 0)
         kind = str(event.get("type", ""))
         at = parse_time(event.get("timestamp"))
-        previous = by_id.get(int(event.get("previousEventId", 0) or 0))
-        if kind == "WaitStateEntered":
-            waits[int(event.get("id", 0))] = at
-        elif kind == "WaitStateExited" and previous is not None:
-            entered = waits.pop(int(event.get("previousEventId", 0) or 0), None)
-            if entered is not None and at is not None:
-                slept += (at - entered).total_seconds() * 1000
-        elif (
-            kind == "TaskScheduled"
-            and previous is not None
-            and str(previous.get("type")) in _TASK_ENDS - {"TaskSucceeded"}
-        ):
-            failed_at = parse_time(previous.get("timestamp"))
-            if failed_at is not None and at is not None:
-                slept += (at - failed_at).total_seconds() * 1000
-    if time_scale <= 0 or time_scale >= 1:
+        details = _details(event)
+        if kind.endswith("StateEntered"):
+            state_of[event_id], entered_of[event_id] = str(details.get("name", "")), event_id
+        else:
+            state_of[event_id] = state_of.get(previous_id, "")
+            entered_of[event_id] = entered_of.get(previous_id, 0)
+        previous = by_id.get(previous_id)
+        before = parse_time(previous.get("timestamp")) if previous else None
+        if at is None or before is None:
+            continue
+        slept = (at - before).total_seconds() * 1000
+        state = states.get(state_of[event_id], {})
+        if kind == "WaitStateExited" and str(previous.get("type")) == "WaitStateEntered":
+            measured_sleep += slept
+            seconds = state.get("Seconds")
+            configured_sleep += (
+                float(seconds) * 1000 if isinstance(seconds, int | float) else slept / time_scale
+            )
+        elif kind == "TaskScheduled" and str(previous.get("type")) in _TASK_ENDS - {
+            "TaskSucceeded"
+        }:
+            attempt = retries_of.get(entered_of[event_id], 0)
+            retries_of[entered_of[event_id]] = attempt + 1
+            error = str(_details(previous).get("error", ""))
+            measured_sleep += slept
+            configured_sleep += _retry_interval_ms(state.get("Retry") or [], error, attempt)
+    if time_scale >= 1:
         return total
-    return total + slept * (1 / time_scale - 1)
+    return total - measured_sleep + configured_sleep
+
+
+def _retry_interval_ms(retriers: list[Mapping[str, Any]], error: str, attempt: int) -> float:
+    """The configured wait before retry number ``attempt + 1`` of ``error``."""
+    for retrier in retriers:
+        names = [str(n) for n in retrier.get("ErrorEquals") or []]
+        if error in names or "States.ALL" in names or "States.TaskFailed" in names:
+            delay = (
+                float(retrier.get("IntervalSeconds", 1))
+                * float(retrier.get("BackoffRate", 2.0)) ** attempt
+            )
+            cap = retrier.get("MaxDelaySeconds")
+            if cap is not None:
+                delay = min(delay, float(cap))
+            if retrier.get("JitterStrategy") == "FULL":
+                delay /= 2
+            return delay * 1000
+    return 0.0
+
+
+def _all_states(machine: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Every state by name, those of Map iterations and Parallel branches included."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for name, state in (machine.get("States") or {}).items():
+        found[name] = state
+        for branch in state.get("Branches") or []:
+            found.update(_all_states(branch))
+        inner = state.get("ItemProcessor") or state.get("Iterator")
+        if inner:
+            found.update(_all_states(inner))
+    return found
+
+
+def _details(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key, value in event.items():
+        if key.endswith("EventDetails") and isinstance(value, dict):
+            return value
+    return {}
