@@ -28,7 +28,7 @@ Counting rules and assumptions:
 - State transitions: every ``*StateEntered`` history event is one transition (Map and Parallel
   states, and every state of every Map iteration or Parallel branch, included), plus one per
   Task retry (an attempt after the first in one state entry; Step Functions bills a retry as a
-  transition). The Standard workflow type is assumed.
+  transition). The per-service table above each example is Standard's.
 - Lambda duration: each invocation's measured ``duration_ms`` on this machine, rounded up to
   1 ms as Lambda bills, at 512 MB (``template.yaml``). It is local CPU time in this process, a
   rough proxy for the duration on Graviton. One warm-up pass runs first and is not counted, so
@@ -39,8 +39,14 @@ Counting rules and assumptions:
   item each. "Reads" and "writes" in the tables are items; the cost uses request units.
 - Other calls are listed by operation. S3 PUT/GET, SES emails and EventBridge custom events
   are priced; everything else is left unpriced (shown, not added to the total).
-- Not included: the recorder Lambda (run status events through EventBridge) and the control
-  API, which ``run_workflow`` does not exercise; CloudWatch Logs, X-Ray and data transfer.
+- Both engines, all-in (``bench/cost_engines.py``): each run is then priced on Step Functions
+  Standard and Express with ``relayflow.cost.bill.price_run``, adding what ``run_workflow``
+  does not exercise: the start through the control API and the recording of the run's end
+  (the recorder on Standard, a native ``UpdateItem`` on Express), measured on the local server.
+  Express duration is the local run with every scaled Wait and retry interval at its
+  configured length (``relayflow.cost.counts.real_duration_ms``). The summary prints both
+  totals, the saving, and which engine ``auto`` picks (``cost_engines.auto_engine``).
+- Not included: CloudWatch Logs, X-Ray, data transfer, free tiers.
 
 Run: ``make bench`` or ``.venv/bin/python bench/cost_bench.py``.
 """

@@ -1,0 +1,66 @@
+"""``relayflow compile --cost``: the estimate per 1,000,000 runs of a definition's paths."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from relayflow.cli import main
+from relayflow.compiler import compile_workflow
+from relayflow.cost.estimate import estimate
+from relayflow.definition import validate_data
+
+#: double (Lambda) → each.size → each.check → each (Map: price, a Lambda) → done: with 3 items,
+#: 5 + 3 = 8 transitions and 1 + 3 = 4 Lambda invocations on the path that succeeds.
+PRICED = {
+    "id": "priced",
+    "start": "double",
+    "steps": {
+        "double": {
+            "type": "transform",
+            "mapping": {"n": "{{ trigger.n * 2 }}"},
+            "on_success": "each",
+        },
+        "each": {
+            "type": "for_each",
+            "items": "{{ trigger.items }}",
+            "step": "price",
+            "max_items": 5,
+            "on_success": "done",
+        },
+        "price": {"type": "transform", "mapping": {"p": "{{ item * 3 }}"}},
+        "done": {"type": "noop"},
+    },
+}
+
+
+def test_compile_cost_prints_both_paths_on_both_engines(tmp_path, capsys):
+    source = tmp_path / "priced.yaml"
+    source.write_text(yaml.safe_dump(PRICED))
+    assert main(["compile", str(source), "--cost", "--items", "3"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
+    assert rows["cheapest"][1:3] == ["8", "4"]
+    assert rows["dearest"][1:3] == ["8", "4"]
+    workflow, _ = validate_data(PRICED)
+    assert workflow is not None
+    found = estimate(compile_workflow(workflow).asl, items=3)
+    assert rows["cheapest"][4] == f"${found.per_million('cheapest', 'standard'):,.2f}"
+    assert rows["cheapest"][5] == f"${found.per_million('cheapest', 'express'):,.2f}"
+    assert "{" not in out  # the report replaces the ASL on stdout
+
+
+def test_compile_cost_with_output_writes_the_asl_too(tmp_path, capsys):
+    source, target = tmp_path / "priced.yaml", tmp_path / "priced.asl.json"
+    source.write_text(yaml.safe_dump(PRICED))
+    assert main(["compile", str(source), "--cost", "-o", str(target)]) == 0
+    assert json.loads(target.read_text())["StartAt"] == "double"
+    assert "per 1,000,000 runs" in capsys.readouterr().out
+
+
+def test_compile_refuses_fewer_than_one_item(tmp_path, capsys):
+    source = tmp_path / "priced.yaml"
+    source.write_text(yaml.safe_dump(PRICED))
+    assert main(["compile", str(source), "--cost", "--items", "0"]) == 2
+    assert "--items must be at least 1" in capsys.readouterr().err
