@@ -320,8 +320,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print()
         ms = f"{result.duration_ms:.0f} ms" if result.duration_ms is not None else "?"
         print(
-            f"run {result.run_id}: {result.status.upper()} in {ms}, "
-            f"{result.lambda_invocations} Lambda invocation(s)"
+            f"run {result.run_id}: {result.status.upper()} in {ms}, {result.transitions} "
+            f"state transition(s), {result.lambda_invocations} Lambda invocation(s)"
         )
         _print_ai_usage(result, sys.stdout)
         if result.error:

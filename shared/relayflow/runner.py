@@ -16,6 +16,7 @@ from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.timeline import StepRun, fold_steps
+from relayflow.cost.counts import count_history
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
 
@@ -43,6 +44,9 @@ class RunResult:
     steps: list[StepRun] = field(default_factory=list)
     duration_ms: float | None = None
     lambda_invocations: int = 0
+    #: States entered plus Task retries of the run's own execution (what Standard bills;
+    #: docs/cost.md); a sub_workflow child's are its own.
+    transitions: int = 0
 
     @property
     def succeeded(self) -> bool:
@@ -55,6 +59,7 @@ class RunResult:
             "status": self.status,
             "duration_ms": self.duration_ms,
             "lambda_invocations": self.lambda_invocations,
+            "transitions": self.transitions,
             "error": self.error,
             "cause": self.cause,
             "output": self.output,
@@ -269,4 +274,5 @@ def _run(
         steps=step_timeline(workflow, compiled, record),
         duration_ms=duration,
         lambda_invocations=len(runtime.invocations) - before,
+        transitions=count_history(record.events).transitions,
     )
