@@ -142,3 +142,17 @@ def test_a_local_run_counts_its_transitions_with_its_retries():
     # Then: the init state, charge (entered once, retried twice) and record_failure
     assert (result.transitions, result.lambda_invocations) == (5, 3)
     assert result.to_dict()["transitions"] == 5
+
+
+def test_the_openapi_document_declares_the_counts_and_the_estimate(api):
+    schemas = api.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("RunSummary", "RunDetail"):
+        properties = schemas[model]["properties"]
+        for field, kind in (
+            ("transitions", "integer"),
+            ("lambda_invocations", "integer"),
+            ("lambda_ms", "number"),
+            ("estimated_cost_usd", "number"),
+        ):
+            types = {option.get("type") for option in properties[field]["anyOf"]}
+            assert types == {kind, "null"}, (model, field, properties[field])

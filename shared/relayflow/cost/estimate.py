@@ -85,28 +85,6 @@ class Estimate:
     def per_million(self, path: str, engine: Engine) -> float:
         return self.bills[(path, engine)].per_million()
 
-    def to_dict(self) -> dict[str, Any]:
-        paths = {"cheapest": self.cheapest, "dearest": self.dearest}
-        return {
-            "assumptions": {
-                "map_items": self.items,
-                "lambda_ms": self.lambda_ms,
-                "state_ms": self.state_ms,
-                "retries": 0,
-            },
-            "paths": {
-                name: {
-                    "transitions": cost.transitions,
-                    "lambda_invocations": cost.lambda_invocations,
-                    "wait_seconds": cost.wait_seconds,
-                    "per_million_runs_usd": {
-                        engine: round(self.per_million(name, engine), 2) for engine in ENGINES
-                    },
-                }
-                for name, cost in paths.items()
-            },
-        }
-
 
 def machine_paths(
     asl: Mapping[str, Any], *, items: int = DEFAULT_ITEMS
