@@ -265,10 +265,15 @@ def print_engines(usage: Any, bills: dict[Engine, Bill], choice: tuple[Engine, s
             found = [line.dollars for line in one.lines if line.item == item]
             cells.append(f"{found[0] * 1_000_000:,.2f}" if found else "-")
         print(f"  {item:<34} {cells[0]:>14} {cells[1]:>13}")
-    saving = standard.total / express.total if express.total else math.inf
+    saving = _ratio(standard.total, express.total)
+    verdict = (
+        f"Express is {saving:.1f}x cheaper"
+        if saving >= 1
+        else f"Express costs {1 / saving:.1f}x as much"
+    )
     print(
         f"  {'total':<34} {standard.per_million():>14,.2f} {express.per_million():>13,.2f}"
-        f"   Express is {saving:.1f}x cheaper"
+        f"   {verdict}"
     )
     print(f"  auto picks {choice[0]}: {choice[1]}")
 
