@@ -5,21 +5,15 @@ recorder, against counts made by hand from the compiled machine."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from relayflow.cost.runs import run_cost_usd
-from relayflow.definition import validate_data
-from relayflow.local import LocalRuntime
 from relayflow.local.serve import LocalServer
-from relayflow.runner import run_workflow
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Compiles to: double (Lambda Task) → each.size (Pass) → each.check (Choice) → each (Map:
 #: price, a Lambda Task, per item) → done (Pass).
@@ -130,18 +124,6 @@ def test_a_running_run_has_no_counts_yet(server, api):
         None,
     )
     api.post(f"/runs/{started['run_id']}/cancel")
-
-
-def test_a_local_run_counts_its_transitions_with_its_retries():
-    data = yaml.safe_load((ROOT / "workflows/examples/payment_retry.yaml").read_text())
-    workflow, problems = validate_data(data)
-    assert workflow is not None, problems
-    # Given a declined card: charge fails its 3 attempts, then the error route records it
-    with LocalRuntime(time_scale=0.001) as runtime:
-        result = run_workflow(workflow, {"payment": {"amount_cents": "declined"}}, runtime=runtime)
-    # Then: the init state, charge (entered once, retried twice) and record_failure
-    assert (result.transitions, result.lambda_invocations) == (5, 3)
-    assert result.to_dict()["transitions"] == 5
 
 
 def test_the_openapi_document_declares_the_counts_and_the_estimate(api):
