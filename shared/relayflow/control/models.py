@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from relayflow.control.outcome import Outcome, outcome_of
+from relayflow.dal.items import TERMINAL_STATUSES
 
 T = TypeVar("T")
+
+
+class ParkInfo(BaseModel):
+    """Where a parked run waits, and the error that parked it."""
+
+    park_id: str
+    step: str = Field(description="The step that failed and parked the run.")
+    error: dict[str, Any] | None = Field(None, description="{Error, Cause} of the failure.")
+    parked_at: str
+    deadline: str | None = Field(
+        None, description="When the park times out (Relayflow.ParkTimeout)."
+    )
 
 
 class WorkflowVersionInfo(BaseModel):
@@ -86,6 +101,20 @@ class RunSummary(BaseModel):
     step_through: bool = Field(
         False, description="A step-through run: it pauses before each step until continued."
     )
+    outcome: Outcome | None = Field(
+        None,
+        description="A finished run's verdict: succeeded, succeeded_with_fallbacks, failed, "
+        "compensated, partially_compensated, timed_out or cancelled.",
+    )
+    parked: ParkInfo | None = Field(None, description="While parked: where and why.")
+
+    @model_validator(mode="after")
+    def _verdict(self) -> RunSummary:
+        # A run ended by a path that records no verdict (a cancel, a refused start) reads the
+        # plain verdict of its status.
+        if self.outcome is None and self.status in TERMINAL_STATUSES:
+            self.outcome = outcome_of(self.status, fallbacks_used=False)  # type: ignore[assignment]
+        return self
 
 
 class RunDetail(RunSummary):
