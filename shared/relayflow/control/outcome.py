@@ -61,3 +61,11 @@ def fallbacks_used(document: object) -> bool:
     ``on_error: continue`` sets (``$.run_flags.fallbacks``)."""
     flags = document.get("run_flags") if isinstance(document, dict) else None
     return isinstance(flags, dict) and flags.get("fallbacks") is True
+
+
+def compensation_status(document: object) -> str | None:
+    """``compensation.status`` of a final state document or a run item, when it names a
+    verdict (``compensated`` or ``partially_compensated``)."""
+    compensation = document.get("compensation") if isinstance(document, dict) else None
+    status = compensation.get("status") if isinstance(compensation, dict) else None
+    return status if status in COMPENSATION_OUTCOMES else None

@@ -114,6 +114,18 @@ class ParkDal:
             return None
         return ParkItem.from_item(raw)
 
+    def release(self, tenant: str, park_id: str) -> None:
+        """Undo a claim whose answer never reached Step Functions (the run still waits)."""
+        try:
+            self.dal._update(
+                keys.wait_key(tenant, park_id),
+                set_values={"status": "parked", "decision": None, "resumed_at": None},
+                condition="attribute_exists(#pk) AND #status = :resumed",
+                values={":resumed": "resumed"},
+            )
+        except ConditionFailed:
+            return
+
     def expire(self, tenant: str, park_id: str) -> None:
         """Mark a park whose token Step Functions no longer accepts (it timed out)."""
         try:
