@@ -35,7 +35,7 @@ class Events:
     def __init__(self) -> None:
         self.details: list[dict[str, Any]] = []
 
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.details += [json.loads(e["Detail"]) | {"type": e["DetailType"]} for e in Entries]
         return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"}]}
 
@@ -161,7 +161,7 @@ def test_a_parked_run_is_listed_with_its_error_and_a_retry_acts_again(
     # Then the step acted a second time and the run went on with its output
     assert len(failing.to("/charge")) == 2
     assert (detail.status, detail.outcome) == ("succeeded", "succeeded")
-    receipt = [s for s in detail.steps if s.key == "receipt"][0]
+    receipt = next(s for s in detail.steps if s.key == "receipt")
     assert receipt.output["charge"]["body"] == {"id": "ch_1"}
     assert plane.list_parked_runs(tenant).items == []
 
@@ -180,7 +180,7 @@ def test_skip_goes_on_with_the_given_output_and_merges_the_context(runtime, plan
     detail = settle(runtime, plane, tenant, run_id)
     # Then the next step reads the given output and the merged context; the step acted once
     assert len(failing.to("/charge")) == 1
-    receipt = [s for s in detail.steps if s.key == "receipt"][0]
+    receipt = next(s for s in detail.steps if s.key == "receipt")
     assert receipt.output == {"charge": {"id": "manual"}, "note": "paid by phone"}
     assert [s.status for s in detail.steps if s.key == "charge"] == ["skipped"]
     assert (detail.status, detail.outcome) == ("succeeded", "succeeded")
@@ -289,9 +289,9 @@ def test_continue_goes_on_with_the_fallback_and_the_run_succeeds_with_fallbacks(
     events = Events()
     detail = settle(runtime, plane, tenant, run_id, events)
     # Then the next step read the rendered fallback, and the timeline says fallback
-    receipt = [s for s in detail.steps if s.key == "receipt"][0]
+    receipt = next(s for s in detail.steps if s.key == "receipt")
     assert receipt.output == {"charge": {"id": None, "reason": "Relayflow.HttpError"}, "note": "n"}
-    charge = [s for s in detail.steps if s.key == "charge"][0]
+    charge = next(s for s in detail.steps if s.key == "charge")
     assert (charge.status, charge.error) == ("fallback", "Relayflow.HttpError")
     # And the run's verdict records that a fallback was used, on the item and in the event
     assert (detail.status, detail.outcome) == ("succeeded", "succeeded_with_fallbacks")
@@ -307,7 +307,7 @@ def test_a_fallback_that_needs_an_expression_is_rendered_by_the_transform_functi
     fallback = {"action": "continue", "output": {"late": "{{ size(trigger.order) > 3 }}"}}
     run_id = start(plane, tenant, charging(failing.url, fallback), {"order": "o-9", "note": ""})
     detail = settle(runtime, plane, tenant, run_id)
-    receipt = [s for s in detail.steps if s.key == "receipt"][0]
+    receipt = next(s for s in detail.steps if s.key == "receipt")
     assert receipt.output["charge"] == {"late": False}
     assert detail.outcome == "succeeded_with_fallbacks"
 
