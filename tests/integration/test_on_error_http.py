@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 def fail(received: Received) -> Reply:
-    return 503, {"Content-Type": "application/json"}, b'{"error": "down"}'
+    return 500, {"Content-Type": "application/json"}, b'{"error": "down"}'
 
 
 def ok(received: Received) -> Reply:

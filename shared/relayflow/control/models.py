@@ -82,8 +82,8 @@ class RunSummary(BaseModel):
     workflow_id: str
     version: int | None = None
     status: str = Field(
-        description="queued, pending (debounced or batched), running, succeeded, failed, "
-        "timed_out or aborted."
+        description="queued, pending (debounced or batched), running, parked (waiting at a "
+        "failed step for a resume), succeeded, failed, timed_out or aborted."
     )
     started_at: str
     ended_at: str | None = None

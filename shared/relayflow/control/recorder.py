@@ -489,8 +489,9 @@ def _publish(events: Any | None, detail_type: str, run: RunItem, change: StatusC
         "status": run.status if detail_type != LIFECYCLE_TYPES["RUNNING"] else "running",
         "error": run.error,
         "failing_step": run.failing_step,
-        "outcome": run.outcome if detail_type != LIFECYCLE_TYPES["RUNNING"] else None,
     }
+    if detail_type != LIFECYCLE_TYPES["RUNNING"]:
+        detail["outcome"] = run.outcome  # the verdict (relayflow.control.outcome)
     entry: dict[str, Any] = {
         "Source": LIFECYCLE_SOURCE,
         "DetailType": detail_type,
