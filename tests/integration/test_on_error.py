@@ -318,3 +318,16 @@ def test_a_run_without_fallbacks_succeeds_plainly(runtime, plane, tenant, remote
     run_id = start(plane, tenant, charging(remote.url, fallback), {"order": "o-10", "note": ""})
     detail = settle(runtime, plane, tenant, run_id)
     assert (detail.status, detail.outcome) == ("succeeded", "succeeded")
+
+
+def test_context_needs_trigger_data_it_can_merge_into(runtime, plane, tenant, failing):
+    # Given a run whose trigger data is a list, parked at its failed step
+    run_id = start(plane, tenant, charging(failing.url, {"action": "park"}), ["o-11"])
+    parked(plane, tenant, run_id)
+    # When a resume brings a context, it is refused: nothing can merge into a list
+    with pytest.raises(Unprocessable) as info:
+        plane.resume_run(tenant, run_id, ResumeRequest(action="retry", context={"note": "x"}))
+    assert [d["rule"] for d in info.value.details] == ["context-not-mergeable"]
+    # And the run still waits for a decision
+    assert plane.dal.get_run(tenant, run_id).status == "parked"
+    plane.cancel_run(tenant, run_id)

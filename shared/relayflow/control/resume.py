@@ -118,6 +118,11 @@ class Parks:
         park_id = _park_of(run)
         if run.status != "parked" or park_id is None:
             raise Conflict(f"run {run_id} is {run.status}, not parked: there is nothing to resume")
+        if request.context and not self._mergeable(tenant, park_id):
+            raise Unprocessable(
+                "the run's trigger data is not an object, so no context can be merged into it",
+                [{"path": "context", "rule": "context-not-mergeable", "message": "not an object"}],
+            )
         decision = {
             "action": request.action,
             "output": request.output,
@@ -147,6 +152,10 @@ class Parks:
             )
             raise
         return ResumeResult(run_id=run_id, action=request.action, step=park.step, status="running")
+
+    def _mergeable(self, tenant: str, park_id: str) -> bool:
+        park = self.parks.get(tenant, park_id)
+        return park is None or park.mergeable  # a missing park is a 409 just after
 
     def _send(self, token: str, decision: dict[str, Any]) -> None:
         from botocore.exceptions import ClientError

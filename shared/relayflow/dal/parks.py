@@ -45,6 +45,9 @@ class ParkItem(_Item):
     deadline: str | None = Field(None, description="When the park times out (ISO-8601 UTC).")
     task_token: str = Field(repr=False, description="Never returned to a caller or logged.")
     decision: dict[str, Any] | None = Field(None, description="The resume: {action, …}.")
+    mergeable: bool = Field(
+        True, description="Whether the run's trigger data is an object a context can merge into."
+    )
     resumed_at: str | None = None
     expires_at: int = Field(description="TTL: epoch seconds.")
 

@@ -64,6 +64,7 @@ def run(event: Any) -> dict[str, Any]:
         deadline=deadline,
         task_token=token,
         expires_at=expires_at,
+        mergeable=isinstance(task.doc.get("trigger"), dict),
     )
     try:
         if not ParkDal().put(item):
