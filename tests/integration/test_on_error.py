@@ -23,6 +23,8 @@ from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.dal import create_table
+from relayflow.dal.parks import parks_partition
+from relayflow.dal.schema import GSI1
 from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
@@ -233,6 +235,11 @@ def test_a_park_past_its_timeout_fails_with_park_timeout(runtime, plane, tenant,
     # And a resume now is a conflict: the run is not parked any more
     with pytest.raises(Conflict):
         plane.resume_run(tenant, run_id, ResumeRequest(action="retry"))
+    # And the list drops the ended run's park, which it marks expired
+    assert plane.list_parked_runs(tenant).items == []
+    assert plane.list_parked_runs(tenant).items == []
+    (park,) = plane.dal._query(partition=parks_partition(tenant), index=GSI1)
+    assert park["status"] == "expired"
 
 
 def test_resume_refusals_leave_the_run_parked(runtime, plane, tenant, failing):

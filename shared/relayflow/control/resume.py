@@ -20,17 +20,20 @@ so a retry that parks the run again is never overwritten by this resume.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from relayflow.control.errors import (
+    BadRequest,
     Conflict,
     ServiceUnavailable,
     TooManyRequests,
     Unprocessable,
 )
 from relayflow.control.models import Page, RunSummary
+from relayflow.dal.items import TERMINAL_STATUSES
 from relayflow.document import ROOTS
 
 if TYPE_CHECKING:
@@ -97,16 +100,16 @@ class Parks:
     ) -> Page[RunSummary]:
         """The tenant's parked runs, longest parked first."""
         if not 1 <= limit <= 100:
-            from relayflow.control.errors import BadRequest
-
             raise BadRequest("limit must be between 1 and 100")
         parks, token = self.parks.list_parked(tenant, limit=limit, next_token=next_token)
         runs: list[RunSummary] = []
         for park in parks:
             run = self.control.dal.get_run(tenant, park.run_id)
-            # A park the run has left (it timed out, or was cancelled) is not listed.
             if run is not None and run.status == "parked" and _park_of(run) == park.park_id:
                 runs.append(RunSummary.model_validate(_summary_fields(run)))
+            elif run is None or run.status in TERMINAL_STATUSES:
+                # The run ended while parked (timed out, cancelled): the park leaves the list.
+                self.parks.expire(tenant, park.park_id)
         return Page[RunSummary](items=runs, next_token=token)
 
     def resume(self, tenant: str, run_id: str, request: ResumeRequest) -> ResumeResult:
@@ -128,8 +131,6 @@ class Parks:
             "output": request.output,
             "context": request.context or None,
         }
-        from datetime import UTC, datetime
-
         park = self.parks.claim(tenant, park_id, decision, iso(datetime.now(UTC)))
         if park is None:
             raise Conflict(f"run {run_id} was resumed by another call")
