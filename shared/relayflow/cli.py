@@ -306,8 +306,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_table(result, sys.stdout)
         print()
         ms = f"{result.duration_ms:.0f} ms" if result.duration_ms is not None else "?"
+        verdict = f" ({result.outcome})" if result.outcome not in (None, result.status) else ""
         print(
-            f"run {result.run_id}: {result.status.upper()} in {ms}, "
+            f"run {result.run_id}: {result.status.upper()}{verdict} in {ms}, "
             f"{result.lambda_invocations} Lambda invocation(s)"
         )
         _print_ai_usage(result, sys.stdout)

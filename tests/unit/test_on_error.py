@@ -200,3 +200,17 @@ def test_the_timeline_reads_fallback_and_parked():
         [state("charge", "caught"), state("charge.park", "running")],
     )
     assert [s.status for s in waiting] == ["parked"]
+
+
+def test_relayflow_run_reports_the_outcome_from_the_final_document():
+    from relayflow.runner import RunResult
+
+    def result(status: str, output: Any) -> RunResult:
+        return RunResult("r", "w", status, output, None, None)
+
+    assert result("succeeded", {"run_flags": {"fallbacks": True}}).outcome == (
+        "succeeded_with_fallbacks"
+    )
+    assert result("succeeded", {"steps": {}}).to_dict()["outcome"] == "succeeded"
+    assert result("aborted", None).outcome == "cancelled"
+    assert result("running", None).outcome is None
