@@ -319,9 +319,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_table(result, sys.stdout)
         print()
         ms = f"{result.duration_ms:.0f} ms" if result.duration_ms is not None else "?"
+        verdict = f" ({result.outcome})" if result.outcome not in (None, result.status) else ""
         print(
-            f"run {result.run_id}: {result.status.upper()} in {ms}, {result.transitions} "
-            f"state transition(s), {result.lambda_invocations} Lambda invocation(s)"
+            f"run {result.run_id}: {result.status.upper()}{verdict} in {ms}, "
+            f"{result.transitions} state transition(s), "
+            f"{result.lambda_invocations} Lambda invocation(s)"
         )
         _print_ai_usage(result, sys.stdout)
         if result.error:

@@ -262,8 +262,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 def _run_line(run: dict[str, Any]) -> str:
     ms = f" in {run['duration_ms']:.0f} ms" if run.get("duration_ms") is not None else ""
     error = f" ({run['error']})" if run.get("error") else ""
+    outcome = f", outcome {run['outcome']}" if run.get("outcome") else ""
     return (
-        f"run {run['run_id']}: {str(run['status']).upper()}{ms}{error} "
+        f"run {run['run_id']}: {str(run['status']).upper()}{ms}{error}{outcome} "
         f"(workflow {run['workflow_id']}, version {run.get('version')})"
     )
 
@@ -326,6 +327,12 @@ def cmd_runs_get(args: argparse.Namespace) -> int:
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
+    if args.parked:
+        from relayflow.cli_parks import cmd_runs_list_parked
+
+        return cmd_runs_list_parked(args)
+    if not args.workflow:
+        raise SystemExit("relayflow runs list: --workflow is required (or --parked)")
     params = _page_query(args)
     with _api_client(args) as api:
         _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
@@ -675,10 +682,12 @@ def _add_api_commands(sub: Any) -> None:
     p.add_argument("run_id")
     _api_options(p)
     p.set_defaults(func=cmd_runs_get)
-    p = runs.add_parser("list", help="a workflow's runs, newest first")
-    p.add_argument("--workflow", required=True)
+    p = runs.add_parser("list", help="a workflow's runs, newest first (--parked: parked runs)")
+    p.add_argument("--workflow")
+    p.add_argument("--parked", action="store_true", help="the tenant's parked runs instead")
     p.add_argument(
-        "--status", choices=("queued", "running", "succeeded", "failed", "timed_out", "aborted")
+        "--status",
+        choices=("queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"),
     )
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--next-token")
@@ -691,6 +700,9 @@ def _add_api_commands(sub: Any) -> None:
     from relayflow.cli_runmodes import add_continue_parser
 
     add_continue_parser(runs, _api_options)
+    from relayflow.cli_parks import add_resume_parser
+
+    add_resume_parser(runs, _api_options)
 
     dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
         dest="dlq_command", required=True

@@ -210,6 +210,13 @@ class BatchTooSmall(RelayflowError):
     error_name = "Relayflow.BatchTooSmall"
 
 
+class ParkTimeout(RelayflowError):
+    """A parked run was not resumed within its step's ``park_timeout``. Raised by the
+    compiled state machine; it takes the parked step's failure route."""
+
+    error_name = "Relayflow.ParkTimeout"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

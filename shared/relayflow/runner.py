@@ -52,11 +52,25 @@ class RunResult:
     def succeeded(self) -> bool:
         return self.status == "succeeded"
 
+    @property
+    def outcome(self) -> str | None:
+        """The run's verdict (:func:`relayflow.control.outcome.outcome_of`)."""
+        from relayflow.control.outcome import compensation_status, fallbacks_used, outcome_of
+
+        if self.status not in RUN_STATUS.values():
+            return None
+        return outcome_of(
+            self.status,
+            fallbacks_used=fallbacks_used(self.output),
+            compensation=compensation_status(self.output),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "workflow_id": self.workflow_id,
             "status": self.status,
+            "outcome": self.outcome,
             "duration_ms": self.duration_ms,
             "lambda_invocations": self.lambda_invocations,
             "transitions": self.transitions,

@@ -41,6 +41,7 @@ KEY_TOKENS = frozenset(
         "WAIT",
         "WAITPOINTS",
         "APPROVALS",
+        "PARKS",
         "FLOW",
         "BREAKER",
         "BREAKERS",

@@ -176,6 +176,8 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/runs/{run_id}": ["get"],
         "/runs/{run_id}/cancel": ["post"],
         "/runs/{run_id}/continue": ["post"],
+        "/runs/{run_id}/resume": ["post"],
+        "/runs": ["get"],
         "/events": ["post"],
         "/breakers": ["get"],
         "/breakers/{breaker_id}/reset": ["post"],

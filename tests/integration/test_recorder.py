@@ -167,6 +167,7 @@ def test_the_samples_record_a_run_from_start_to_success_once(runtime, bus, plane
         "status": "succeeded",
         "error": None,
         "failing_step": None,
+        "outcome": "succeeded",
     }
 
 

@@ -46,7 +46,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from relayflow.api import openapi
+from relayflow.api import openapi, parks
 from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
 from relayflow.control.models import (
     ApprovalView,
@@ -532,7 +532,8 @@ def start_run(
 def list_runs(
     workflow_id: WorkflowId,
     status: Annotated[
-        Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"] | None,
+        Literal["queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"]
+        | None,
         Query(description="Only runs in this status."),
     ] = None,
     limit: Limit = 20,
@@ -578,6 +579,10 @@ def continue_run(
 ) -> Response[ContinueResult]:
     request = request or ContinueRequest()
     return _reply(200, _control().continue_run(_tenant(), run_id, to_end=request.to_end))
+
+
+# Parked runs: GET /runs?status=parked, POST /runs/{run_id}/resume.
+parks.register(app)
 
 
 @app.post(

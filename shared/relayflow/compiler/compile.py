@@ -108,7 +108,7 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
     compiler = Driver(workflow, options)
     asl = compiler.compile()
     runners = dict(sorted(compiler.runners.items()))
-    functions = sorted({r for r in runners.values() if r != "native"})
+    functions = sorted({r for r in runners.values() if r != "native"} | compiler.functions)
     return CompiledWorkflow(
         asl=asl,
         iam_statements=_iam_statements(options, functions, sorted(compiler.children)),

@@ -26,6 +26,9 @@ class Driver:
         self.runners: dict[str, str] = {}
         #: Workflow ids the sub_workflow steps start (for the IAM statements).
         self.children: set[str] = set()
+        #: Function kinds that auxiliary states invoke besides the steps' runners (a park's
+        #: callback Task, a fallback rendered in the transform function).
+        self.functions: set[str] = set()
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
         #: Where the compiled machine drops outputs no later reader needs.
         self.liveness: LivenessPlan = analyse(

@@ -168,6 +168,9 @@ def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
         value = raw.get(name)
         if value is not None and not isinstance(value, int | float | bool):
             sources.extend(template_expressions(value))
+    on_error = raw.get("on_error")
+    if isinstance(on_error, Mapping) and on_error.get("output") is not None:
+        sources.extend(template_expressions(on_error["output"]))  # a fallback reads too
     for control in ("concurrency", "rate_limit"):
         setting = raw.get(control)
         if isinstance(setting, Mapping) and isinstance(setting.get("key"), str):

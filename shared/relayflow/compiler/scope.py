@@ -29,6 +29,7 @@ NOT_CONFIG = {
     "description",
     "on_success",
     "on_failure",
+    "on_error",
     "retry",
     "timeout_seconds",
     "on_true",
@@ -148,6 +149,11 @@ class ScopeContext:
         failure or a linear retry, runs before the item is recorded)."""
         if self.mode == "item" and self.item_continue:
             return self.item_failed(key)
+        on_error = getattr(self.c.wf.steps.get(key), "on_error", None)
+        if on_error is not None and self.mode == "main":
+            from relayflow.compiler.on_error import on_error_entry
+
+            return on_error_entry(self, key, on_error)
         return self.route(key, self.c.graph.failure_route(key))
 
     def item_failed(self, key: str) -> str:

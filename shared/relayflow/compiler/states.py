@@ -73,6 +73,7 @@ class _Flow(State):
 @dataclass
 class Pass(_Flow):
     kind: ClassVar[str] = "Pass"
+    input_path: str | None = None
     parameters: dict[str, Any] | None = None
     result: Any = None
     result_path: str | None = None

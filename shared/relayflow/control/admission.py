@@ -268,7 +268,7 @@ class Admission:
             if not holders:
                 continue  # freed meanwhile
             running = self.control.dal.get_run(tenant, holders[0])
-            if running is not None and running.status != "running":
+            if running is not None and running.status not in ("running", "parked"):
                 # Its end was recorded but the slot was never freed (a lost status change).
                 self._release(tenant, workflow_id, running.run_id, flow_key)
                 continue

@@ -83,7 +83,7 @@ def _entry(plane: ControlPlane, tenant: str, workflow_id: str, index: int) -> di
 
 def _active_runs(plane: ControlPlane, tenant: str, workflow_id: str) -> list[Any]:
     runs: list[Any] = []
-    for status in ("running", "queued"):
+    for status in ("running", "parked", "queued"):
         token: str | None = None
         while True:
             items, token = plane.dal.list_runs(

@@ -6,7 +6,22 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from relayflow.control.outcome import Outcome, outcome_of
+from relayflow.dal.items import TERMINAL_STATUSES
+
 T = TypeVar("T")
+
+
+class ParkInfo(BaseModel):
+    """Where a parked run waits, and the error that parked it."""
+
+    park_id: str
+    step: str = Field(description="The step that failed and parked the run.")
+    error: dict[str, Any] | None = Field(None, description="{Error, Cause} of the failure.")
+    parked_at: str
+    deadline: str | None = Field(
+        None, description="When the park times out (Relayflow.ParkTimeout)."
+    )
 
 
 class WorkflowVersionInfo(BaseModel):
@@ -67,8 +82,8 @@ class RunSummary(BaseModel):
     workflow_id: str
     version: int | None = None
     status: str = Field(
-        description="queued, pending (debounced or batched), running, succeeded, failed, "
-        "timed_out or aborted."
+        description="queued, pending (debounced or batched), running, parked (waiting at a "
+        "failed step for a resume), succeeded, failed, timed_out or aborted."
     )
     started_at: str
     ended_at: str | None = None
@@ -103,14 +118,25 @@ class RunSummary(BaseModel):
         "transitions, step Lambdas and recording; null without counts.",
     )
 
+    outcome: Outcome | None = Field(
+        None,
+        description="A finished run's verdict: succeeded, succeeded_with_fallbacks, failed, "
+        "compensated, partially_compensated, timed_out or cancelled.",
+    )
+    parked: ParkInfo | None = Field(None, description="While parked: where and why.")
+
     @model_validator(mode="after")
-    def _estimate(self) -> RunSummary:
+    def _derived(self) -> RunSummary:
         if self.estimated_cost_usd is None:
             from relayflow.cost.runs import run_cost_usd
 
             self.estimated_cost_usd = run_cost_usd(
                 self.transitions, self.lambda_invocations, self.lambda_ms
             )
+        # A run ended by a path that records no verdict (a cancel, a refused start) reads the
+        # plain verdict of its status.
+        if self.outcome is None and self.status in TERMINAL_STATUSES:
+            self.outcome = outcome_of(self.status, fallbacks_used=False)  # type: ignore[assignment]
         return self
 
 

@@ -28,6 +28,7 @@ run never goes back from a terminal status to ``running``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -360,12 +361,14 @@ def _record_end(
         "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
         "recorded_status": status,
         **_counts(history),
+        "outcome": _outcome(status, detail.output, run),
+        "parked": None,
     }
     updated = control.dal.update_run(
         run.tenant,
         run.run_id,
         values,
-        if_status=("running", status),
+        if_status=("running", "parked", status),
         unless_set="recorded_status",
     )
     if updated is None:
@@ -427,6 +430,20 @@ def _counts(events: list[dict[str, Any]] | None) -> dict[str, Any]:
         "lambda_invocations": counts.lambda_invocations,
         "lambda_ms": counts.lambda_ms,
     }
+
+
+def _outcome(status: str, output: str | None, run: RunItem) -> str:
+    """The run's verdict (:func:`relayflow.control.outcome.outcome_of`). The fallback marker
+    travels in the final state document; the compensation status in it too, or (a failed
+    execution has no output) on the run item as ``compensation.status``."""
+    from relayflow.control.outcome import compensation_status, fallbacks_used, outcome_of
+
+    document = None
+    if output is not None:
+        with contextlib.suppress(ValueError):
+            document = json.loads(output)
+    compensation = compensation_status(document) or compensation_status(run.model_dump())
+    return outcome_of(status, fallbacks_used=fallbacks_used(document), compensation=compensation)
 
 
 def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> None:
@@ -508,6 +525,8 @@ def _publish(events: Any | None, detail_type: str, run: RunItem, change: StatusC
         "error": run.error,
         "failing_step": run.failing_step,
     }
+    if detail_type != LIFECYCLE_TYPES["RUNNING"]:
+        detail["outcome"] = run.outcome  # the verdict (relayflow.control.outcome)
     entry: dict[str, Any] = {
         "Source": LIFECYCLE_SOURCE,
         "DetailType": detail_type,

@@ -977,6 +977,22 @@ class ControlPlane:
         return StepThrough(self).continue_run(self._run(tenant, run_id), to_end=to_end)
 
     @_translated
+    def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:
+        """Answer a parked run's park (:meth:`relayflow.control.resume.Parks.resume`)."""
+        from relayflow.control.resume import Parks
+
+        return Parks(self).resume(tenant, run_id, request)
+
+    @_translated
+    def list_parked_runs(
+        self, tenant: str, *, limit: int = 20, next_token: str | None = None
+    ) -> Page[RunSummary]:
+        """The tenant's parked runs (:mod:`relayflow.control.resume`)."""
+        from relayflow.control.resume import Parks
+
+        return Parks(self).list_parked(tenant, limit=limit, next_token=next_token)
+
+    @_translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
         """The run with its step timeline (from the execution history, all pages)."""
         run = self._run(tenant, run_id)
@@ -1049,7 +1065,7 @@ class ControlPlane:
             if cancelled is not None:
                 return _run_summary(cancelled)
             run = self._run(tenant, run_id)
-        if run.status != "running":
+        if run.status not in ("running", "parked"):
             raise Conflict(f"run {run_id} has already finished ({run.status})")
         described: dict[str, Any] | None = None
         cause = "cancelled through the Relayflow control API"
@@ -1072,8 +1088,9 @@ class ControlPlane:
                 "error": CANCEL_ERROR,
                 "cause": cause,
                 "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
+                "parked": None,
             },
-            if_status=("running",),
+            if_status=("running", "parked"),
         )
         if updated is None:
             current = self._run(tenant, run_id)

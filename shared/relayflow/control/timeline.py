@@ -42,6 +42,10 @@ class StepRun:
         return dict(self.__dict__)
 
 
+#: Step statuses an auxiliary state's record sets (relayflow.compiler.on_error).
+AUXILIARY_STATUSES = ("fallback", "skipped")
+
+
 def _step_output(key: str, output: Any, in_item: bool) -> Any:
     """A step's output from its main state's output: the record it wrote at
     ``$.steps.<key>``, or (as the last state of a for_each item) the record itself."""
@@ -122,6 +126,12 @@ def fold_steps(
             # An auxiliary state wrote the step's record (an approval decided by its expiry):
             # the state document may drop it later, the timeline keeps it.
             entry.output = _step_output(key, state.output, False)
+            record = state.output["steps"][key]
+            if record.get("status") in AUXILIARY_STATUSES:
+                # on_error: a fallback output, or a parked step skipped by a resume.
+                entry.status = record["status"]
+        elif state.name == f"{key}.park" and state.status == "running":
+            entry.status = "parked"
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"

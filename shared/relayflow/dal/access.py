@@ -35,6 +35,7 @@ RUNS = "TENANT#*#RUN#*"  # run items; GSI1 a run's waitpoints (…#WAITPOINTS)
 STEP_RESULTS = "TENANT#*#STEP#*"
 WAITS = "TENANT#*#WAIT#*"  # approval requests and waitpoints
 APPROVAL_LIST = "TENANT#*#APPROVALS"  # GSI1
+PARK_LIST = "TENANT#*#PARKS"  # GSI1: a tenant's parks (relayflow.dal.parks)
 FLOW = "TENANT#*#FLOW#*"  # flow-control leases and rate windows
 BREAKERS = "TENANT#*#BREAKER#*"  # a breaker and its audit items
 BREAKER_LIST = "TENANT#*#BREAKERS"  # GSI1
@@ -108,7 +109,8 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
     # Waitpoints and wait_for_event registrations; a step-through gate reads its run.
     "waitpoint": (
         TableGrant("WaitItems", (GET, PUT, UPDATE), (WAITS,)),
-        TableGrant("ReadRuns", (GET,), (RUNS,)),
+        # A park (on_error: park) marks its run parked.
+        TableGrant("ReadRuns", (GET, UPDATE), (RUNS,)),
     ),
     # The control API: everything a tenant manages, through the DAL, never a scan.
     "api": (
@@ -126,7 +128,7 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant(
             "Listings",
             (QUERY,),
-            (WORKFLOWS, WORKFLOW_LIST, RUNS, APPROVAL_LIST, BREAKER_LIST, DLQ_LIST),
+            (WORKFLOWS, WORKFLOW_LIST, RUNS, APPROVAL_LIST, BREAKER_LIST, DLQ_LIST, PARK_LIST),
             index=True,
         ),
     ),

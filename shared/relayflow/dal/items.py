@@ -14,10 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relayflow.dal import keys
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "timed_out", "aborted"]
-RUN_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "timed_out", "aborted")
+RunStatus = Literal["queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"]
+RUN_STATUSES: tuple[str, ...] = (
+    "queued",
+    "running",
+    "parked",
+    "succeeded",
+    "failed",
+    "timed_out",
+    "aborted",
+)
 #: ``queued``: waiting for a concurrency slot (``docs/flow-control.md``); not started yet.
-TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running", "queued"}
+#: ``parked``: running, but waiting at a failed step for ``POST /runs/{id}/resume``.
+TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running", "queued", "parked"}
+#: Statuses of a run whose execution runs (a parked run's waits on its park).
+ACTIVE_STATUSES: tuple[str, ...] = ("running", "parked")
 
 _KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 
@@ -202,6 +213,14 @@ class RunItem(_Item):
     lambda_invocations: int | None = Field(None, description="Step Lambda invocations.")
     lambda_ms: float | None = Field(
         None, description="Step Lambda time, each invocation rounded up to 1 ms."
+    )
+    outcome: str | None = Field(
+        None, description="The finished run's verdict (relayflow.control.outcome)."
+    )
+    parked: dict[str, Any] | None = Field(
+        None,
+        description="While parked: {park_id, step, error, parked_at, deadline} "
+        "(relayflow.dal.parks).",
     )
 
     def key(self) -> keys.Key:

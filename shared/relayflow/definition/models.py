@@ -32,6 +32,7 @@ from relayflow.definition.admission import (
     DebounceSettings,
     SingletonSettings,
 )
+from relayflow.definition.errors_model import OnError
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -159,6 +160,9 @@ class _StepBase(_Model):
         None, description="Step to run when this step fails (after retries); the error is at error."
     )
     retry: RetryPolicy | None = Field(None, description="Retry policy for this step.")
+    on_error: OnError | None = Field(
+        None, description="park or continue when the step fails (docs/reliability.md)."
+    )
     timeout_seconds: int | None = Field(
         None, ge=1, le=31_536_000, description="Fail the step with States.Timeout after this long."
     )

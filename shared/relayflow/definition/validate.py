@@ -29,6 +29,7 @@ from relayflow.definition.models import (
 )
 from relayflow.definition.problems import DefinitionError, Problem
 from relayflow.definition.validate_ai import check_agents, check_batches
+from relayflow.definition.validate_errors import check_on_error
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
@@ -189,6 +190,7 @@ class _Checker:
         self.check_tools()
         check_agents(self)
         check_batches(self)
+        check_on_error(self, graph, isinstance(start, str) and start in self.steps)
         self.check_triggers()
         return self.problems
 

@@ -68,6 +68,11 @@ def run(event: Any) -> dict[str, Any]:
         from relayflow.steps import step_gate
 
         return step_gate.run(event)
+    if isinstance(step, dict) and step.get("type") == "park":
+        # A run parked at a failed step (on_error: park) waits in this function's Task too.
+        from relayflow.steps import park
+
+        return park.run(event)
 
     task = parse_task(event)
     if task.step.type == "wait_for_event":
