@@ -29,6 +29,7 @@ from relayflow.definition.models import (
 )
 from relayflow.definition.problems import DefinitionError, Problem
 from relayflow.definition.validate_ai import check_agents, check_batches
+from relayflow.definition.validate_for_each import check_for_each
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
@@ -189,6 +190,7 @@ class _Checker:
         self.check_tools()
         check_agents(self)
         check_batches(self)
+        check_for_each(self)
         self.check_triggers()
         return self.problems
 
