@@ -87,18 +87,22 @@ def _check_items_from(
     problem = bucket_problem(bucket)
     if problem:
         checker.add(path, RULE, problem)
-    checker.check_template_field(path, key)
-    if "'" in key or template_to_parameters({"Key": key}) is None:
-        checker.add(
-            path,
-            RULE,
-            "the key may hold only literal text (no quotes) and placeholders naming a value, "
-            "e.g. 'exports/{{ trigger.date }}.jsonl'",
-        )
     if items_format_of(items_from, raw.get("items_format")) is None:
         checker.add(
             f"{base}.items_format",
             RULE,
             f"the key has none of the extensions {', '.join(FORMAT_BY_EXTENSION)}: say what "
             "the object holds with items_format: json, jsonl or csv",
+        )
+    before = len(checker.problems)
+    # The key renders before any item exists: item and index are not there yet.
+    checker.check_template_field(path, key, ("trigger", "steps", "run"))
+    if len(checker.problems) > before:
+        return
+    if "'" in key or template_to_parameters({"Key": key}) is None:
+        checker.add(
+            path,
+            RULE,
+            "the key may hold only literal text (no quotes) and placeholders naming a value, "
+            "e.g. 'exports/{{ trigger.date }}.jsonl'",
         )
