@@ -14,9 +14,14 @@ from typing import Any
 
 import pytest
 
+from relayflow.adapters.aws import client
+from relayflow.control.recorder import record_status_change, status_change_event
+from relayflow.control.service import ControlPlane
+from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
+from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
@@ -56,6 +61,8 @@ steps:
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime(time_scale=0.001) as rt:
         rt.s3_client.create_bucket(Bucket=BUCKET)
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
         yield rt
 
 
@@ -190,3 +197,38 @@ steps:
     out = result.output["steps"]["each"]["output"]
     manifest = read_json(runtime, out["bucket"], out["manifest"])
     assert len(manifest["ResultFiles"]["FAILED"]) == 1
+
+
+def test_through_the_control_plane_each_tenant_reads_its_own_prefix(runtime):
+    # Given the same workflow put by two tenants, each with its own rows under its prefix
+    plane = ControlPlane()
+    definition = {
+        "id": "tally",
+        "start": "each",
+        "steps": {
+            "each": {"type": "for_each", "items_from": f"s3://{BUCKET}/rows.jsonl", "step": "n"},
+            "n": {"type": "transform", "mapping": {"n": "{{ item.n }}"}},
+        },
+    }
+    results = {}
+    for tenant, count in (("t-dist-a", 3), ("t-dist-b", 5)):
+        body = "".join(json.dumps({"n": i}) + "\n" for i in range(count)).encode()
+        runtime.s3_client.put_object(Bucket=BUCKET, Key=f"{tenant}/rows.jsonl", Body=body)
+        plane.put_workflow(tenant, "tally", definition)
+        run = plane.start_run(tenant, "tally", {})
+        item = plane.dal.get_run(tenant, run.run_id)
+        assert item is not None and item.execution_arn
+        runtime.wait(item.execution_arn, timeout=60)
+        described = runtime.sfn_client.describe_execution(executionArn=item.execution_arn)
+        record_status_change(status_change_event(described), control=plane)
+        results[tenant] = plane.get_run(tenant, run.run_id)
+    # Then each run read its own tenant's object, and wrote under its own machine's prefix
+    for tenant, count in (("t-dist-a", 3), ("t-dist-b", 5)):
+        detail = results[tenant]
+        assert detail.status == "succeeded", (detail.error, detail.cause)
+        out = detail.output["steps"]["each"]["output"]
+        stage = get_settings().stage
+        assert out["manifest"].startswith(f"for_each/relayflow-{stage}-{tenant}_tally/each/")
+        manifest = read_json(runtime, out["bucket"], out["manifest"])
+        records = read_json(runtime, out["bucket"], manifest["ResultFiles"]["SUCCEEDED"][0]["Key"])
+        assert len(records) == count
