@@ -70,6 +70,30 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
+def states_failure(env: Any, cause: str, error: str) -> Exception:
+    """A failure named ``error`` (a ``States.*`` name) that the interpreter handles like its
+    own: Retry and Catch on the Map match it, and the execution reports it."""
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    details = TaskFailedEventDetails(error=error, cause=cause)
+    return FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=StatesErrorName.from_name(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(taskFailedEventDetails=details),
+        )
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Integer ToleratedFailurePercentage
 # --------------------------------------------------------------------------------------------
@@ -135,8 +159,6 @@ def _jsonl_reader(patches: Patches) -> None:
         InputType,
     )
 
-    from relayflow.local.compat import _runtime_error
-
     original_init = InputType.__init__
     original_factory = transformer_factory.resource_output_transformer_for
 
@@ -153,7 +175,7 @@ def _jsonl_reader(patches: Patches) -> None:
             try:
                 items = parse_jsonl(text)
             except ValueError as exc:
-                raise _runtime_error(
+                raise states_failure(
                     env, f"JSONL item reader: {exc}", "States.ItemReaderFailed"
                 ) from None
             env.stack.append(items[: reader_config["MaxItemsValue"]])
@@ -217,8 +239,6 @@ def _tolerated_failures(patches: Patches) -> None:
     )
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramError, ProgramStopped
     from moto.stepfunctions.parser.asl.eval.states import ItemData, MapData
-
-    from relayflow.local.compat import _runtime_error
 
     original_from_state_props = StateMap.from_state_props
 
@@ -313,7 +333,7 @@ def _tolerated_failures(patches: Patches) -> None:
             float(record.tolerated_failure_percentage),
         )
         if exceeded:
-            raise _runtime_error(env, cause, EXCEEDED)
+            raise states_failure(env, cause, EXCEEDED)
         env.stack.append([closed.job_output for closed in pool.get_closed_jobs()])
 
     patches.set(StateMap, "from_state_props", from_state_props)
@@ -329,22 +349,21 @@ def _tolerated_failures(patches: Patches) -> None:
 
 def result_record(outcome: ItemOutcome, map_run_arn: str) -> dict[str, Any]:
     """One child execution as AWS's ResultWriter lists it in ``SUCCEEDED_n.json`` /
-    ``FAILED_n.json`` (input and output are JSON text)."""
+    ``FAILED_n.json`` (input and output are JSON text). A Map Run
+    ``…:mapRun:<machine>/<label>:<id>`` runs its children on ``…:stateMachine:<machine>/<label>``
+    as ``…:execution:<machine>/<label>:<name>``."""
+    head, _, tail = map_run_arn.partition(":mapRun:")
+    child_machine = tail.rsplit(":", 1)[0]
     name = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{map_run_arn}#{outcome.index}"))
-    machine = (
-        map_run_arn.split(":mapRun:")[0]
-        + ":stateMachine:"
-        + (map_run_arn.split(":mapRun:")[1].split(":")[0])
-    )
     record: dict[str, Any] = {
-        "ExecutionArn": machine.replace(":stateMachine:", ":execution:") + ":" + name,
+        "ExecutionArn": f"{head}:execution:{child_machine}:{name}",
         "Input": json.dumps(outcome.input, separators=(",", ":")),
         "InputDetails": {"Included": True},
         "Name": name,
         "RedriveCount": 0,
         "RedriveStatus": "NOT_REDRIVABLE",
         "StartDate": outcome.started,
-        "StateMachineArn": machine,
+        "StateMachineArn": f"{head}:stateMachine:{child_machine}",
         "Status": outcome.status,
         "StopDate": outcome.stopped,
     }
@@ -354,6 +373,12 @@ def result_record(outcome: ItemOutcome, map_run_arn: str) -> dict[str, Any]:
     else:
         record["Error"], record["Cause"] = outcome.error, outcome.cause
     return record
+
+
+def result_file_of(outcome: ItemOutcome) -> str:
+    """The result file an outcome goes to: aborted and timed-out children are listed with
+    the failed ones."""
+    return "SUCCEEDED" if outcome.status == "SUCCEEDED" else "FAILED"
 
 
 @fix("distributed_result_writer", "moto Distributed Map: ResultWriter writes only a manifest")
@@ -381,7 +406,7 @@ def _result_writer(patches: Patches) -> None:
         folder = prefix + record.map_run_arn.split(":")[-1] + "/"
         files: dict[str, list[dict[str, Any]]] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
         for status in ("SUCCEEDED", "FAILED"):
-            chosen = [o for _, o in sorted(outcomes.items()) if _bucket_of(o) == status]
+            chosen = [o for _, o in sorted(outcomes.items()) if result_file_of(o) == status]
             if not chosen:
                 continue
             body = json.dumps([result_record(o, record.map_run_arn) for o in chosen]).encode()
@@ -403,8 +428,3 @@ def _result_writer(patches: Patches) -> None:
         )
 
     patches.set(ResourceEvalS3, "_handle_put_object", staticmethod(put_object))
-
-
-def _bucket_of(outcome: ItemOutcome) -> str:
-    # AWS lists aborted and timed-out children with the failed ones.
-    return "SUCCEEDED" if outcome.status == "SUCCEEDED" else "FAILED"

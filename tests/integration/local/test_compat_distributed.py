@@ -12,8 +12,10 @@ from local_asl import machine, pass_state
 
 from relayflow.local import compat
 from relayflow.local.compat_distributed import (
+    ItemOutcome,
     float_percentages,
     parse_jsonl,
+    result_record,
     threshold_exceeded,
 )
 
@@ -77,6 +79,27 @@ def test_thresholds_fail_beyond_either_bound():
     assert threshold_exceeded(5, 100, 2**62, 5.0) == (False, "")
     exceeded, cause = threshold_exceeded(6, 100, 2**62, 5.0)
     assert exceeded and "6 of 100 items failed (6%)" in cause
+
+
+def test_a_result_record_names_the_child_execution_of_the_map_run():
+    run = "arn:aws:states:us-east-1:123456789012:mapRun:relayflow-x/3f2a:9c1d"
+    failed = ItemOutcome(4, {"n": 4}, "FAILED", error="Item.Bad", cause="a bad row")
+    record = result_record(failed, run)
+    assert (
+        record["StateMachineArn"]
+        == "arn:aws:states:us-east-1:123456789012:stateMachine:relayflow-x/3f2a"
+    )
+    assert record["ExecutionArn"] == (
+        f"arn:aws:states:us-east-1:123456789012:execution:relayflow-x/3f2a:{record['Name']}"
+    )
+    assert (record["Input"], record["Error"], record["Cause"]) == (
+        '{"n":4}',
+        "Item.Bad",
+        "a bad row",
+    )
+    assert "Output" not in record
+    # and the name is stable per map run and item
+    assert result_record(failed, run)["Name"] == record["Name"]
 
 
 def test_only_integer_percentage_fields_are_rewritten():
