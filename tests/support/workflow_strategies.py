@@ -3,9 +3,9 @@
 :func:`workflow_definitions` covers every step type this build accepts (noop, transform,
 tool with AWS and declared HTTP tools, code, custom with and without branches, webhook_out,
 condition native and in its Lambda, delay by seconds (long ones too) and until, parallel,
-for_each (inline and distributed), approval, waitpoint, wait_for_event, sub_workflow, agent
-with tools, gating and outcomes, llm_batch) and their options: retry policies (fixed, linear,
-exponential, jitter, caps, retry_on), timeouts, on_failure routes and the workflow-wide error
+for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, gating and
+outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
+retry_on), timeouts, on_failure routes and the workflow-wide error
 route, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
 (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
 
@@ -444,26 +444,6 @@ class _Builder:
             step["max_concurrency"] = draw(st.integers(0, 1000))
         if draw(st.booleans()):
             step["on_item_failure"] = draw(st.sampled_from(["fail", "continue"]))
-        if not self.runnable and draw(st.integers(0, 2)) == 0:
-            self.distributed(step)
-
-    def distributed(self, step: dict[str, Any]) -> None:
-        """A for_each at scale: a Distributed Map over the document's items or an S3 object."""
-        draw = self.draw
-        step.pop("on_item_failure", None)  # a distributed item's failure fails its child
-        if draw(st.booleans()):
-            step["mode"] = "distributed"
-        else:
-            del step["items"]
-            step.pop("max_items", None)
-            key = draw(st.sampled_from(["orders.jsonl", "{{ trigger.name }}/rows.csv", "a.json"]))
-            step["items_from"] = f"s3://app-{draw(st.sampled_from(['x', 'exports.v2']))}/{key}"
-            if draw(st.booleans()):
-                step["items_format"] = draw(st.sampled_from(["json", "jsonl", "csv"]))
-        if draw(st.booleans()):
-            step["tolerated_failures"] = draw(
-                st.one_of(st.integers(0, 100_000), st.integers(0, 100).map(lambda p: f"{p}%"))
-            )
 
     def fill_tool(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw

@@ -221,3 +221,42 @@ def test_an_inline_for_each_asks_for_no_s3_or_child_grants():
     statements = compiled(definition({"items": "{{ trigger.orders }}"})).iam_statements
     actions = {a for s in statements for a in s["Action"]}
     assert not {a for a in actions if a.startswith(("s3:", "states:"))}
+
+
+# ------------------------------------------------------------------------------ the check
+
+
+def distributed_machine() -> dict[str, Any]:
+    return compiled(definition({**S3_JSONL, "tolerated_failures": "5%"})).asl
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.update(ToleratedFailurePercentage=2.5), "ToleratedFailurePercentage"),
+        (lambda m: m.update(ToleratedFailureCount=-1), "ToleratedFailureCount"),
+        (
+            lambda m: m["ItemProcessor"]["ProcessorConfig"].pop("ExecutionType"),
+            "ExecutionType is STANDARD or EXPRESS",
+        ),
+        (lambda m: m["ItemReader"]["ReaderConfig"].update(InputType="XML"), "InputType 'XML'"),
+        (lambda m: m["ItemReader"]["Parameters"].update({"Key.$": "orders"}), "Key.$"),
+        (lambda m: m["ResultWriter"].pop("Resource"), "ResultWriter needs a Resource"),
+        (
+            lambda m: m["ItemProcessor"].update(ProcessorConfig={"Mode": "INLINE"}),
+            "needs a DISTRIBUTED item processor",
+        ),
+        (
+            lambda m: m["ItemProcessor"].update(ProcessorConfig={"Mode": "PARALLEL"}),
+            "INLINE or DISTRIBUTED",
+        ),
+    ],
+)
+def test_the_check_refuses_broken_distributed_maps(change, message):
+    # Given a compiled distributed for_each (which passes the check)
+    asl = distributed_machine()
+    # When one of its Distributed Map fields is broken
+    change(asl["States"]["each"])
+    # Then the check names the state and what is wrong
+    violations = check_machine(asl)
+    assert any(v.state == "each" and message in v.message for v in violations), violations
