@@ -85,7 +85,13 @@ def compile_checked(workflow: Workflow) -> CompiledWorkflow:
     """Compile ``workflow`` and check the machine (:mod:`relayflow.compiler.check`) before the
     local runtime sees it. Raises ``CompiledMachineInvalid`` (a compiler bug) instead of
     running a machine Step Functions would refuse."""
-    compiled = compile_workflow(workflow)
+    from relayflow.compiler import CompileOptions
+    from relayflow.settings import get_settings
+
+    # The bucket the local runtime creates: distributed for_each steps write results there.
+    compiled = compile_workflow(
+        workflow, CompileOptions(payload_bucket=get_settings().payload_bucket)
+    )
     assert_valid_machine(compiled.asl)
     return compiled
 

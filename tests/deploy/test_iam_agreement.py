@@ -60,6 +60,7 @@ def _options(resolver: Resolver, stage: str) -> CompileOptions:
         region=REGION,
         account=ACCOUNT,
         state_machine_name=lambda workflow_id: state_machine_name(stage, "acme", workflow_id),
+        payload_bucket=resolver.ref("PayloadBucket"),
     )
 
 

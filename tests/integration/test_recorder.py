@@ -221,6 +221,19 @@ def test_events_that_are_not_relayflow_runs_are_ignored(runtime, bus, plane, dev
     assert plane.dal.get_run("acme", spoofed["detail"]["name"]) is None
 
 
+def test_child_executions_of_a_distributed_for_each_are_not_runs(runtime, bus, plane, dev_stage):
+    # Given the end of a Map Run's child execution: its input holds the parent run's $.run
+    child = sample("failed", uuid.uuid4().hex)
+    machine = child["detail"]["stateMachineArn"].rsplit(":", 1)[-1]
+    for field in ("stateMachineArn", "executionArn"):
+        child["detail"][field] = child["detail"][field].replace(machine, f"{machine}/map-run-1")
+    # When it is delivered, nothing is recorded for the run
+    result = record_status_change(child, control=plane)
+    assert result == {**result, "recorded": False}
+    assert "distributed for_each" in result["reason"]
+    assert plane.dal.get_run("acme", child["detail"]["name"]) is None
+
+
 def test_the_function_handler_records_a_sample(runtime, bus, dev_stage):
     spec = importlib.util.spec_from_file_location(
         "recorder_app", ROOT / "functions/recorder/app.py"

@@ -115,6 +115,14 @@ _WAIT_FIELDS = ("Seconds", "Timestamp", "SecondsPath", "TimestampPath")
 # Characters no name in Step Functions may hold (beside controls and surrogates).
 _NONCHAR = frozenset({0xFFFE, 0xFFFF})
 _JITTER_STRATEGIES = frozenset({"FULL", "NONE"})
+_EXECUTION_TYPES = frozenset({"STANDARD", "EXPRESS"})
+_READER_INPUT_TYPES = frozenset({"CSV", "JSON", "JSONL", "MANIFEST", "PARQUET"})
+#: Map fields that only a ``Mode: DISTRIBUTED`` item processor honours.
+_DISTRIBUTED_ONLY = (
+    *("ItemReader", "ItemBatcher", "ResultWriter", "Label"),
+    *("ToleratedFailureCount", "ToleratedFailureCountPath"),
+    *("ToleratedFailurePercentage", "ToleratedFailurePercentagePath"),
+)
 _COMBINATORS = ("And", "Or", "Not")
 _COMPARATORS: dict[str, str] = {
     **{f"String{op}": "string" for op in ("Equals", "LessThan", "GreaterThan")},
@@ -607,12 +615,51 @@ class _Checker:
             self._seconds(path, "MaxConcurrency", state["MaxConcurrency"], low=0)
         if "ToleratedFailureCount" in state:
             self._seconds(path, "ToleratedFailureCount", state["ToleratedFailureCount"], low=0)
-        percentage = state.get("ToleratedFailurePercentage", 0)
-        if not _is_number(percentage) or not 0 <= percentage <= 100:
-            self.add(
-                "numeric-range",
+        if "ToleratedFailurePercentage" in state:
+            # An integer: AWS's schema (and its language service) refuse 2.5.
+            self._seconds(
                 path,
-                f"ToleratedFailurePercentage must be a number from 0 to 100, not {percentage!r}",
+                "ToleratedFailurePercentage",
+                state["ToleratedFailurePercentage"],
+                low=0,
+                high=100,
+            )
+        config = processor.get("ProcessorConfig") if isinstance(processor, Mapping) else None
+        mode = config.get("Mode", "INLINE") if isinstance(config, Mapping) else "INLINE"
+        if mode == "DISTRIBUTED":
+            self._distributed(state, config or {}, path)
+        elif mode != "INLINE":
+            self.add("field-value", path, f"ProcessorConfig.Mode {mode!r}: INLINE or DISTRIBUTED")
+        else:
+            for field in _DISTRIBUTED_ONLY:
+                if field in state:
+                    self.add("field-value", path, f"{field} needs a DISTRIBUTED item processor")
+
+    def _distributed(self, state: Mapping[str, Any], config: Mapping[str, Any], path: str) -> None:
+        """A Distributed Map: its child executions' type, and the S3 integrations that read
+        its items and write its results (a Resource, and Parameters as a payload template)."""
+        if config.get("ExecutionType") not in _EXECUTION_TYPES:
+            self.add(
+                "field-value", path, "a DISTRIBUTED Map's ExecutionType is STANDARD or EXPRESS"
+            )
+        for field in ("ItemReader", "ResultWriter"):
+            integration = state.get(field, {"Resource": ""})
+            if not isinstance(integration, Mapping) or not isinstance(
+                integration.get("Resource"), str
+            ):
+                self.add("field-value", path, f"{field} needs a Resource string")
+            else:
+                self._template(integration.get("Parameters"), path, f"{field}.Parameters")
+        reader = state.get("ItemReader")
+        reader_config = reader.get("ReaderConfig", {}) if isinstance(reader, Mapping) else {}
+        input_type = (
+            reader_config.get("InputType", "JSON") if isinstance(reader_config, Mapping) else None
+        )
+        if input_type not in _READER_INPUT_TYPES:
+            self.add(
+                "field-value",
+                path,
+                f"ItemReader InputType {input_type!r} is not one of {sorted(_READER_INPUT_TYPES)}",
             )
 
     def _retry(self, retriers: Any, path: str) -> None:

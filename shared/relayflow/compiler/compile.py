@@ -27,6 +27,7 @@ from relayflow.compiler.asl import (
     THROTTLED_RETRY,
 )
 from relayflow.compiler.driver import Driver
+from relayflow.compiler.kinds.for_each_distributed import RESULTS_PREFIX
 from relayflow.compiler.options import CompiledWorkflow, CompileOptions, local_state_machine_name
 from relayflow.definition.models import Workflow
 
@@ -101,6 +102,47 @@ def _iam_statements(
     return statements
 
 
+def _distributed_statements(
+    options: CompileOptions, workflow_id: str, item_buckets: list[str]
+) -> list[dict[str, Any]]:
+    """What a Distributed Map needs (Step Functions' documented policy for it): start, watch
+    and stop its own child executions, read its items, write its results."""
+    name = options.state_machine_name(workflow_id)
+    machine = options.state_machine_arn(workflow_id)
+    statements: list[dict[str, Any]] = [
+        # A published version or alias runs its Map's children under its own qualified ARN.
+        {
+            "Effect": "Allow",
+            "Action": ["states:StartExecution"],
+            "Resource": [machine, f"{machine}:*"],
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["states:DescribeExecution", "states:StopExecution"],
+            "Resource": [f"arn:aws:states:{options.region}:{options.account}:execution:{name}/*"],
+        },
+        {
+            "Effect": "Allow",
+            "Action": [
+                "s3:PutObject",
+                "s3:GetObject",
+                "s3:ListMultipartUploadParts",
+                "s3:AbortMultipartUpload",
+            ],
+            "Resource": [f"arn:aws:s3:::{options.payload_bucket}/{RESULTS_PREFIX}/{name}/*"],
+        },
+    ]
+    if item_buckets:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"arn:aws:s3:::{b}/*" for b in item_buckets],
+            }
+        )
+    return statements
+
+
 def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) -> CompiledWorkflow:
     """Compile a validated workflow. Call :func:`relayflow.definition.validate_data` (or
     ``load_workflow``) first: the compiler assumes references and scopes are sound."""
@@ -109,8 +151,8 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
     asl = compiler.compile()
     runners = dict(sorted(compiler.runners.items()))
     functions = sorted({r for r in runners.values() if r != "native"} | compiler.functions)
-    return CompiledWorkflow(
-        asl=asl,
-        iam_statements=_iam_statements(options, functions, sorted(compiler.children)),
-        step_runners=runners,
-    )
+    statements = _iam_statements(options, functions, sorted(compiler.children))
+    if compiler.distributed:
+        buckets = sorted({b for b in compiler.distributed.values() if b})
+        statements[-1:-1] = _distributed_statements(options, workflow.id, buckets)
+    return CompiledWorkflow(asl=asl, iam_statements=statements, step_runners=runners)

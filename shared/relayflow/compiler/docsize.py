@@ -107,6 +107,8 @@ class _Sizer:
             return OFFLOAD_THRESHOLD_BYTES + overhead
         if step.type == "transform":
             return overhead + self._template(step.mapping)
+        if step.type == "for_each" and step.distributed:
+            return overhead + FIELD_BYTES  # where the results went, not the results
         if step.type == "for_each":
             # Each item's record; an item step in a Lambda offloads its own large output.
             return overhead + step.max_items * self.record(step.step)

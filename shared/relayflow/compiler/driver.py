@@ -29,6 +29,9 @@ class Driver:
         #: Function kinds that auxiliary states invoke besides the steps' runners (a park's
         #: callback Task, a fallback rendered in the transform function).
         self.functions: set[str] = set()
+        #: Distributed for_each steps → the bucket their items are read from (None: from the
+        #: state document), for the IAM statements.
+        self.distributed: dict[str, str | None] = {}
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
         #: Where the compiled machine drops outputs no later reader needs.
         self.liveness: LivenessPlan = analyse(
@@ -56,10 +59,10 @@ class Driver:
     def entry_state(self, key: str) -> str:
         """The state a route into step ``key`` enters: its main state, or the item-count
         check in front of a for_each's Map, or the depth guard in front of a sub_workflow."""
-        step_type = self.wf.steps[key].type
-        if step_type == "for_each":
-            return f"{key}.size"
-        if step_type == "sub_workflow":
+        step = self.wf.steps[key]
+        if step.type == "for_each":
+            return f"{key}.size" if step.items is not None else key
+        if step.type == "sub_workflow":
             return f"{key}.depth"
         return key
 

@@ -49,7 +49,7 @@ MAX_KEEP = 40
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "transform": ("mapping",),
     "delay": ("seconds", "until"),
-    "for_each": ("items",),
+    "for_each": ("items", "items_from"),
     "tool": ("args",),
     "agent": ("prompt",),
     "llm_batch": ("items", "prompt_template"),

@@ -26,6 +26,8 @@ class CompileOptions:
     region: str = naming.LOCAL_REGION
     account: str = naming.LOCAL_ACCOUNT
     state_machine_name: Callable[[str], str] = local_state_machine_name
+    #: The payload bucket: distributed for_each steps write their results under for_each/.
+    payload_bucket: str = "relayflow-payloads"
 
     def arn(self, kind: str) -> str:
         return self.function_arns.get(kind) or naming.function_arn(kind, self.region, self.account)

@@ -36,6 +36,10 @@ _ASL_NAMES = {
     "items_path": "ItemsPath",
     "max_concurrency": "MaxConcurrency",
     "item_processor": "ItemProcessor",
+    "item_reader": "ItemReader",
+    "tolerated_failure_count": "ToleratedFailureCount",
+    "tolerated_failure_percentage": "ToleratedFailurePercentage",
+    "result_writer": "ResultWriter",
     "error": "Error",
     "cause": "Cause",
     "error_path": "ErrorPath",
@@ -130,9 +134,13 @@ class Parallel(_Flow):
 class Map(_Flow):
     kind: ClassVar[str] = "Map"
     items_path: str | None = None
+    item_reader: dict[str, Any] | None = None
     item_selector: dict[str, Any] | None = None
     max_concurrency: int | None = None
+    tolerated_failure_count: int | None = None
+    tolerated_failure_percentage: int | None = None
     item_processor: ScopeMachine | None = None
+    result_writer: dict[str, Any] | None = None
     result_selector: dict[str, Any] | None = None
     result_path: str | None = None
     retry: list[dict[str, Any]] = field(default_factory=list)
@@ -142,6 +150,22 @@ class Map(_Flow):
         out = super().to_dict()
         if "ItemProcessor" in out:
             out["ItemProcessor"] = {"ProcessorConfig": {"Mode": "INLINE"}, **out["ItemProcessor"]}
+        return out
+
+
+@dataclass
+class DistributedMap(Map):
+    """A Map whose items run as child workflow executions (``Mode: DISTRIBUTED``), each with
+    its own execution history, so the parent's history stays a few events long. (The
+    distributed-only fields are :class:`Map`'s, in specification order; an inline Map never
+    sets them.)"""
+
+    execution_type: ClassVar[str] = "STANDARD"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        processor = out["ItemProcessor"]
+        processor["ProcessorConfig"] = {"Mode": "DISTRIBUTED", "ExecutionType": self.execution_type}
         return out
 
 

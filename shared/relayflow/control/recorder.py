@@ -149,6 +149,10 @@ def record_status_change(
     if change.source != SOURCE or change.detail_type != DETAIL_TYPE:
         return _ignored("not a Step Functions status-change event")
     detail = change.detail
+    if "/" in detail.state_machine_arn.rsplit(":", 1)[-1]:
+        # A Distributed Map's child (stateMachine:<machine>/<map run>): its input holds the
+        # parent's $.run, but its end is an item's, not the run's.
+        return _ignored("a child execution of a distributed for_each")
     if detail.status not in LIFECYCLE_TYPES:
         return _ignored(f"status {detail.status} is not recorded")
     ref = _run_ref(detail, control)

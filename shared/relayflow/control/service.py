@@ -1241,16 +1241,16 @@ def _document_size_warnings(workflow: Any) -> list[str]:
 
 def compile_options(tenant: str) -> Any:
     """How the control plane compiles the tenant's workflows: the deployment's functions,
-    region and account, and the tenant's state machine naming."""
+    region, account and payload bucket, and the tenant's state machine naming."""
     from relayflow.compiler import CompileOptions
 
     settings = get_settings()
     return CompileOptions(
         function_arns=dict(settings.function_arns),
         region=settings.region,
-        # The state machines live in the account of the role they run with.
-        account=settings.state_machine_role_arn.split(":")[4],
+        account=settings.state_machine_role_arn.split(":")[4],  # the role's: machines run there
         state_machine_name=functools.partial(sfn_api.state_machine_name, settings.stage, tenant),
+        payload_bucket=settings.payload_bucket,
     )
 
 

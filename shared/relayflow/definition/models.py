@@ -33,6 +33,7 @@ from relayflow.definition.admission import (
     SingletonSettings,
 )
 from relayflow.definition.errors_model import OnError
+from relayflow.definition.for_each import ForEachScale
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -322,16 +323,14 @@ class ParallelStep(_Routed):
     )
 
 
-class ForEachStep(_Routed):
-    """Runs ``step`` once per item of ``items`` (a Map state). The output is the list of
-    per-item results, in item order."""
+class ForEachStep(_Routed, ForEachScale):
+    """Runs ``step`` once per item of ``items`` or ``items_from`` (a Map state). The output is
+    the list of per-item results in item order, or (distributed) where they were written."""
 
     type: Literal["for_each"]
-    items: Template = Field(description="A placeholder yielding a list, e.g. {{ trigger.orders }}.")
+    items: Template | None = Field(None, description="A list placeholder: {{ trigger.orders }}.")
     step: StepKey = Field(description="The step run for each item; it sees item and index.")
-    max_items: int = Field(
-        1000, ge=1, le=40_000, description="Fail the run beyond this many items."
-    )
+    max_items: int = Field(1000, ge=1, le=40_000, description="Fail beyond this many items.")
     max_concurrency: int = Field(
         0, ge=0, le=1000, description="Items in flight at once; 0 = no limit."
     )

@@ -30,6 +30,7 @@ from relayflow.definition.models import (
 from relayflow.definition.problems import DefinitionError, Problem
 from relayflow.definition.validate_ai import check_agents, check_batches
 from relayflow.definition.validate_errors import check_on_error
+from relayflow.definition.validate_for_each import check_for_each
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
@@ -191,6 +192,7 @@ class _Checker:
         check_agents(self)
         check_batches(self)
         check_on_error(self, graph, isinstance(start, str) and start in self.steps)
+        check_for_each(self)
         self.check_triggers()
         return self.problems
 

@@ -1,10 +1,12 @@
-"""for_each: an item-count guard, then a native Map running the item step per item."""
+"""for_each: an item-count guard, then a native Map running the item step per item (a
+Distributed Map for a for_each at scale: :mod:`.for_each_distributed`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from relayflow.compiler.asl import SUCCEEDED, json_path_of_placeholder, over_limit
+from relayflow.compiler.kinds.for_each_distributed import emit_distributed_for_each
 from relayflow.compiler.states import Map, Pass
 from relayflow.definition.models import ForEachStep
 from relayflow.errors import TooManyItems
@@ -14,7 +16,11 @@ if TYPE_CHECKING:
 
 
 def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
+    if step.distributed:
+        emit_distributed_for_each(ctx, key, step)
+        return
     ctx.c.runners[key] = "native"
+    assert step.items is not None  # validation: an inline for_each reads items
     items_path = json_path_of_placeholder(step.items)
     size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
     ctx.machine.add(
