@@ -113,7 +113,7 @@ def run_workflow(
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
-    if any(step.type == "sub_workflow" for step in workflow.steps.values()):
+    if any(_starts_children(step) for step in workflow.steps.values()):
         published[workflow.id] = workflow
     if runtime is None:
         with LocalRuntime(time_scale=time_scale) as owned:
@@ -199,6 +199,15 @@ def run_workflow_within(
         raise outcome["error"]
     result: RunResult = outcome["result"]
     return result
+
+
+def _starts_children(step: Any) -> bool:
+    """Whether a step starts child runs: a sub_workflow, or an agent with workflow tools."""
+    from relayflow.ai.tools import workflow_tools
+
+    if step.type == "agent":
+        return bool(workflow_tools(step.model_dump(exclude_none=True)))
+    return bool(step.type == "sub_workflow")
 
 
 def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:

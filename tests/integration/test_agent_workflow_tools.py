@@ -1,0 +1,185 @@
+"""Other workflows as an agent's tools, on the local runtime with the scripted provider: a call
+of ``workflow.<id>`` suspends the loop, the compiled ``startExecution.sync:2`` state runs the
+child (same tenant, dry-run inherited), and the agent resumes with the child's output as the
+call's result. Gating applies to workflow tools as to any tool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relayflow.definition import load_workflow_text
+from relayflow.definition.models import Workflow
+from relayflow.local import LocalRuntime
+from relayflow.runner import RunResult, run_workflow
+from relayflow.settings import override_settings
+
+pytestmark = pytest.mark.integration
+
+CHILD = """
+id: price-lookup
+start: quote
+steps:
+  quote:
+    type: transform
+    mapping:
+      sku: "{{ trigger.sku }}"
+      price: "{{ trigger.qty * 5 }}"
+      parent: "{{ run.parent.step }}"
+      dry_run: "{{ run.dry_run }}"
+"""
+
+#: Fails natively: two items for a for_each that allows one.
+FAILING_CHILD = """
+id: failing-child
+start: each
+steps:
+  each: {type: for_each, items: "{{ trigger.items }}", step: one, max_items: 1}
+  one: {type: noop}
+"""
+
+
+def call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": name, "input": args}
+
+
+def turn(*content: dict[str, Any]) -> dict[str, Any]:
+    return {"content": list(content), "usage": {"input_tokens": 100, "output_tokens": 10}}
+
+
+@pytest.fixture
+def fixtures(tmp_path: Path) -> Iterator[Any]:
+    def write(name: str, *turns: dict[str, Any]) -> str:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": list(turns)}))
+        return name
+
+    with override_settings(ai_fixtures_dir=str(tmp_path)):
+        yield write
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime(time_scale=0.001) as rt:
+        yield rt
+
+
+def agent(fixture: str, extra: str = "") -> Workflow:
+    text = f"""
+id: quoter
+start: ask
+steps:
+  ask:
+    type: agent
+    model: scripted:{fixture}
+    prompt: "Quote {{{{ trigger.sku }}}}"
+    tools: [workflow.price-lookup, workflow.failing-child]
+{extra}
+"""
+    return load_workflow_text(text, "quoter.yaml")
+
+
+def run(runtime: LocalRuntime, workflow: Workflow, **options: Any) -> RunResult:
+    children = [load_workflow_text(t, "child.yaml") for t in (CHILD, FAILING_CHILD)]
+    return run_workflow(
+        workflow,
+        {"sku": "A-1"},
+        runtime=runtime,
+        workflows={c.id: c for c in children},
+        timeout=60,
+        **options,
+    )
+
+
+def child_runs(runtime: LocalRuntime, workflow_id: str) -> list[dict[str, Any]]:
+    arn = f"arn:aws:states:us-east-1:123456789012:stateMachine:relayflow-{workflow_id}"
+    try:
+        return list(runtime.sfn_client.list_executions(stateMachineArn=arn)["executions"])
+    except Exception:  # no state machine published yet: no runs
+        return []
+
+
+def test_an_agent_calls_a_child_workflow_gets_its_output_and_finishes(runtime, fixtures):
+    # Given an agent whose model calls the price-lookup workflow, then answers from its output
+    fixture = fixtures(
+        "quote",
+        turn(
+            {"type": "text", "text": "Let me price it."},
+            call("q1", "workflow_price-lookup", {"sku": "A-1", "qty": 3}),
+        ),
+        turn({"type": "text", "text": "A-1 costs 15."}),
+    )
+    before = len(child_runs(runtime, "price-lookup"))
+    # When it runs
+    result = run(runtime, agent(fixture), dry_run=True)
+    # Then one child run started, and its output came back as the call's result
+    assert result.succeeded, (result.error, result.cause)
+    out = result.output["steps"]["ask"]["output"]
+    assert out["response"] == "A-1 costs 15." and out["turns"] == 2
+    (entry,) = out["tool_calls"]
+    assert entry["tool"] == "workflow.price-lookup" and entry["status"] == "succeeded"
+    quote = entry["output"]["steps"]["quote"]
+    # the child saw the arguments as its trigger, its parent step, and the inherited dry run
+    assert quote == {"sku": "A-1", "price": 15, "parent": "ask", "dry_run": True}
+    runs = child_runs(runtime, "price-lookup")
+    assert len(runs) == before + 1
+    assert entry["run_id"] == entry["output"]["run_id"]
+    assert any(r["name"] == entry["run_id"] for r in runs)
+
+
+def test_a_blocked_workflow_tool_never_starts_a_child(runtime, fixtures):
+    # Given a workflow tool the step blocks, and a model that calls it anyway
+    fixture = fixtures(
+        "blocked_child",
+        turn(call("b1", "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
+        turn({"type": "text", "text": "Could not price it."}),
+    )
+    before = len(child_runs(runtime, "price-lookup"))
+    # When it runs
+    result = run(runtime, agent(fixture, "    blocked_tools: [workflow.price-lookup]"))
+    # Then the call was refused in code and no child run exists
+    assert result.succeeded, (result.error, result.cause)
+    (entry,) = result.output["steps"]["ask"]["output"]["tool_calls"]
+    assert entry["status"] == "refused" and "blocked" in entry["error"]
+    assert len(child_runs(runtime, "price-lookup")) == before
+
+
+def test_a_failed_child_is_an_error_result_the_model_sees(runtime, fixtures):
+    # Given a call of a workflow that fails
+    fixture = fixtures(
+        "failing_child",
+        turn(call("f1", "workflow_failing-child", {"items": [1, 2]})),
+        turn({"type": "text", "text": "The lookup failed."}),
+    )
+    # When it runs
+    result = run(runtime, agent(fixture))
+    # Then the loop went on with the child's failure as the call's result
+    assert result.succeeded, (result.error, result.cause)
+    out = result.output["steps"]["ask"]["output"]
+    (entry,) = out["tool_calls"]
+    assert entry["status"] == "failed"
+    assert entry["error"]["error"] == "Relayflow.SubWorkflowFailed"
+    assert entry["error"]["child_status"] == "FAILED"
+    assert entry["error"]["child_error"] == "Relayflow.TooManyItems"
+    assert out["response"] == "The lookup failed."
+
+
+def test_two_calls_in_one_turn_start_two_children_in_order(runtime, fixtures):
+    # Given one turn with two workflow calls
+    fixture = fixtures(
+        "two_children",
+        turn(
+            call("t1", "workflow_price-lookup", {"sku": "A-1", "qty": 1}),
+            call("t2", "workflow_price-lookup", {"sku": "B-2", "qty": 2}),
+        ),
+        turn({"type": "text", "text": "Both priced."}),
+    )
+    # When it runs / Then each call got its own child run and result
+    result = run(runtime, agent(fixture))
+    assert result.succeeded, (result.error, result.cause)
+    calls = result.output["steps"]["ask"]["output"]["tool_calls"]
+    assert [c["output"]["steps"]["quote"]["price"] for c in calls] == [5, 10]
+    assert calls[0]["run_id"] != calls[1]["run_id"]
