@@ -183,3 +183,118 @@ def test_two_calls_in_one_turn_start_two_children_in_order(runtime, fixtures):
     calls = result.output["steps"]["ask"]["output"]["tool_calls"]
     assert [c["output"]["steps"]["quote"]["price"] for c in calls] == [5, 10]
     assert calls[0]["run_id"] != calls[1]["run_id"]
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+@pytest.fixture
+def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``invoke(workflow, steps=None)``: the agent function on the ``ask`` step's payload
+    (a run of tenant acme, one run id per test), with moto for the step-results table and
+    S3."""
+    import uuid
+    from types import SimpleNamespace
+
+    from relayflow_testing import load_handler, moto_table
+
+    from relayflow.adapters.aws import client
+    from relayflow.compiler import compile_workflow
+    from relayflow.settings import get_settings
+
+    context = SimpleNamespace(
+        function_name="relayflow-agent",
+        aws_request_id="req-1",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
+        get_remaining_time_in_millis=lambda: 60_000,
+    )
+    handler = load_handler("agent").handler
+    run_id = uuid.uuid4().hex
+
+    def call_agent(workflow: Workflow, steps: dict[str, Any] | None = None) -> dict[str, Any]:
+        asl = compile_workflow(workflow).asl
+        event = {
+            "step": asl["States"]["ask"]["Parameters"]["Payload"]["step"],
+            "doc": {
+                "run": {"id": run_id, "workflow_id": "quoter", "tenant": "acme", "depth": 0},
+                "trigger": {"sku": "A-1"},
+                "steps": steps or {},
+            },
+            "context": {"execution_id": "exec-1", "state": "ask", "attempt": 0},
+        }
+        return dict(handler(json.loads(json.dumps(event)), context))
+
+    with moto_table(monkeypatch):
+        client("s3").create_bucket(Bucket=get_settings().payload_bucket)
+        yield call_agent
+
+
+def test_a_duplicate_turn_names_one_child_and_a_replay_starts_none(fixtures, invoke):
+    # Given an agent step whose model calls a workflow tool
+    fixture = fixtures(
+        "dup_child",
+        turn(call("d1", "workflow_price-lookup", {"sku": "A-1", "qty": 2})),
+        turn({"type": "text", "text": "Priced."}),
+    )
+    workflow = agent(fixture)
+    # When the turn is invoked twice (Lambda's at-least-once delivery)
+    first, second = invoke(workflow), invoke(workflow)
+    # Then both name the same child run: Step Functions starts one execution of a name
+    assert first["branch"] == second["branch"] == "awaiting_workflow"
+    pending = first["output"]["pending"]
+    assert pending == second["output"]["pending"]
+    assert pending["workflow_id"] == "price-lookup" and len(pending["run_id"]) == 32
+    assert pending["input"] == {"sku": "A-1", "qty": 2}
+    # When the compiled child state has run and the agent resumes with its result
+    child = {"run_id": pending["run_id"], "steps": {"quote": {"output": {"price": 10}}}}
+    done = invoke(workflow, {"ask": {**first, "status": "succeeded", "workflow": child}})
+    # Then the child's output is the call's result and the loop finished
+    assert done["branch"] is None and done["output"]["response"] == "Priced."
+    (entry,) = done["output"]["tool_calls"]
+    assert entry["output"] == {"run_id": pending["run_id"], "steps": {"quote": {"price": 10}}}
+    # And a replay of the step from its first turn (a run restarted under its id) reads the
+    # recorded result back instead of asking for the child again
+    again = invoke(workflow)
+    assert again["branch"] is None and again["output"]["tool_calls"] == [entry]
+
+
+def test_an_approval_gated_workflow_tool_asks_first_then_runs_the_child(fixtures, invoke):
+    # Given a workflow tool that needs approval
+    fixture = fixtures(
+        "gated_child",
+        turn(call("g1", "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
+        turn({"type": "text", "text": "Priced after approval."}),
+    )
+    workflow = agent(fixture, "    require_approval_tools: [workflow.price-lookup]")
+    # When the model calls it / Then the loop waits for a person first
+    asked = invoke(workflow)
+    assert asked["branch"] == "awaiting_approval"
+    assert asked["output"]["pending"]["tool"] == "workflow.price-lookup"
+    # When a person approves / Then the loop waits for the child run
+    decision = {"approved": True, "responder": "ops@example.com"}
+    started = invoke(workflow, {"ask": {**asked, "status": "succeeded", "approval": decision}})
+    assert started["branch"] == "awaiting_workflow"
+    pending = started["output"]["pending"]
+    assert pending["approved_by"] == "ops@example.com"
+    # When the child has run / Then its result is the call's, with who approved it
+    child = {"run_id": pending["run_id"], "steps": {"quote": {"output": {"price": 5}}}}
+    done = invoke(workflow, {"ask": {**started, "status": "succeeded", "workflow": child}})
+    (entry,) = done["output"]["tool_calls"]
+    assert entry["status"] == "succeeded" and entry["approved_by"] == "ops@example.com"
+    assert done["output"]["response"] == "Priced after approval."
+
+
+def test_a_rejected_workflow_tool_starts_no_child(fixtures, invoke):
+    fixture = fixtures(
+        "rejected_child",
+        turn(call("r1", "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
+        turn({"type": "text", "text": "Not priced."}),
+    )
+    workflow = agent(fixture, "    require_approval_tools: [workflow.price-lookup]")
+    asked = invoke(workflow)
+    decision = {"approved": False, "responder": "ops@example.com"}
+    done = invoke(workflow, {"ask": {**asked, "status": "succeeded", "approval": decision}})
+    # The loop went on without a child run: the call is recorded as rejected
+    assert done["branch"] is None
+    (entry,) = done["output"]["tool_calls"]
+    assert entry["status"] == "rejected" and "run_id" not in entry

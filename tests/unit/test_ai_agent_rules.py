@@ -10,7 +10,7 @@ import pytest
 
 from relayflow.ai.messages import Usage
 from relayflow.ai.prices import estimate_cost, price_for
-from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name
+from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name, workflow_tools
 from relayflow.compiler import compile_workflow
 from relayflow.definition import validate_data
 from relayflow.steps.agent import answer_schema
@@ -68,6 +68,25 @@ def test_only_permitted_tools_are_offered_and_every_other_call_is_refused():
         == "tool 'aws.sqs.send_message' is blocked for this step"
     )
     assert box.check("http.crm.note") == (None, "there is no tool named 'http.crm.note'")
+
+
+def test_workflow_tools_are_gated_and_take_an_object():
+    box = Toolbox.build(
+        {
+            "tools": ["workflow.price-lookup", "workflow.refunds"],
+            "blocked_tools": ["workflow.refunds"],
+        },
+        {},
+    )
+    (spec,) = box.specs
+    assert spec.name == "workflow_price-lookup" and spec.input_schema["type"] == "object"
+    assert box.check("workflow_price-lookup") == ("workflow.price-lookup", None)
+    assert box.check("workflow.refunds") == (
+        "workflow.refunds",
+        "tool 'workflow.refunds' is blocked for this step",
+    )
+    assert workflow_tools({"tools": ["workflow.a", "http.crm.customer"]}) == ["a"]
+    assert workflow_tools({"tools": ["workflow.a"], "blocked_tools": ["workflow.a"]}) == []
 
 
 def test_wire_names_are_safe_for_every_provider():
@@ -185,6 +204,12 @@ def test_the_base_agent_is_valid():
             ("steps.triage.output_schema", "json-schema"),
         ),
         (lambda s: s.update(prompt="{{ trigger.id"), ("steps.triage.prompt", "template")),
+        (lambda s: s["tools"].append("workflow.Bad Id"), ("steps.triage.tools[2]", "unknown-tool")),
+        (lambda s: s["tools"].append("workflow."), ("steps.triage.tools[2]", "unknown-tool")),
+        (
+            lambda s: s.update(require_approval_tools=["workflow.refunds"]),
+            ("steps.triage.require_approval_tools", "tool-gating"),
+        ),
     ],
 )
 def test_agent_validation_rules(mutate, expected):
@@ -243,9 +268,14 @@ def test_an_agent_without_outcomes_takes_on_success_and_carries_its_http_tools()
             "steps.each_one.outcomes",
         ),
         ({"type": "llm_batch", "model": "scripted:x", "prompt": "hi"}, "steps.each.step"),
+        (
+            {"type": "agent", "model": "scripted:x", "prompt": "hi", "tools": ["workflow.x"]},
+            "steps.each_one.tools",
+        ),
     ],
 )
 def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, path):
+    # (workflow tools too: their child runs are states around the agent Task)
     data = {
         "id": "wf",
         "start": "each",
