@@ -293,12 +293,25 @@ def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, pat
     ("change", "expected"),
     [
         ({"model": "gemini:pro"}, ("steps.batch.model", "model-provider")),
-        ({"model": "bedrock:amazon.nova-lite-v1:0"}, ("steps.batch.model", "model-provider")),
+        (
+            {"model": "bedrock:amazon.titan-text-express-v1"},
+            ("steps.batch.model", "model-provider"),
+        ),
+        ({"model": "bedrock:cohere.command-r-v1:0"}, ("steps.batch.model", "model-provider")),
+        ({"model": "bedrock:meta.llama2-13b-chat-v1"}, ("steps.batch.model", "model-provider")),
+        (
+            {"model": "bedrock:amazon.nova-2-multimodal-embeddings-v1:0"},
+            ("steps.batch.model", "model-provider"),
+        ),
         ({"model": "anthropic:claude-haiku-4-5"}, ("steps.batch.api_key", "required")),
         ({"prompt": "one"}, ("steps.batch", "value-error")),
         ({"items": None}, ("steps.batch", "value-error")),
         ({"retry": {"backoff": "linear"}}, ("steps.batch.retry.backoff", "not-applicable")),
         ({"concurrency": {"limit": 1}}, ("steps.batch.concurrency", "not-applicable")),
+        (
+            {"rate_limit": {"limit": 10, "window_seconds": 60}},
+            ("steps.batch.rate_limit", "not-applicable"),
+        ),
         ({"prompt_template": "{{ item.text"}, ("steps.batch.prompt_template", "template")),
         ({"poll_interval_seconds": 0}, ("steps.batch.poll_interval_seconds", "greater-than-equal")),
     ],
@@ -314,3 +327,19 @@ def test_llm_batch_validation_rules(change, expected):
     step = {k: v for k, v in step.items() if v is not None}
     _, problems = validate_data({"id": "wf", "start": "batch", "steps": {"batch": step}})
     assert expected in {(p.path, p.rule) for p in problems}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "bedrock:anthropic.claude-3-haiku-20240307-v1:0",
+        "bedrock:us.amazon.nova-lite-v1:0",
+        "bedrock:meta.llama3-1-70b-instruct-v1:0",
+        "bedrock:mistral.mistral-small-2402-v1:0",
+        "bedrock:mistral.mistral-large-2407-v1:0",
+    ],
+)
+def test_llm_batch_accepts_the_bedrock_families_it_writes_records_for(model):
+    step = {"type": "llm_batch", "model": model, "prompt": "Say hi"}
+    _, problems = validate_data({"id": "wf", "start": "batch", "steps": {"batch": step}})
+    assert problems == []

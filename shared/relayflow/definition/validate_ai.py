@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 def check_batches(checker: _Checker) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
+    from relayflow.ai.bedrock_formats import FAMILIES_TEXT, family_of
 
     for key, raw in checker.steps.items():
         if raw.get("type") != "llm_batch":
@@ -32,13 +33,12 @@ def check_batches(checker: _Checker) -> None:
                 )
             elif provider == "anthropic" and raw.get("api_key") is None:
                 checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
-            elif provider == "bedrock" and not model_id.startswith(
-                ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.")
-            ):
+            elif provider == "bedrock" and family_of(model_id) is None:
                 checker.add(
                     f"{base}.model",
                     "model-provider",
-                    "Bedrock batch inference is built for Anthropic models (bedrock:anthropic.…)",
+                    f"Bedrock batch inference records are written for {FAMILIES_TEXT}; "
+                    f"{model_id!r} is none of them",
                 )
         for name in ("items", "prompt_template"):
             if raw.get(name) is not None:  # prompt_template also reads item and index
