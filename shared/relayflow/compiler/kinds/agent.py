@@ -49,7 +49,7 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
     outcome (and, defensively, any other value) raises ``Relayflow.AgentOutcomeInherited``
     into the step's failure route (``on_failure`` or the workflow's), or fails the run.
 
-    With ``require_approval_tools``: agent Task → ``<key>.gate`` (a Choice on the branch
+    With ``require_approval_tools``: agent Task → ``<key>.await`` (a Choice on the branch
     ``awaiting_approval``) → ``<key>.approval`` (the approval function's callback Task, the
     decision at ``$.steps.<key>.approval``) → the agent Task again, which resumes the loop.
     No Lambda waits for the person.
@@ -69,7 +69,8 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
         after = route if wired else inherited
     children = workflow_tools(step.model_dump(exclude_none=True))
     if step.require_approval_tools or children:
-        gate = f"{key}.gate"
+        # Not "<key>.gate": the step-through variant names its gate before a step so.
+        gate = f"{key}.await"
         task = ctx.lambda_task(key, step, "agent", None, then=gate)
         task.result_selector = {
             "output.$": "$.Payload.output",
