@@ -130,6 +130,23 @@ def test_an_agent_calls_a_child_workflow_gets_its_output_and_finishes(runtime, f
     assert any(r["name"] == entry["run_id"] for r in runs)
 
 
+def test_a_step_after_the_agent_reads_the_answer_built_from_the_child(runtime, fixtures):
+    # Given an agent with a workflow tool and outcomes, then a step that reads its answer
+    fixture = fixtures(
+        "quote_routed",
+        turn(call("q1", "workflow_price-lookup", {"sku": "A-1", "qty": 2})),
+        turn(call("fin", "final_answer", {"response": "10", "outcome": "quoted"})),
+    )
+    extra = (
+        "    outcomes: {quoted: report}\n"
+        '  report: {type: transform, mapping: {price: "{{ steps.ask.output.response }}"}}\n'
+    )
+    # When it runs / Then the child's result fed the answer and the run routed on it
+    result = run(runtime, agent(fixture, extra))
+    assert result.succeeded, (result.error, result.cause)
+    assert result.output["steps"]["report"]["output"] == {"price": "10"}
+
+
 def test_a_blocked_workflow_tool_never_starts_a_child(runtime, fixtures):
     # Given a workflow tool the step blocks, and a model that calls it anyway
     fixture = fixtures(
