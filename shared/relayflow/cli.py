@@ -236,15 +236,9 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
 def _children_of(workflow: Workflow) -> set[str]:
     """The ids of the workflows a definition starts: sub_workflow targets (templated ones as
     they are) and agents' ``workflow.<id>`` tools."""
-    from relayflow.ai.tools import workflow_tools
+    from relayflow.definition.children import child_workflows
 
-    wanted: set[str] = set()
-    for step in workflow.steps.values():
-        if step.type == "sub_workflow":
-            wanted.add(step.workflow_id)
-        elif step.type == "agent":
-            wanted.update(workflow_tools(step.model_dump(exclude_none=True)))
-    return wanted
+    return {child.workflow_id for child in child_workflows(workflow)}
 
 
 def _process_age() -> float:

@@ -16,6 +16,7 @@ from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.timeline import StepRun, fold_steps
+from relayflow.definition.children import child_workflows
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
 
@@ -113,7 +114,7 @@ def run_workflow(
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
-    if any(_starts_children(step) for step in workflow.steps.values()):
+    if child_workflows(workflow):
         published[workflow.id] = workflow
     if runtime is None:
         with LocalRuntime(time_scale=time_scale) as owned:
@@ -199,15 +200,6 @@ def run_workflow_within(
         raise outcome["error"]
     result: RunResult = outcome["result"]
     return result
-
-
-def _starts_children(step: Any) -> bool:
-    """Whether a step starts child runs: a sub_workflow, or an agent with workflow tools."""
-    from relayflow.ai.tools import workflow_tools
-
-    if step.type == "agent":
-        return bool(workflow_tools(step.model_dump(exclude_none=True)))
-    return bool(step.type == "sub_workflow")
 
 
 def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
