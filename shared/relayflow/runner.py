@@ -16,7 +16,6 @@ from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.timeline import StepRun, fold_steps
-from relayflow.definition.children import child_workflows
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
 
@@ -107,6 +106,7 @@ def run_workflow(
     steps through (the step-through variant, :mod:`relayflow.compiler.debug`): before each
     top-level step ``step(<step key>)`` is called, and the step starts when it returns;
     once it returns ``False`` the run goes on to its end without asking again."""
+    from relayflow.definition.children import child_workflows
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
