@@ -33,13 +33,15 @@ _ENDED = {"Completed", "PartiallyCompleted"}
 
 def _family(model_id: str) -> str:
     """``anthropic.claude-3-5-haiku-20241022-v1:0`` → ``claude 3 5 haiku`` (quota names spell
-    models "… for Claude 3.5 Haiku", compared with dots as spaces)."""
+    models "… for Claude 3.5 Haiku", compared with dots as spaces);
+    ``meta.llama3-1-70b-instruct-v1:0`` → ``llama 3 1 70b instruct`` ("… Llama 3.1 70B
+    Instruct")."""
     name = model_id.split(":")[0]
     for region in ("us.", "eu.", "apac.", "global."):
         name = name.removeprefix(region)
     name = name.split(".", 1)[-1]
     words = [w for w in name.split("-") if not re.fullmatch(r"\d{8}|v\d+", w)]
-    return " ".join(words)
+    return re.sub(r"([a-z])(\d)", r"\1 \2", " ".join(words))
 
 
 def minimum_records(model_id: str, quotas: Any = None) -> int:
