@@ -210,10 +210,10 @@ def _print_ai_usage(result: Any, out: TextIO) -> None:
 
 
 def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
-    """The workflows ``workflow``'s sub_workflow steps start (and theirs, in turn), found by
-    ``id`` among the definitions in ``directory``. Files that do not load are skipped unless
-    one of them is needed."""
-    wanted = {s.workflow_id for s in workflow.steps.values() if s.type == "sub_workflow"}
+    """The workflows ``workflow``'s sub_workflow steps and agent workflow tools start (and
+    theirs, in turn), found by ``id`` among the definitions in ``directory``. Files that do
+    not load are skipped unless one of them is needed."""
+    wanted = _children_of(workflow)
     # A templated target may be any of them: every definition in the folder is published.
     dynamic = any("{{" in workflow_id for workflow_id in wanted)
     wanted = {workflow_id for workflow_id in wanted if "{{" not in workflow_id}
@@ -242,8 +242,16 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
                 f"{directory} (choose the folder with --workflows)"
             )
         child = found_all[workflow_id] = available[workflow_id]
-        pending += [s.workflow_id for s in child.steps.values() if s.type == "sub_workflow"]
+        pending += sorted(_children_of(child))
     return found_all
+
+
+def _children_of(workflow: Workflow) -> set[str]:
+    """The ids of the workflows a definition starts: sub_workflow targets (templated ones as
+    they are) and agents' ``workflow.<id>`` tools."""
+    from relayflow.definition.children import child_workflows
+
+    return {child.workflow_id for child in child_workflows(workflow)}
 
 
 def _process_age() -> float:

@@ -227,4 +227,15 @@ NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     CodeError.error_name,
     CodeLimitExceeded.error_name,
     PayloadTooLarge.error_name,
+    # The AI steps' deterministic failures. A retry of an agent replays its recorded model
+    # turns and tool calls, so it reaches the same max_turns, budget or invalid answer; an
+    # llm_batch retry polls the same recorded job. A refused request (ModelError) is refused
+    # again. ModelResponseInvalid stays retryable: an unrecorded turn is asked again.
+    ModelError.error_name,
+    AgentMaxTurns.error_name,
+    AgentTokenBudget.error_name,
+    AgentOutputInvalid.error_name,
+    BatchFailed.error_name,
+    BatchDeadline.error_name,
+    BatchTooSmall.error_name,
 )

@@ -131,6 +131,7 @@ def run_workflow(
     steps through (the step-through variant, :mod:`relayflow.compiler.debug`): before each
     top-level step ``step(<step key>)`` is called, and the step starts when it returns;
     once it returns ``False`` the run goes on to its end without asking again."""
+    from relayflow.definition.children import child_workflows
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
@@ -138,7 +139,7 @@ def run_workflow(
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
-    if any(step.type == "sub_workflow" for step in workflow.steps.values()):
+    if child_workflows(workflow):
         published[workflow.id] = workflow
     if runtime is None:
         with LocalRuntime(time_scale=time_scale) as owned:

@@ -197,6 +197,35 @@ def test_max_turns_stops_the_loop_with_a_named_error(runtime, server, fixtures):
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize(
+    ("retry", "attempts"),
+    [
+        # AgentMaxTurns is deterministic (a retry replays the recorded turns): not retried
+        ("{max_attempts: 3, base_seconds: 1}", 1),
+        # unless retry_on names it
+        ("{max_attempts: 3, base_seconds: 1, retry_on: [Relayflow.AgentMaxTurns]}", 3),
+    ],
+)
+def test_a_retry_policy_does_not_repeat_a_deterministic_agent_failure(
+    runtime, server, fixtures, retry, attempts
+):
+    # Given a model that keeps calling tools, and a step with a retry policy
+    looping = turn(call("c", "http_crm_customer", {"id": "c-1"}))
+    fixture = fixtures(f"looping_retry_{attempts}", looping, looping)
+    agent = f"    tools: [http.crm.customer]\n    max_turns: 1\n    retry: {retry}"
+    before = len(agent_invocations(runtime))
+    # When it runs / Then it fails with AgentMaxTurns after one attempt of the step
+    result = run(runtime, workflow(server, fixture, agent))
+    assert result.status == "failed" and result.error == "Relayflow.AgentMaxTurns"
+    assert len(agent_invocations(runtime)) - before == attempts
+    # (the replayed attempts ran the recorded tool call only once)
+    assert len(server.requests) == 1
+
+
+def agent_invocations(runtime: LocalRuntime) -> list[Any]:
+    return [i for i in runtime.invocations if i.function_name == "relayflow-agent"]
+
+
 def test_the_token_budget_stops_the_loop_with_a_named_error(runtime, server, fixtures):
     # Given a budget of 150 tokens and turns of 120 tokens each
     step = turn(call("c", "http_crm_customer", {"id": "c-1"}), tokens=(100, 20))

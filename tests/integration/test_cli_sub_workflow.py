@@ -60,3 +60,32 @@ def test_run_names_a_child_it_cannot_find(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "workflow 'middle': no definition with that id" in err
+
+
+@pytest.mark.integration
+def test_relayflow_run_publishes_the_workflows_an_agent_calls(tmp_path, capsys):
+    # Given an agent definition beside the workflow it calls as a tool (and its fixture)
+    from relayflow.settings import override_settings
+
+    call = {"type": "tool_call", "id": "q1", "name": "workflow_price-lookup"}
+    turns = [
+        {"content": [{**call, "input": {"sku": "A-9", "qty": 4}}]},
+        {"content": [{"type": "text", "text": "A-9 costs 20."}]},
+    ]
+    (tmp_path / "cli_quote.json").write_text(json.dumps({"turns": turns}))
+    (tmp_path / "child.yaml").write_text(
+        "id: price-lookup\nstart: quote\nsteps:\n  quote:\n    type: transform\n"
+        '    mapping: {price: "{{ trigger.qty * 5 }}"}\n'
+    )
+    (tmp_path / "quoter.yaml").write_text(
+        "id: quoter\nstart: ask\nsteps:\n  ask:\n    type: agent\n"
+        "    model: scripted:cli_quote\n    prompt: Quote\n    tools: [workflow.price-lookup]\n"
+    )
+    # When `relayflow run` runs it
+    with override_settings(ai_fixtures_dir=str(tmp_path)):
+        code = main(["run", str(tmp_path / "quoter.yaml"), "--json"])
+    # Then the child was found in the folder, published and run by the agent
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0, record
+    (entry,) = record["output"]["steps"]["ask"]["output"]["tool_calls"]
+    assert entry["output"]["steps"]["quote"]["price"] == 20

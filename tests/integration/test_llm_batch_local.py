@@ -116,6 +116,24 @@ def test_a_whole_batch_failure_is_a_named_error(runtime, fixtures):
     assert result.status == "failed" and result.error == "Relayflow.BatchFailed"
 
 
+@pytest.mark.parametrize(
+    ("retry", "polls"),
+    [
+        ("{max_attempts: 3, base_seconds: 1}", 1),
+        ("{max_attempts: 3, base_seconds: 1, retry_on: [Relayflow.BatchFailed]}", 3),
+    ],
+)
+def test_a_retry_policy_does_not_repeat_a_whole_batch_failure(runtime, fixtures, retry, polls):
+    # Given a batch the provider fails, and a step with a retry policy
+    fixture = fixtures(f"failing_retry_{polls}", {"polls": 1, "status": "failed"})
+    before = len(invocations(runtime))
+    # When it runs / Then BatchFailed is not retried (the retry would poll the same recorded
+    # job) unless retry_on names it
+    result = run(runtime, batch_workflow(fixture, f"    retry: {retry}\n    on_success: done"))
+    assert result.status == "failed" and result.error == "Relayflow.BatchFailed"
+    assert invocations(runtime)[before:] == ["summarise"] + ["summarise.poll"] * polls
+
+
 def test_every_item_failing_is_a_whole_batch_failure(runtime, fixtures):
     fixture = fixtures("all_errored", {"polls": 1, "results": [{"error": "bad"}]})
     definition = batch_workflow(fixture, "    on_failure: handle").replace(

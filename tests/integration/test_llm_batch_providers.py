@@ -168,6 +168,18 @@ def test_the_minimum_records_quota_is_read_for_the_model():
     assert minimum_records("anthropic.claude-3-haiku-20240307-v1:0", client) == 100
 
 
+def test_the_minimum_records_quota_is_read_for_other_families():
+    quotas = {
+        "Minimum number of records per batch inference job for Llama 3.1 70B Instruct": 20.0,
+        "Minimum number of records per batch inference job for Nova Lite": 30.0,
+        "Minimum number of records per batch inference job for Claude 3 Haiku": 500.0,
+    }
+    client, _ = quotas_client(quotas)
+    assert minimum_records("meta.llama3-1-70b-instruct-v1:0", client) == 20
+    client, _ = quotas_client(quotas)
+    assert minimum_records("us.amazon.nova-lite-v1:0", client) == 30
+
+
 def test_below_the_minimum_the_step_refuses_or_falls_back():
     client, _ = quotas_client(QUOTAS)
     with pytest.raises(BatchTooSmall) as raised:

@@ -154,3 +154,31 @@ def test_a_workflow_may_start_itself(plane, tenant):
 
     # When it is PUT, Then it is accepted as version 1
     assert plane.put_workflow(tenant, "again", recursive).version == 1
+
+
+def test_an_agent_naming_a_missing_workflow_tool_is_refused(plane, tenant):
+    # Given a tenant with the child workflow only
+    plane.put_workflow(tenant, "child", child("v1"))
+    agent = {
+        "id": "asker",
+        "start": "ask",
+        "steps": {
+            "ask": {
+                "type": "agent",
+                "model": "scripted:x",
+                "prompt": "hi",
+                "tools": ["workflow.child", "workflow.ghost"],
+            }
+        },
+    }
+    # When an agent lists a workflow the tenant lacks as a tool
+    with pytest.raises(InvalidDefinition) as missing:
+        plane.put_workflow(tenant, "asker", agent)
+    # Then it is refused naming the step's tools and the rule; the existing one passes
+    assert missing.value.status == 422
+    assert [(p["path"], p["rule"]) for p in missing.value.details] == [
+        ("steps.ask.tools", "unknown-workflow")
+    ]
+    assert "ghost" in missing.value.details[0]["message"]
+    agent["steps"]["ask"]["tools"] = ["workflow.child"]
+    plane.put_workflow(tenant, "asker", agent)

@@ -10,7 +10,7 @@ import pytest
 
 from relayflow.ai.messages import Usage
 from relayflow.ai.prices import estimate_cost, price_for
-from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name
+from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name, workflow_tools
 from relayflow.compiler import compile_workflow
 from relayflow.definition import validate_data
 from relayflow.steps.agent import answer_schema
@@ -68,6 +68,25 @@ def test_only_permitted_tools_are_offered_and_every_other_call_is_refused():
         == "tool 'aws.sqs.send_message' is blocked for this step"
     )
     assert box.check("http.crm.note") == (None, "there is no tool named 'http.crm.note'")
+
+
+def test_workflow_tools_are_gated_and_take_an_object():
+    box = Toolbox.build(
+        {
+            "tools": ["workflow.price-lookup", "workflow.refunds"],
+            "blocked_tools": ["workflow.refunds"],
+        },
+        {},
+    )
+    (spec,) = box.specs
+    assert spec.name == "workflow_price-lookup" and spec.input_schema["type"] == "object"
+    assert box.check("workflow_price-lookup") == ("workflow.price-lookup", None)
+    assert box.check("workflow.refunds") == (
+        "workflow.refunds",
+        "tool 'workflow.refunds' is blocked for this step",
+    )
+    assert workflow_tools({"tools": ["workflow.a", "http.crm.customer"]}) == ["a"]
+    assert workflow_tools({"tools": ["workflow.a"], "blocked_tools": ["workflow.a"]}) == []
 
 
 def test_wire_names_are_safe_for_every_provider():
@@ -185,6 +204,12 @@ def test_the_base_agent_is_valid():
             ("steps.triage.output_schema", "json-schema"),
         ),
         (lambda s: s.update(prompt="{{ trigger.id"), ("steps.triage.prompt", "template")),
+        (lambda s: s["tools"].append("workflow.Bad Id"), ("steps.triage.tools[2]", "unknown-tool")),
+        (lambda s: s["tools"].append("workflow."), ("steps.triage.tools[2]", "unknown-tool")),
+        (
+            lambda s: s.update(require_approval_tools=["workflow.refunds"]),
+            ("steps.triage.require_approval_tools", "tool-gating"),
+        ),
     ],
 )
 def test_agent_validation_rules(mutate, expected):
@@ -243,9 +268,14 @@ def test_an_agent_without_outcomes_takes_on_success_and_carries_its_http_tools()
             "steps.each_one.outcomes",
         ),
         ({"type": "llm_batch", "model": "scripted:x", "prompt": "hi"}, "steps.each.step"),
+        (
+            {"type": "agent", "model": "scripted:x", "prompt": "hi", "tools": ["workflow.x"]},
+            "steps.each_one.tools",
+        ),
     ],
 )
 def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, path):
+    # (workflow tools too: their child runs are states around the agent Task)
     data = {
         "id": "wf",
         "start": "each",
@@ -263,12 +293,25 @@ def test_a_for_each_cannot_run_routing_agents_or_batches_per_item(item_step, pat
     ("change", "expected"),
     [
         ({"model": "gemini:pro"}, ("steps.batch.model", "model-provider")),
-        ({"model": "bedrock:amazon.nova-lite-v1:0"}, ("steps.batch.model", "model-provider")),
+        (
+            {"model": "bedrock:amazon.titan-text-express-v1"},
+            ("steps.batch.model", "model-provider"),
+        ),
+        ({"model": "bedrock:cohere.command-r-v1:0"}, ("steps.batch.model", "model-provider")),
+        ({"model": "bedrock:meta.llama2-13b-chat-v1"}, ("steps.batch.model", "model-provider")),
+        (
+            {"model": "bedrock:amazon.nova-2-multimodal-embeddings-v1:0"},
+            ("steps.batch.model", "model-provider"),
+        ),
         ({"model": "anthropic:claude-haiku-4-5"}, ("steps.batch.api_key", "required")),
         ({"prompt": "one"}, ("steps.batch", "value-error")),
         ({"items": None}, ("steps.batch", "value-error")),
         ({"retry": {"backoff": "linear"}}, ("steps.batch.retry.backoff", "not-applicable")),
         ({"concurrency": {"limit": 1}}, ("steps.batch.concurrency", "not-applicable")),
+        (
+            {"rate_limit": {"limit": 10, "window_seconds": 60}},
+            ("steps.batch.rate_limit", "not-applicable"),
+        ),
         ({"prompt_template": "{{ item.text"}, ("steps.batch.prompt_template", "template")),
         ({"poll_interval_seconds": 0}, ("steps.batch.poll_interval_seconds", "greater-than-equal")),
     ],
@@ -284,3 +327,19 @@ def test_llm_batch_validation_rules(change, expected):
     step = {k: v for k, v in step.items() if v is not None}
     _, problems = validate_data({"id": "wf", "start": "batch", "steps": {"batch": step}})
     assert expected in {(p.path, p.rule) for p in problems}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "bedrock:anthropic.claude-3-haiku-20240307-v1:0",
+        "bedrock:us.amazon.nova-lite-v1:0",
+        "bedrock:meta.llama3-1-70b-instruct-v1:0",
+        "bedrock:mistral.mistral-small-2402-v1:0",
+        "bedrock:mistral.mistral-large-2407-v1:0",
+    ],
+)
+def test_llm_batch_accepts_the_bedrock_families_it_writes_records_for(model):
+    step = {"type": "llm_batch", "model": model, "prompt": "Say hi"}
+    _, problems = validate_data({"id": "wf", "start": "batch", "steps": {"batch": step}})
+    assert problems == []

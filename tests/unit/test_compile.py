@@ -101,6 +101,13 @@ def test_a_step_with_a_retry_policy_runs_in_its_lambda_even_when_expressible():
             "Relayflow.CodeError",
             "Relayflow.CodeLimitExceeded",
             "Relayflow.PayloadTooLarge",
+            "Relayflow.ModelError",
+            "Relayflow.AgentMaxTurns",
+            "Relayflow.AgentTokenBudget",
+            "Relayflow.AgentOutputInvalid",
+            "Relayflow.BatchFailed",
+            "Relayflow.BatchDeadline",
+            "Relayflow.BatchTooSmall",
         ],
         "MaxAttempts": 0,
     }

@@ -73,3 +73,29 @@ def test_the_normal_machine_is_untouched_and_the_variant_only_adds_gates(path):
     for name, state in asl["States"].items():
         rewired = json.loads(json.dumps(variant["States"][name]).replace(GATE_SUFFIX, ""))
         assert rewired == state
+
+
+def test_an_agent_that_suspends_keeps_its_own_choice_in_the_step_through_variant():
+    # Given an agent with approval and workflow tools (its loop suspends through a Choice)
+    workflow = load_workflow_text(
+        """
+id: wf
+start: ask
+steps:
+  ask:
+    type: agent
+    model: scripted:x
+    prompt: hi
+    tools: [workflow.child, aws.sqs.send_message]
+    require_approval_tools: [aws.sqs.send_message]
+""",
+        "wf.yaml",
+    )
+    asl = compile_workflow(workflow).asl
+    # When the step-through variant is made
+    variant = step_through_variant(asl, workflow.steps, "arn:aws:lambda:us-east-1:1:function:w")
+    # Then the step-through gate before the agent and the agent's own Choice are two states
+    states = variant["States"]
+    assert states["ask.gate"]["Type"] == "Task" and states["ask.gate"]["Next"] == "ask"
+    assert states["ask"]["Next"] == "ask.await" and states["ask.await"]["Type"] == "Choice"
+    assert {c["Next"] for c in states["ask.await"]["Choices"]} == {"ask.approval", "ask.workflow"}

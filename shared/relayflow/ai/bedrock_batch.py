@@ -1,9 +1,11 @@
-"""Bedrock batch inference for ``llm_batch`` (Anthropic models on Bedrock).
+"""Bedrock batch inference for ``llm_batch`` (Anthropic, Amazon Nova, Meta Llama 3 and
+Mistral models on Bedrock).
 
 Records go to the payload bucket as JSONL (``payloads/batch/<job>/input.jsonl``, one
-``{"recordId", "modelInput"}`` per item, ``modelInput`` in the Anthropic Messages format
-Bedrock expects), ``CreateModelInvocationJob`` runs them with the stack's batch service role,
-and the results are read back from the job's ``.jsonl.out`` object.
+``{"recordId", "modelInput"}`` per item, ``modelInput`` in the model family's ``InvokeModel``
+format, :mod:`relayflow.ai.bedrock_formats`), ``CreateModelInvocationJob`` runs them with the
+stack's batch service role, and the results are read back from the job's ``.jsonl.out``
+objects in the same family's response format.
 
 A job needs at least the account's minimum number of records ("Minimum number of records per
 batch inference job", a Service Quotas value per model; AWS documents 100 by default).
@@ -19,25 +21,27 @@ import re
 from typing import Any
 
 from relayflow.ai.batch import BatchRequest, BatchStatus
+from relayflow.ai.bedrock_formats import FORMATS, record_format
 from relayflow.errors import BatchFailed, BatchTooSmall, InvalidArgsError, TransientError
 
 #: Used when Service Quotas lists no such quota for the model (AWS's documented default).
 DEFAULT_MINIMUM_RECORDS = 100
 QUOTA_NAME = "minimum number of records per batch inference job"
-ANTHROPIC_VERSION = "bedrock-2023-05-31"
 _RUNNING = {"Submitted", "Validating", "Scheduled", "InProgress", "Stopping"}
 _ENDED = {"Completed", "PartiallyCompleted"}
 
 
 def _family(model_id: str) -> str:
     """``anthropic.claude-3-5-haiku-20241022-v1:0`` → ``claude 3 5 haiku`` (quota names spell
-    models "… for Claude 3.5 Haiku", compared with dots as spaces)."""
+    models "… for Claude 3.5 Haiku", compared with dots as spaces);
+    ``meta.llama3-1-70b-instruct-v1:0`` → ``llama 3 1 70b instruct`` ("… Llama 3.1 70B
+    Instruct")."""
     name = model_id.split(":")[0]
     for region in ("us.", "eu.", "apac.", "global."):
         name = name.removeprefix(region)
     name = name.split(".", 1)[-1]
     words = [w for w in name.split("-") if not re.fullmatch(r"\d{8}|v\d+", w)]
-    return " ".join(words)
+    return re.sub(r"([a-z])(\d)", r"\1 \2", " ".join(words))
 
 
 def minimum_records(model_id: str, quotas: Any = None) -> int:
@@ -127,17 +131,10 @@ class BedrockBatch:
         settings = get_settings()
         if not settings.bedrock_batch_role_arn:
             raise InvalidArgsError("Bedrock batch inference needs RELAYFLOW_BEDROCK_BATCH_ROLE_ARN")
+        fmt = record_format(model_id)
         lines = []
         for r in requests:
-            body: dict[str, Any] = {
-                "anthropic_version": ANTHROPIC_VERSION,
-                "max_tokens": r.max_tokens,
-                "messages": [{"role": "user", "content": [{"type": "text", "text": r.prompt}]}],
-            }
-            if r.system:
-                body["system"] = r.system
-            if r.temperature is not None:
-                body["temperature"] = r.temperature
+            body = fmt.build(r.prompt, r.system, r.max_tokens, r.temperature)
             lines.append(json.dumps({"recordId": r.custom_id, "modelInput": body}))
         payload = "\n".join(lines).encode()
         name = "relayflow-" + hashlib.sha256(payload + model_id.encode()).hexdigest()[:24]
@@ -156,7 +153,7 @@ class BedrockBatch:
             },
             outputDataConfig={"s3OutputDataConfig": {"s3Uri": f"s3://{bucket}/{prefix}/output/"}},
         )
-        return {"id": job["jobArn"], "bucket": bucket, "prefix": prefix}
+        return {"id": job["jobArn"], "bucket": bucket, "prefix": prefix, "format": fmt.family}
 
     def status(self, handle: dict[str, Any]) -> BatchStatus:
         job = self.bedrock.get_model_invocation_job(jobIdentifier=handle["id"])
@@ -170,6 +167,8 @@ class BedrockBatch:
                 batch_id=handle["id"],
                 status=state,
             )
+        # (handles written before formats were recorded are Anthropic's)
+        fmt = FORMATS[str(handle.get("format") or "anthropic")]
         results: dict[str, dict[str, Any]] = {}
         listing = self.s3.list_objects_v2(
             Bucket=handle["bucket"], Prefix=f"{handle['prefix']}/output/"
@@ -188,19 +187,8 @@ class BedrockBatch:
                 if row.get("error"):
                     results[record] = {"status": "errored", "error": row["error"]}
                     continue
-                output = row.get("modelOutput") or {}
-                text_out = "".join(
-                    b.get("text", "")
-                    for b in output.get("content") or []
-                    if b.get("type") == "text"
-                )
-                usage = output.get("usage") or {}
-                results[record] = {
-                    "status": "succeeded",
-                    "response": text_out,
-                    "usage": {
-                        "input_tokens": int(usage.get("input_tokens") or 0),
-                        "output_tokens": int(usage.get("output_tokens") or 0),
-                    },
-                }
+                text_out, usage = fmt.read(row.get("modelOutput") or {})
+                results[record] = {"status": "succeeded", "response": text_out}
+                if usage is not None:  # Mistral's output carries no token counts
+                    results[record]["usage"] = usage
         return BatchStatus("ended", handle, results)

@@ -8,6 +8,10 @@ Which tools an agent may call:
 * with ``allowed_tools``, only the tools in it may run;
 * a tool in ``blocked_tools`` never runs.
 
+``workflow.<id>`` names another workflow of the run's tenant as a tool: a call starts a child
+run of it (a sub-run, compiled as a ``startExecution.sync:2`` state, see
+:mod:`relayflow.compiler.kinds.agent`) whose trigger is the call's arguments.
+
 Only permitted tools are offered to the model. A call to any other name (blocked, not
 allowed, or made up) is refused by :meth:`Toolbox.check` before anything runs: the model gets
 an error tool-result and the step records the refusal.
@@ -24,7 +28,31 @@ from relayflow.ai.messages import ToolSpec
 
 #: The tool through which an agent with ``output_schema`` or ``outcomes`` gives its answer.
 FINAL_ANSWER = "final_answer"
+#: The prefix of a tool that runs another workflow of the tenant (``workflow.<id>``).
+WORKFLOW_TOOL_PREFIX = "workflow."
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_WORKFLOW_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def workflow_tool_id(tool: str) -> str | None:
+    """The workflow id a ``workflow.<id>`` tool runs; ``None`` for any other tool."""
+    if not tool.startswith(WORKFLOW_TOOL_PREFIX):
+        return None
+    return tool.removeprefix(WORKFLOW_TOOL_PREFIX)
+
+
+def valid_workflow_tool(tool: str) -> bool:
+    """Whether a ``workflow.<id>`` name holds a well-formed workflow id."""
+    workflow_id = workflow_tool_id(tool)
+    return workflow_id is not None and bool(_WORKFLOW_ID.match(workflow_id))
+
+
+def workflow_tools(config: Mapping[str, Any]) -> list[str]:
+    """The ids of the workflows an agent step may run as tools (gating applied)."""
+    permitted = permitted_tools(
+        config.get("tools"), config.get("allowed_tools"), config.get("blocked_tools")
+    )
+    return [w for t in permitted if (w := workflow_tool_id(t)) is not None]
 
 
 def wire_name(tool: str) -> str:
@@ -49,7 +77,15 @@ def tool_schema(tool: str, http_tools: Mapping[str, Any]) -> tuple[str, dict[str
 
     AWS tools: the schema of their args model. An HTTP operation: one property per ``args.<x>``
     its templates read (all required). A generic HTTP call: method, path, query, headers,
-    body."""
+    body. A workflow: any object (workflows declare no input schema in this build), which
+    becomes the child run's trigger."""
+    workflow_id = workflow_tool_id(tool)
+    if workflow_id is not None:
+        return (
+            f"Run the workflow {workflow_id!r} with these arguments as its trigger; the "
+            "result is the output of each of its steps.",
+            {"type": "object", "additionalProperties": True},
+        )
     if tool.startswith("aws."):
         from relayflow.tools.aws import AWS_TOOLS
 

@@ -455,37 +455,36 @@ class ControlPlane:
         )
 
     def _check_sub_workflows(self, tenant: str, workflow: Any) -> None:
-        """Every workflow (and pinned version) a sub_workflow step starts must be the
-        tenant's; a workflow may start itself (the compiled depth guard bounds recursion).
-        Raises :class:`InvalidDefinition` naming each missing one."""
+        """Every workflow (and pinned version) a sub_workflow step or an agent's workflow tool
+        starts must be the tenant's; a workflow may start itself (the compiled depth guard
+        bounds recursion). Raises :class:`InvalidDefinition` naming each missing one."""
+        from relayflow.definition.children import child_workflows
         from relayflow.definition.problems import Problem
 
         problems = []
-        for key, step in workflow.steps.items():
-            if step.type != "sub_workflow" or step.workflow_id == workflow.id:
+        for child in child_workflows(workflow):
+            # A templated target is resolved at run time (Relayflow.WorkflowNotFound).
+            if child.workflow_id == workflow.id or child.templated:
                 continue
-            if "{{" in step.workflow_id:
-                continue  # resolved at run time; an unknown one is Relayflow.WorkflowNotFound
-            path = f"steps.{key}"
-            if self.dal.get_workflow(tenant, step.workflow_id) is None:
+            if self.dal.get_workflow(tenant, child.workflow_id) is None:
                 problems.append(
                     Problem(
                         None,
-                        f"{path}.workflow_id",
+                        child.path,
                         "unknown-workflow",
-                        f"workflow '{step.workflow_id}' does not exist; create it first",
+                        f"workflow '{child.workflow_id}' does not exist; create it first",
                     )
                 )
             elif (
-                step.version is not None
-                and self.dal.get_version(tenant, step.workflow_id, step.version) is None
+                child.version is not None
+                and self.dal.get_version(tenant, child.workflow_id, child.version) is None
             ):
                 problems.append(
                     Problem(
                         None,
-                        f"{path}.version",
+                        f"steps.{child.step_key}.version",
                         "unknown-workflow-version",
-                        f"workflow '{step.workflow_id}' has no version {step.version}",
+                        f"workflow '{child.workflow_id}' has no version {child.version}",
                     )
                 )
         if problems:

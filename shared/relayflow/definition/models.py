@@ -396,7 +396,7 @@ class AgentStep(_Routed):
         None, ge=1, description="Input + output tokens over all turns before AgentTokenBudget."
     )
     tools: list[str] | None = Field(
-        None, description="Catalogue tools the agent knows (aws.…, http.<name>[.<op>])."
+        None, description="Tools the agent knows: aws.…, http.<name>[.<op>], workflow.<id>."
     )
     allowed_tools: list[str] | None = Field(
         None, description="Only these may run (and, without tools, the tools it knows)."

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 def check_batches(checker: _Checker) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
+    from relayflow.ai.bedrock_formats import FAMILIES_TEXT, family_of
 
     for key, raw in checker.steps.items():
         if raw.get("type") != "llm_batch":
@@ -32,13 +33,12 @@ def check_batches(checker: _Checker) -> None:
                 )
             elif provider == "anthropic" and raw.get("api_key") is None:
                 checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
-            elif provider == "bedrock" and not model_id.startswith(
-                ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.")
-            ):
+            elif provider == "bedrock" and family_of(model_id) is None:
                 checker.add(
                     f"{base}.model",
                     "model-provider",
-                    "Bedrock batch inference is built for Anthropic models (bedrock:anthropic.…)",
+                    f"Bedrock batch inference records are written for {FAMILIES_TEXT}; "
+                    f"{model_id!r} is none of them",
                 )
         for name in ("items", "prompt_template"):
             if raw.get(name) is not None:  # prompt_template also reads item and index
@@ -49,7 +49,12 @@ def check_agents(checker: _Checker) -> None:
     """Agent steps: a known provider, tools that exist, consistent gating, a valid
     output schema, outcomes to route."""
     from relayflow.ai.providers import PROVIDERS
+    from relayflow.ai.tools import WORKFLOW_TOOL_PREFIX, valid_workflow_tool, workflow_tools
     from relayflow.tools.catalogue import check_tool
+
+    per_item = {
+        raw.get("step"): key for key, raw in checker.steps.items() if raw.get("type") == "for_each"
+    }
 
     http_tools = checker.data.get("http_tools")
     http_tools = http_tools if isinstance(http_tools, Mapping) else {}
@@ -96,6 +101,15 @@ def check_agents(checker: _Checker) -> None:
             for i, name in enumerate(names):
                 if not isinstance(name, str):
                     continue
+                if name.startswith(WORKFLOW_TOOL_PREFIX):
+                    if not valid_workflow_tool(name):
+                        checker.add(
+                            f"{base}.{field}[{i}]",
+                            "unknown-tool",
+                            f"{name!r} is not workflow.<workflow id> (a-z, 0-9, '_' and '-', "
+                            "starting with a letter or digit)",
+                        )
+                    continue
                 for _suffix, rule, message in check_tool(name, {}, http_tools):
                     if rule == "unknown-tool":
                         checker.add(f"{base}.{field}[{i}]", rule, message)
@@ -125,6 +139,15 @@ def check_agents(checker: _Checker) -> None:
                         f"approval tool {name!r} is not one the agent may call "
                         f"(permitted: {', '.join(sorted(permitted)) or 'none'})",
                     )
+        if key in per_item and workflow_tools(lists):
+            # Its child runs are compiled states around the agent Task, which a Map item
+            # (one unit of work) does not have.
+            checker.add(
+                f"{base}.tools",
+                "for-each-target",
+                f"'{key}' runs per item of for_each '{per_item[key]}' and cannot run workflow "
+                "tools; run the agent in a sub_workflow per item instead",
+            )
         schema = raw.get("output_schema")
         if isinstance(schema, Mapping):
             from jsonschema import SchemaError

@@ -16,6 +16,11 @@ rather than taking them over the way it takes over a whole step's result.
 With ``output_schema`` or ``outcomes`` the model answers through the ``final_answer`` tool,
 whose schema holds the response (``output_schema``, else a string) and the outcome (one of the
 outcome names). A wrong answer gets one corrective turn, then ``Relayflow.AgentOutputInvalid``.
+
+A call to a ``workflow.<id>`` tool suspends the loop the same way as an approval does: the
+output names the child run to start (branch ``awaiting_workflow``), the compiled
+``startExecution.sync:2`` state runs it, and the next invocation resumes with the child's result
+at ``steps.<key>.workflow`` (:mod:`relayflow.steps.agent_workflows`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from relayflow.ai.messages import (
     text_block,
     tool_result_block,
 )
-from relayflow.ai.tools import FINAL_ANSWER, Toolbox
+from relayflow.ai.tools import FINAL_ANSWER, Toolbox, workflow_tool_id
 from relayflow.errors import (
     AgentMaxTurns,
     AgentOutputInvalid,
@@ -76,7 +81,9 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
     stop_reason}``. A call to a tool in ``require_approval_tools`` suspends the loop: the
     output is then ``{status: awaiting_approval, pending, conversation, …}`` with branch
     ``awaiting_approval``, and the next invocation (after the compiled approval state) resumes
-    it with the decision at ``steps.<key>.approval``."""
+    it with the decision at ``steps.<key>.approval``. A call to a workflow tool suspends it
+    with branch ``awaiting_workflow`` until the compiled child run ends (its result at
+    ``steps.<key>.workflow``)."""
     task = parse_task(event)
     config = task.step.config
     model = config.get("model")
@@ -93,34 +100,38 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
     )
     previous = (task.doc.get("steps") or {}).get(task.step.key)
     try:
-        if loop.approvals and _waiting(previous):
-            output = loop.resume(previous["output"], previous.get("approval"))
-        else:
-            output = loop.start()
+        output = loop.resume(previous) if _waiting(previous) else loop.start()
     except Suspended as pause:
-        return result(pause.output, AWAITING)
+        return result(pause.output, pause.branch)
     return result(output, task=task)
 
 
 AWAITING = "awaiting_approval"
+AWAITING_WORKFLOW = "awaiting_workflow"
+#: Where the compiled state that answers each suspension puts its result.
+ANSWERS = {AWAITING: "approval", AWAITING_WORKFLOW: "workflow"}
 
 
 class Suspended(Exception):
-    """The loop stopped at a call that needs approval; ``output`` is the step's output."""
+    """The loop stopped at a call that needs approval or a child run; ``output`` is the
+    step's output and ``branch`` says which."""
 
-    def __init__(self, output: dict[str, Any]) -> None:
-        super().__init__(AWAITING)
+    def __init__(self, output: dict[str, Any], branch: str = AWAITING) -> None:
+        super().__init__(branch)
         self.output = output
+        self.branch = branch
 
 
 def _waiting(previous: Any) -> bool:
-    """Whether the step's last result is a suspension that a decision now answers."""
+    """Whether the step's last result is a suspension that a decision (or a child run's
+    result) now answers."""
+    if not isinstance(previous, dict) or previous.get("branch") not in ANSWERS:
+        return False
+    output = previous.get("output")
     return (
-        isinstance(previous, dict)
-        and previous.get("branch") == AWAITING
-        and isinstance(previous.get("output"), dict)
-        and isinstance(previous["output"].get("conversation"), dict)
-        and isinstance(previous.get("approval"), dict)
+        isinstance(output, dict)
+        and isinstance(output.get("conversation"), dict)
+        and isinstance(previous.get(ANSWERS[previous["branch"]]), dict)
     )
 
 
@@ -208,10 +219,26 @@ class AgentLoop:
         )
 
     def finish_calls(self, turn: int, calls: list[ToolCall], results: list[dict[str, Any]]) -> None:
-        """Run (or refuse) the rest of a turn's calls; a call that needs approval suspends
-        the loop there. The turn's results go back to the model as one message."""
+        """Run (or refuse) the rest of a turn's calls; a call that needs approval or a child
+        run suspends the loop there. The turn's results go back to the model as one
+        message."""
+        from relayflow.steps.agent_workflows import recorded_call, refuse_child
+
         for index, call in enumerate(calls):
             tool, refusal = self.box.check(call.name)
+            if refusal is None and tool is not None and workflow_tool_id(tool) is not None:
+                # A child that already ran for this call (a run restarted under its id)
+                # is not started again: its recorded result stands.
+                replayed = recorded_call(self, turn, call)
+                if replayed is not None:
+                    results.append(self.settle(turn, call, tool, replayed))
+                    continue
+                refused = refuse_child(self, tool)
+                if refused is not None:
+                    results.append(self.settle(turn, call, tool, refused))
+                    continue
+                if tool not in self.approvals:
+                    self.suspend(turn, calls[index:], results, tool, AWAITING_WORKFLOW)
             if refusal is None and tool in self.approvals:
                 self.suspend(turn, calls[index:], results, tool)
             results.append(self.tool_result(turn, call))
@@ -220,10 +247,18 @@ class AgentLoop:
     # ------------------------------------------------------------------ approvals
 
     def suspend(
-        self, turn: int, calls: list[ToolCall], results: list[dict[str, Any]], tool: str
+        self,
+        turn: int,
+        calls: list[ToolCall],
+        results: list[dict[str, Any]],
+        tool: str,
+        branch: str = AWAITING,
+        approved_by: Any = None,
     ) -> None:
-        """Save the conversation to S3 and stop: the compiled approval state asks a person."""
+        """Save the conversation to S3 and stop: the compiled approval state asks a person,
+        or the compiled child-run state runs the workflow the call names."""
         from relayflow.steps.agent_store import save_conversation
+        from relayflow.steps.agent_workflows import child_pending
 
         gated = calls[0]
         state = {
@@ -238,27 +273,37 @@ class AgentLoop:
             "results": results,
         }
         scope = f"{turn}.{_safe(gated.id)}"
+        pending: dict[str, Any] = {
+            "turn": turn,
+            "id": gated.id,
+            "tool": tool,
+            "input": gated.input,
+            "scope": scope,
+        }
+        if branch == AWAITING_WORKFLOW:
+            scope = f"{scope}.run"
+            pending.update(child_pending(self, turn, gated, tool, approved_by))
         raise Suspended(
             {
-                "status": AWAITING,
-                "pending": {
-                    "turn": turn,
-                    "id": gated.id,
-                    "tool": tool,
-                    "input": gated.input,
-                    "scope": scope,
-                },
+                "status": branch,
+                "pending": pending,
                 "conversation": save_conversation(
                     self.doc, self.step_key, self.identity, scope, state
                 ),
                 "tool_calls": self.calls,
                 "usage": self.usage_output(),
-            }
+            },
+            branch,
         )
 
-    def resume(self, waiting: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
-        """Continue a suspended loop: run the gated call when the decision approves it (it
-        runs once: recorded like any call), else tell the model it was refused."""
+    def resume(self, previous: Mapping[str, Any]) -> dict[str, Any]:
+        """Continue a suspended loop. After an approval: run the gated call when the decision
+        approves it (it runs once: recorded like any call; a workflow tool suspends again for
+        its child run), else tell the model it was refused. After a child run: its output
+        (or failure) is the call's result."""
+        from relayflow.steps.agent_workflows import child_outcome
+
+        waiting = previous["output"]
         state = waiting["conversation"]
         self.messages = state["messages"]
         self.system = state.get("system")
@@ -269,7 +314,26 @@ class AgentLoop:
         calls = [ToolCall(**c) for c in state["pending_calls"]]
         gated, rest = calls[0], calls[1:]
         results = list(state["results"])
+        if previous["branch"] == AWAITING_WORKFLOW:
+            pending = waiting["pending"]
+            outcome = self.once(
+                f"turn{self.turn}.call.{_safe(gated.id)}",
+                lambda: child_outcome(pending, previous["workflow"]),
+            )
+            results.append(
+                self.settle(self.turn, gated, pending["tool"], outcome, pending.get("approved_by"))
+            )
+            self.finish_calls(self.turn, rest, results)
+            return self.advance()
+        decision = previous["approval"]
         responder = decision.get("responder")
+        approved_tool = self.box.resolve(gated.name)
+        if (
+            decision.get("approved") is True
+            and approved_tool is not None
+            and workflow_tool_id(approved_tool) is not None
+        ):
+            self.suspend(self.turn, calls, results, approved_tool, AWAITING_WORKFLOW, responder)
         if decision.get("approved") is True:
             results.append(self.tool_result(self.turn, gated, approved_by=responder))
         else:
@@ -345,6 +409,23 @@ class AgentLoop:
             )
         assert tool is not None
         outcome = self.once(f"turn{turn}.call.{_safe(call.id)}", lambda: self.execute(tool, call))
+        return self.settle(turn, call, tool, outcome, approved_by)
+
+    def settle(
+        self,
+        turn: int,
+        call: ToolCall,
+        tool: str,
+        outcome: Mapping[str, Any],
+        approved_by: Any = None,
+    ) -> dict[str, Any]:
+        """Record a call's outcome (``{ok, output}`` or ``{ok: false, error}``) in the
+        output's ``tool_calls``; the tool-result block the model gets back."""
+        entry: dict[str, Any] = {"turn": turn, "id": call.id, "tool": tool, "input": call.input}
+        if approved_by is not None:
+            entry["approved_by"] = approved_by
+        if outcome.get("run_id"):
+            entry["run_id"] = outcome["run_id"]
         if outcome.get("ok"):
             self.calls.append({**entry, "status": "succeeded", "output": outcome["output"]})
             return tool_result_block(call.id, outcome["output"])

@@ -30,7 +30,9 @@ def save_conversation(
     )
     name = hashlib.sha256(ident.encode()).hexdigest()[:32]
     key = f"payloads/{tenant}/{run_id}/{step_key}/conversation-{name}.json"
-    body = json.dumps(state, separators=(",", ":"), default=str).encode()
+    # Sorted keys: a duplicate invocation (whose replayed turns may order keys differently)
+    # writes the very same bytes, so the reference either invocation returned stays valid.
+    body = json.dumps(state, separators=(",", ":"), sort_keys=True, default=str).encode()
     bucket = get_settings().payload_bucket
     try:
         client("s3").put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")

@@ -13,6 +13,11 @@ from relayflow.errors import AgentOutcomeInherited
 
 #: The branch an agent returns when a tool call waits for a person.
 AWAITING_APPROVAL = "awaiting_approval"
+#: The branch an agent returns when a tool call runs another workflow (a child run).
+AWAITING_WORKFLOW = "awaiting_workflow"
+#: Errors of starting a child run that a second try can clear (too many open executions).
+#: The child's name is the same on each try, so a start that did happen is not repeated.
+START_RETRY_ERRORS = ("StepFunctions.ExecutionLimitExceededException",)
 
 if TYPE_CHECKING:
     from relayflow.compiler.scope import ScopeContext
@@ -44,10 +49,17 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
     outcome (and, defensively, any other value) raises ``Relayflow.AgentOutcomeInherited``
     into the step's failure route (``on_failure`` or the workflow's), or fails the run.
 
-    With ``require_approval_tools``: agent Task → ``<key>.gate`` (a Choice on the branch
+    With ``require_approval_tools``: agent Task → ``<key>.await`` (a Choice on the branch
     ``awaiting_approval``) → ``<key>.approval`` (the approval function's callback Task, the
     decision at ``$.steps.<key>.approval``) → the agent Task again, which resumes the loop.
-    No Lambda waits for the person."""
+    No Lambda waits for the person.
+
+    With workflow tools (``workflow.<id>``): the same gate also routes the branch
+    ``awaiting_workflow`` to ``<key>.workflow``, a ``startExecution.sync:2`` Task that runs
+    the child the agent named (its result at ``$.steps.<key>.workflow``) and returns to the
+    agent Task."""
+    from relayflow.ai.tools import workflow_tools
+
     route = f"{key}.route"
     inherited = f"{key}.inherited"
     wired = any(target != INHERIT for target in (step.outcomes or {}).values())
@@ -55,8 +67,10 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
         after: str | None = None
     else:
         after = route if wired else inherited
-    if step.require_approval_tools:
-        gate = f"{key}.gate"
+    children = workflow_tools(step.model_dump(exclude_none=True))
+    if step.require_approval_tools or children:
+        # Not "<key>.gate": the step-through variant names its gate before a step so.
+        gate = f"{key}.await"
         task = ctx.lambda_task(key, step, "agent", None, then=gate)
         task.result_selector = {
             "output.$": "$.Payload.output",
@@ -64,7 +78,7 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
             "status": SUCCEEDED,
         }
         ctx.machine.add(key, task)
-        emit_approval_gate(ctx, key, step, gate, after)
+        emit_approval_gate(ctx, key, step, gate, after, children)
     elif after is None:
         ctx.machine.add(key, ctx.lambda_task(key, step, "agent", step.on_success))
         return
@@ -100,11 +114,17 @@ APPROVAL_PROMPT = "Arguments: {{{{ steps.{key}.output.pending.input }}}}"
 
 
 def emit_approval_gate(
-    ctx: ScopeContext, key: str, step: AgentStep, gate: str, after: str | None
+    ctx: ScopeContext,
+    key: str,
+    step: AgentStep,
+    gate: str,
+    after: str | None,
+    children: list[str] | None = None,
 ) -> None:
-    """The Choice after the agent Task and the approval callback Task it leads to. The
-    approval is the ``approval`` step's own function and request (guest links, notification
-    channels, the respond API), scoped to the pending call."""
+    """The Choice after the agent Task and the states it leads to: the approval callback
+    Task (the ``approval`` step's own function and request: guest links, notification
+    channels, the respond API, scoped to the pending call) and, with workflow tools, the
+    child-run Task."""
     from relayflow.compiler.asl import LAMBDA_INVOKE
     from relayflow.compiler.states import Task
     from relayflow.document import StepRef, task_parameters
@@ -113,6 +133,9 @@ def emit_approval_gate(
     approval = f"{key}.approval"
     onward = after or ctx.route(key, step.on_success) or ctx.end_state(key)
     branch = f"{ctx.step_result_path(key)}.branch"
+    targets = {AWAITING_APPROVAL: approval} if step.require_approval_tools else {}
+    if children:
+        targets[AWAITING_WORKFLOW] = emit_child_run(ctx, key, children)
     ctx.machine.add(
         gate,
         Choice(
@@ -120,14 +143,17 @@ def emit_approval_gate(
                 {
                     "And": [
                         {"Variable": branch, "IsString": True},
-                        {"Variable": branch, "StringEquals": AWAITING_APPROVAL},
+                        {"Variable": branch, "StringEquals": name},
                     ],
-                    "Next": approval,
+                    "Next": target,
                 }
+                for name, target in targets.items()
             ],
             default=onward,
         ),
     )
+    if not step.require_approval_tools:
+        return
     config: dict[str, Any] = {
         "title": APPROVAL_TITLE.format(key=key),
         "prompt": APPROVAL_PROMPT.format(key=key),
@@ -161,3 +187,73 @@ def emit_approval_gate(
             next=key,
         ),
     )
+
+
+def emit_child_run(ctx: ScopeContext, key: str, children: list[str]) -> str:
+    """``<key>.workflow``: start the child run the agent's ``output.pending`` names and wait
+    for it (``startExecution.sync:2``), then go back to the agent Task. Its result lands at
+    ``$.steps.<key>.workflow``: ``{run_id, steps}``, or the caught ``{Error, Cause}`` (the
+    agent gives the model the failure as the call's result, so every failure is caught).
+
+    Same tenant only: the state machine's name prefix (the tenant's) is fixed here, and the
+    agent names only a workflow of its permitted ``workflow.<id>`` tools. The child's input
+    is a standard state document (the call's arguments as ``trigger``, ``run.dry_run``
+    inherited, ``run.depth`` one more, ``run.parent`` set)."""
+    from relayflow.compiler.asl import LIVE_ALIAS, START_EXECUTION_SYNC
+    from relayflow.compiler.states import Task
+
+    state = f"{key}.workflow"
+    ctx.c.children.update(children)  # the state machine role may start these only
+    pending = f"{ctx.step_result_path(key)}.output.pending"
+    prefix = ctx.c.options.state_machine_arn("")
+    ctx.machine.add(
+        state,
+        Task(
+            resource=START_EXECUTION_SYNC,
+            parameters={
+                "StateMachineArn.$": (
+                    f"States.Format('{prefix}{{}}:{LIVE_ALIAS}', {pending}.workflow_id)"
+                ),
+                "Name.$": f"{pending}.run_id",
+                "Input": {
+                    "run": {
+                        "id.$": f"{pending}.run_id",
+                        "workflow_id.$": f"{pending}.workflow_id",
+                        "version": None,
+                        "tenant.$": "$.run.tenant",
+                        "dry_run.$": "$.run.dry_run",
+                        "started_at.$": "$$.State.EnteredTime",
+                        "depth.$": "States.MathAdd($.run.depth, 1)",
+                        "parent": {
+                            "run_id.$": "$.run.id",
+                            "workflow_id.$": "$.run.workflow_id",
+                            "step": key,
+                        },
+                    },
+                    "trigger.$": f"{pending}.input",
+                    "steps": {},
+                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+                },
+            },
+            result_selector={"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
+            result_path=f"{ctx.step_result_path(key)}.workflow",
+            retry=[
+                {
+                    "ErrorEquals": list(START_RETRY_ERRORS),
+                    "IntervalSeconds": 1,
+                    "MaxAttempts": 3,
+                    "BackoffRate": 2.0,
+                    "JitterStrategy": "FULL",
+                }
+            ],
+            catch=[
+                {
+                    "ErrorEquals": ["States.ALL"],
+                    "ResultPath": f"{ctx.step_result_path(key)}.workflow",
+                    "Next": key,
+                }
+            ],
+            next=key,
+        ),
+    )
+    return state
