@@ -15,6 +15,7 @@ from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.causes import public_cause, run_error_name
+from relayflow.control.compensation import split_cause
 from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
@@ -43,6 +44,8 @@ class RunResult:
     steps: list[StepRun] = field(default_factory=list)
     duration_ms: float | None = None
     lambda_invocations: int = 0
+    #: Saga compensation of a failed run: {status, steps, errors} (control/compensation.py).
+    compensation: dict[str, Any] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -58,6 +61,7 @@ class RunResult:
             "error": self.error,
             "cause": self.cause,
             "output": self.output,
+            **({"compensation": self.compensation} if self.compensation else {}),
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -259,14 +263,17 @@ def _run(
     duration = None
     if record.started_at and record.stopped_at:
         duration = (record.stopped_at - record.started_at).total_seconds() * 1000
+    # A run that compensated carries its compensation report in the cause.
+    cause, compensation = split_cause(record.cause)
     return RunResult(
         run_id=run_id,
         workflow_id=workflow.id,
         status=RUN_STATUS.get(record.status, record.status.lower()),
         output=record.output,
         error=run_error_name(record.status, record.error),
-        cause=public_cause(record.cause),
+        cause=public_cause(cause),
         steps=step_timeline(workflow, compiled, record),
         duration_ms=duration,
         lambda_invocations=len(runtime.invocations) - before,
+        compensation=compensation,
     )
