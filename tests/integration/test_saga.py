@@ -4,16 +4,21 @@ sees the steps act and then be undone, newest first, through the compiled ASL.""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from relayflow_testing import Received, Reply, Server
 
+from relayflow.adapters.aws import client
+from relayflow.control.recorder import record_status_change, status_change_event
+from relayflow.control.service import ControlPlane
+from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import override_settings
+from relayflow.settings import get_settings, override_settings
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +50,8 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
     with override_settings(ssrf_allow=["127.0.0.1"]), LocalRuntime(time_scale=0.001) as rt:
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
         yield rt
 
 
@@ -215,3 +222,38 @@ def test_a_for_each_saga_compensates_per_item(runtime, receiver):
         "steps": ["book[0]", "book[1]", "book[2]"],
         "errors": [],
     }
+
+
+def test_the_recorder_stores_the_compensation_on_the_run_item(runtime, receiver):
+    # Given the saga deployed for a tenant, failing at step four with one failing compensation
+    import yaml
+
+    receiver.fail["/notify"] = 400
+    receiver.fail["/undo/reserve/r1"] = 500
+    plane, tenant = ControlPlane(), f"t-{uuid.uuid4().hex[:10]}"
+    plane.put_workflow(tenant, "order-saga", yaml.safe_load(saga(receiver)))
+    # When a run ends and the recorder gets its status change
+    with override_settings(ssrf_allow=["127.0.0.1"]):
+        started = plane.start_run(tenant, "order-saga", {"url": receiver.url})
+        run = plane.dal.get_run(tenant, started.run_id)
+        runtime.wait(run.execution_arn, timeout=60)
+        execution = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
+        record_status_change(status_change_event(execution), control=plane)
+    # Then the run item keeps the original error and cause, the step that failed, and what
+    # was compensated
+    stored = plane.dal.get_run(tenant, started.run_id)
+    assert (stored.status, stored.error, stored.failing_step) == (
+        "failed",
+        "Relayflow.HttpError",
+        "notify",
+    )
+    assert stored.cause is not None and "400" in stored.cause and "compensation" not in stored.cause
+    assert stored.compensation is not None
+    assert stored.compensation["status"] == "partially_compensated"
+    assert stored.compensation["steps"] == ["ship", "charge", "reserve"]
+    assert [e["step"] for e in stored.compensation["errors"]] == ["reserve"]
+    # And GET /runs/{id} shows it
+    detail = plane.get_run(tenant, started.run_id)
+    assert detail.compensation is not None
+    assert detail.compensation.status == "partially_compensated"
+    assert detail.compensation.errors[0].error == "Relayflow.HttpError"

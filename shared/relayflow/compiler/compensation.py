@@ -60,7 +60,7 @@ def compensated_steps(driver: Driver) -> dict[str, str]:
         step = driver.wf.steps[key]
         if getattr(step, "compensate", None) is not None:
             found[key] = key
-        elif step.type == "for_each" and driver.wf.steps[step.step].compensate is not None:
+        elif step.type == "for_each" and getattr(driver.wf.steps[step.step], "compensate", None):
             found[key] = step.step
     return found
 
@@ -89,11 +89,11 @@ def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
         return machine
     ctx = ScopeContext(driver, machine, "main", set())
     calls = {
-        key: _call(driver, owner, compensation_call(driver.wf.steps[owner], driver.wf.steps))
+        key: compensation_call(driver.wf.steps[owner], driver.wf.steps)
         for key, owner in compensated.items()
     }
     pushes = {
-        key: _push_after(machine, key, key != owner or reads_output(calls[key][1]))
+        key: _push_after(machine, key, key != owner or reads_output(calls[key]))
         for key, owner in compensated.items()
     }
     # Each push right after its step's states, so the definition reads in flow order.
@@ -107,20 +107,13 @@ def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
     _route_failures(machine)
     walk = ScopeMachine(NEXT)
     for key, owner in compensated.items():
-        name, call = calls[key]
         if key == owner:
-            _compensation_task(driver, ctx, walk, key, name, call)
+            _compensation_task(driver, ctx, walk, key, calls[key])
         else:
-            _compensation_map(driver, ctx, walk, key, owner, name, call)
+            _compensation_map(driver, ctx, walk, key, owner, calls[key])
     _walk(walk, list(compensated))
     states = {INIT: Pass(result={"todo": {}, "done": {}}, result_path=SAGA, next=machine.start_at)}
     return ScopeMachine(INIT, {**states, **machine.states, **walk.states})
-
-
-def _call(driver: Driver, owner: str, found: tuple[str, Any] | None) -> tuple[str, Any]:
-    assert found is not None  # compensated_steps found a compensate
-    name, call = found
-    return (name or f"{owner}{STEP_SUFFIX}"), call
 
 
 # --------------------------------------------------------------------------- the main flow
@@ -198,9 +191,7 @@ def _done(key: str, extra: dict[str, Any]) -> Pass:
     )
 
 
-def _invoke(
-    driver: Driver, ctx: ScopeContext, owner: str, name: str, call: Any, doc: dict[str, Any]
-) -> Task:
+def _invoke(driver: Driver, ctx: ScopeContext, owner: str, call: Any, doc: dict[str, Any]) -> Task:
     """The Lambda Task running compensation ``call`` of step ``owner`` on document ``doc``."""
     driver.runners[f"_saga.{owner}"] = call.type
     ref = StepRef(key=f"{owner}{STEP_SUFFIX}", type=call.type, config=ctx.step_config(call))
@@ -219,13 +210,13 @@ def _invoke(
 
 
 def _compensation_task(
-    driver: Driver, ctx: ScopeContext, walk: ScopeMachine, key: str, name: str, call: Any
+    driver: Driver, ctx: ScopeContext, walk: ScopeMachine, key: str, call: Any
 ) -> None:
     output = f"{SAGA}.todo.output"
     doc: dict[str, Any] = {"run.$": "$.run", "trigger.$": "$.trigger"}
     if reads_output(call):
         doc |= {"steps": {key: {"output.$": output, "status": "succeeded"}}, "output.$": output}
-    task = _invoke(driver, ctx, key, name, call, doc)
+    task = _invoke(driver, ctx, key, call, doc)
     ok, failed = f"_saga.{key}.ok", f"_saga.{key}.failed"
     task.catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": f"{SAGA}.error", "Next": failed}]
     task.next = ok
@@ -240,13 +231,15 @@ def _compensation_map(
     walk: ScopeMachine,
     key: str,
     owner: str,
-    name: str,
     call: Any,
 ) -> None:
     """A for_each's compensation: a Map over its item records that runs the item step's
     compensation for each item that succeeded; each item answers ``{"index"}`` or
     ``{"index", "error"}``."""
-    check, run, ok, failed, skip = "check", "compensate", "ok", "failed", "skipped"
+    # Named like no step can be: the timeline folds states into steps by name.
+    check, run, ok, failed, skip = (
+        f"_saga.item.{n}" for n in ("check", "run", "ok", "failed", "skip")
+    )
     output = "$.record.output"
     doc = {
         "run.$": "$.run",
@@ -255,7 +248,7 @@ def _compensation_map(
         "output.$": output,
         "index.$": "$.index",
     }
-    task = _invoke(driver, ctx, owner, name, call, doc)
+    task = _invoke(driver, ctx, owner, call, doc)
     task.result_path = "$.result"
     task.catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": failed}]
     task.next = ok

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +62,22 @@ class StepEntry(BaseModel):
     )
 
 
+class CompensationError(BaseModel):
+    step: str = Field(description="The compensated step (for_each items: key[index]).")
+    error: str | None = None
+    cause: str | None = None
+
+
+class Compensation(BaseModel):
+    """What a failed run undid (saga compensation, docs/reliability.md)."""
+
+    status: Literal["compensated", "partially_compensated"]
+    steps: list[str] = Field(description="The compensated steps, in the order they were undone.")
+    errors: list[CompensationError] = Field(
+        default_factory=list, description="The compensations that failed."
+    )
+
+
 class RunSummary(BaseModel):
     run_id: str
     workflow_id: str
@@ -85,6 +101,9 @@ class RunSummary(BaseModel):
     )
     step_through: bool = Field(
         False, description="A step-through run: it pauses before each step until continued."
+    )
+    compensation: Compensation | None = Field(
+        None, description="A failed run's saga compensation, when it undid any step."
     )
 
 

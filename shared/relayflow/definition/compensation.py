@@ -47,16 +47,14 @@ class Compensable(BaseModel):
     )
 
 
-def compensation_call(step: Any, steps: Any) -> tuple[str, Any] | None:
-    """The compensation of ``step`` as ``(name, step model)``: a referenced step's key and
-    model, or ``<key>.compensate`` and the inline call parsed as its step type's model.
-    ``None`` when the step declares none. ``steps``: the workflow's steps by key."""
+def compensation_call(step: Any, steps: Any) -> Any:
+    """The compensation of ``step`` as a step model: the referenced step's, or the inline call
+    parsed as its step type's model. ``None`` when the step declares none. ``steps``: the
+    workflow's steps by key."""
     from relayflow.definition.models import CustomStep, ToolStep, WebhookOutStep
 
     compensate = getattr(step, "compensate", None)
-    if compensate is None:
-        return None
-    if isinstance(compensate, str):
-        return compensate, steps[compensate]
+    if compensate is None or isinstance(compensate, str):
+        return None if compensate is None else steps[compensate]
     model = {"tool": ToolStep, "webhook_out": WebhookOutStep, "custom": CustomStep}
-    return "", model[compensate.type].model_validate(compensate.model_dump(mode="json"))
+    return model[compensate.type].model_validate(compensate.model_dump(mode="json"))
