@@ -6,7 +6,8 @@ condition native and in its Lambda, delay by seconds (long ones too) and until, 
 for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, gating and
 outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
 retry_on), timeouts, on_failure routes and the workflow-wide error
-route, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
+route, saga compensation (``compensate``, inline or by step key), cycles, concurrency and
+rate limits, breakers, and user data of every JSON shape
 (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
 
 Definitions are valid by construction: routes stay inside their scope, every step is
@@ -705,6 +706,8 @@ class _Builder:
             self.steps[handler] = {"type": "noop"}
             definition["errors"] = {"on_failure": handler}
         definition["steps"] = self.steps
+        if not self.runnable and draw(st.integers(0, 2)) == 0:
+            self.compensations(definition)
         if self.http_tools:
             definition["http_tools"] = self.http_tools
         if draw(st.booleans()):
@@ -714,6 +717,51 @@ class _Builder:
             # Runnable: a cycle that never leaves stops after a few dozen steps.
             definition["max_steps_per_run"] = draw(st.integers(1, 12 if self.runnable else 100_000))
         return definition
+
+    def compensations(self, definition: dict[str, Any]) -> None:
+        """``compensate`` on some acting steps of the main flow and on for_each item steps
+        (not in a parallel branch nor on a cycle: validation refuses those): inline calls
+        and compensation steps of their own, whose templates read ``output``."""
+        from relayflow.definition.graph import StepGraph
+
+        draw = self.draw
+        handler = (definition.get("errors") or {}).get("on_failure")
+        graph = StepGraph(self.steps, definition["start"], handler)
+        scopes, _ = graph.scopes()
+        on_cycle = {k for scope in scopes for cycle in graph.cycles(scope) for k in cycle}
+        main = [k for k in scopes[0].steps if k not in on_cycle]
+        items = [self.steps[k]["step"] for k in main if self.steps[k]["type"] == "for_each"]
+        acting = ("tool", "webhook_out", "custom", "code", "agent")
+        for key in [*main, *items]:
+            if self.steps[key]["type"] not in acting or not draw(st.booleans()):
+                continue
+            reads = ["{{ output }}", "{{ trigger.name }}", "{{ run.id }}"]
+            if key in items:
+                reads.append("{{ index }}")
+            call: dict[str, Any] = dict(
+                draw(
+                    st.sampled_from(
+                        [
+                            {"type": "webhook_out", "url": "https://undo.example.com/hook"},
+                            {"type": "custom", "url": "https://undo.example.com/decide"},
+                            {"type": "tool", "tool": "aws.sqs.send_message"},
+                        ]
+                    )
+                )
+            )
+            body = {"undo": draw(st.sampled_from(reads)), "step": f"{{{{ steps.{key}.output }}}}"}
+            if call["type"] == "webhook_out":
+                call["body"] = body
+            elif call["type"] == "tool":
+                call["args"] = {"queue_url": "https://sqs.example.com/undo", "body": body}
+            if draw(st.booleans()):
+                call["retry"] = self.retry(linear=False)
+            if draw(st.booleans()):
+                self.steps[key]["compensate"] = call
+            else:
+                target = self.new_key()
+                self.steps[target] = call
+                self.steps[key]["compensate"] = target
 
 
 @st.composite

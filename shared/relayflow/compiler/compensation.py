@@ -37,7 +37,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler.asl import LAMBDA_INVOKE
-from relayflow.compiler.states import Choice, Fail, Map, Parallel, Pass, ScopeMachine, Task
+from relayflow.compiler.states import (
+    Choice,
+    Fail,
+    Map,
+    Parallel,
+    Pass,
+    ScopeMachine,
+    State,
+    Task,
+)
 from relayflow.definition.compensation import compensation_call
 from relayflow.document import StepRef, task_parameters
 
@@ -85,7 +94,7 @@ def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
     from relayflow.compiler.scope import ScopeContext
 
     compensated = compensated_steps(driver)
-    if not compensated:
+    if not compensated or not _can_fail(machine):
         return machine
     ctx = ScopeContext(driver, machine, "main", set())
     calls = {
@@ -140,15 +149,26 @@ def _push_after(machine: ScopeMachine, key: str, with_output: bool) -> Pass | No
     return Pass(parameters=node, result_path=f"{SAGA}.todo", next=onward)
 
 
+def _uncaught(state: State) -> bool:
+    """A state whose error would end the run: it can catch, and nothing catches every error."""
+    return isinstance(state, Task | Map | Parallel) and not any(
+        "States.ALL" in rule["ErrorEquals"] for rule in state.catch
+    )
+
+
+def _can_fail(machine: ScopeMachine) -> bool:
+    """Whether some error can end the run (else every failure has a route, and nothing is
+    ever compensated: the walk would be a set of states nothing enters)."""
+    return any(_uncaught(s) or isinstance(s, Fail) for s in machine.states.values())
+
+
 def _route_failures(machine: ScopeMachine) -> None:
     """Send every way the main flow can fail to the walk; carry ``saga`` through the states
     that rebuild the whole document (a Parallel's merge)."""
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": NEXT}
     for name, state in list(machine.states.items()):
-        if isinstance(state, Task | Map | Parallel) and not any(
-            "States.ALL" in rule["ErrorEquals"] for rule in state.catch
-        ):
-            state.catch.append(dict(catch_all))
+        if _uncaught(state):
+            state.catch.append(dict(catch_all))  # type: ignore[attr-defined]
         if isinstance(state, Fail):
             machine.states[name] = _to_walk(state)
         for field in ("result_selector", "parameters"):
