@@ -706,7 +706,7 @@ class _Builder:
             self.steps[handler] = {"type": "noop"}
             definition["errors"] = {"on_failure": handler}
         definition["steps"] = self.steps
-        if not self.runnable and draw(st.integers(0, 2)) == 0:
+        if not self.runnable:
             self.compensations(definition)
         if self.http_tools:
             definition["http_tools"] = self.http_tools
@@ -720,11 +720,21 @@ class _Builder:
 
     def compensations(self, definition: dict[str, Any]) -> None:
         """``compensate`` on some acting steps of the main flow and on for_each item steps
-        (not in a parallel branch nor on a cycle: validation refuses those): inline calls
-        and compensation steps of their own, whose templates read ``output``."""
+        (not in a parallel branch nor on a cycle: validation refuses those), in about a
+        third of the definitions: inline calls and compensation steps of their own, whose
+        templates read ``output``.
+
+        The choices come from a generator seeded by the definition, not from Hypothesis:
+        drawing would change the byte stream of every later example, and with it the rare
+        edge values (non-finite numbers, long delays) the corpus is checked to keep."""
+        import random
+        import zlib
+
         from relayflow.definition.graph import StepGraph
 
-        draw = self.draw
+        pick = random.Random(zlib.crc32(repr(sorted(self.steps.items())).encode()))
+        if pick.randrange(3):
+            return
         handler = (definition.get("errors") or {}).get("on_failure")
         graph = StepGraph(self.steps, definition["start"], handler)
         scopes, _ = graph.scopes()
@@ -733,30 +743,28 @@ class _Builder:
         items = [self.steps[k]["step"] for k in main if self.steps[k]["type"] == "for_each"]
         acting = ("tool", "webhook_out", "custom", "code", "agent")
         for key in [*main, *items]:
-            if self.steps[key]["type"] not in acting or not draw(st.booleans()):
+            if self.steps[key]["type"] not in acting or pick.randrange(2):
                 continue
             reads = ["{{ output }}", "{{ trigger.name }}", "{{ run.id }}"]
             if key in items:
                 reads.append("{{ index }}")
             call: dict[str, Any] = dict(
-                draw(
-                    st.sampled_from(
-                        [
-                            {"type": "webhook_out", "url": "https://undo.example.com/hook"},
-                            {"type": "custom", "url": "https://undo.example.com/decide"},
-                            {"type": "tool", "tool": "aws.sqs.send_message"},
-                        ]
-                    )
+                pick.choice(
+                    [
+                        {"type": "webhook_out", "url": "https://undo.example.com/hook"},
+                        {"type": "custom", "url": "https://undo.example.com/decide"},
+                        {"type": "tool", "tool": "aws.sqs.send_message"},
+                    ]
                 )
             )
-            body = {"undo": draw(st.sampled_from(reads)), "step": f"{{{{ steps.{key}.output }}}}"}
+            body = {"undo": pick.choice(reads), "step": f"{{{{ steps.{key}.output }}}}"}
             if call["type"] == "webhook_out":
                 call["body"] = body
             elif call["type"] == "tool":
                 call["args"] = {"queue_url": "https://sqs.example.com/undo", "body": body}
-            if draw(st.booleans()):
-                call["retry"] = self.retry(linear=False)
-            if draw(st.booleans()):
+            if pick.randrange(2):
+                call["retry"] = {"max_attempts": pick.randint(1, 5), "backoff": "exponential"}
+            if pick.randrange(2):
                 self.steps[key]["compensate"] = call
             else:
                 target = self.new_key()

@@ -256,9 +256,10 @@ def _compensation_map(
     """A for_each's compensation: a Map over its item records that runs the item step's
     compensation for each item that succeeded; each item answers ``{"index"}`` or
     ``{"index", "error"}``."""
-    # Named like no step can be: the timeline folds states into steps by name.
+    # Named like no step can be (the timeline folds states into steps by name), unique in
+    # the machine (every item processor's names count), within 80 characters.
     check, run, ok, failed, skip = (
-        f"_saga.item.{n}" for n in ("check", "run", "ok", "failed", "skip")
+        f"_saga.{key}.{n}" for n in ("check", "run", "undone", "error", "skip")
     )
     output = "$.record.output"
     doc = {
