@@ -12,6 +12,7 @@ import pytest
 from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
+from relayflow.control.dlq import DlqNotRetryable
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
 from relayflow.dal import create_table
@@ -228,7 +229,8 @@ def test_the_recorder_stores_the_compensation_on_the_run_item(runtime, receiver)
     # Given the saga deployed for a tenant, failing at step four with one failing compensation
     import yaml
 
-    receiver.fail["/notify"] = 400
+    # (a 503: transient, which the DLQ would otherwise retry automatically)
+    receiver.fail["/notify"] = 503
     receiver.fail["/undo/reserve/r1"] = 500
     plane, tenant = ControlPlane(), f"t-{uuid.uuid4().hex[:10]}"
     plane.put_workflow(tenant, "order-saga", yaml.safe_load(saga(receiver)))
@@ -244,10 +246,10 @@ def test_the_recorder_stores_the_compensation_on_the_run_item(runtime, receiver)
     stored = plane.dal.get_run(tenant, started.run_id)
     assert (stored.status, stored.error, stored.failing_step) == (
         "failed",
-        "Relayflow.HttpError",
+        "Relayflow.Transient",
         "notify",
     )
-    assert stored.cause is not None and "400" in stored.cause and "compensation" not in stored.cause
+    assert stored.cause is not None and "503" in stored.cause and "compensation" not in stored.cause
     assert stored.compensation is not None
     assert stored.compensation["status"] == "partially_compensated"
     assert stored.compensation["steps"] == ["ship", "charge", "reserve"]
@@ -257,3 +259,9 @@ def test_the_recorder_stores_the_compensation_on_the_run_item(runtime, receiver)
     assert detail.compensation is not None
     assert detail.compensation.status == "partially_compensated"
     assert detail.compensation.errors[0].error == "Relayflow.HttpError"
+    # And its DLQ entry is not retried, automatically or by hand: a retry would replay the
+    # steps the compensations undid
+    entry = plane.dlq.get_entry(tenant, started.run_id)
+    assert entry.transient is False and entry.next_retry_at is None
+    with pytest.raises(DlqNotRetryable, match="compensated"):
+        plane.dlq.retry(tenant, started.run_id)
