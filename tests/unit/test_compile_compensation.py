@@ -113,3 +113,45 @@ def test_the_compensation_function_is_in_the_iam_statements():
     assert result.step_runners["_saga.put"] == "webhook_out"
     # And the output is not carried when the compensation does not read it
     assert "output.$" not in result.asl["States"]["put.saga"]["Parameters"]
+
+
+def test_a_gated_agent_records_its_completion_after_the_gate_not_at_each_pause():
+    # Given an agent whose refund tool waits for approval, compensated by a webhook
+    steps = {
+        "refunder": {
+            "type": "agent",
+            "model": "scripted:refund",
+            "prompt": "{{ trigger.request }}",
+            "tools": ["aws.sqs.send_message"],
+            "require_approval_tools": ["aws.sqs.send_message"],
+            "compensate": {"type": "webhook_out", "url": HOOK, "body": "{{ output }}"},
+            "on_success": "after",
+        },
+        "after": {"type": "webhook_out", "url": "https://example.com/after"},
+    }
+    states = compiled({"id": "w", "start": "refunder", "steps": steps}).asl["States"]
+    # Then the agent Task still goes to its gate (a pause loops back without recording)
+    assert states["refunder"]["Next"] == "refunder.gate"
+    assert states["refunder.approval"]["Next"] == "refunder"
+    # and only the gate's way on (the agent answered) records the completion
+    assert states["refunder.gate"]["Default"] == "refunder.saga"
+    assert states["refunder.saga"]["Next"] == "after"
+
+
+def test_a_custom_step_with_branches_records_before_routing():
+    steps = {
+        "decide": {
+            "type": "custom",
+            "url": "https://example.com/decide",
+            "branches": {"fast": "fast"},
+            "on_success": "slow",
+            "compensate": {"type": "custom", "url": HOOK},
+        },
+        "fast": {"type": "webhook_out", "url": "https://example.com/fast"},
+        "slow": {"type": "webhook_out", "url": "https://example.com/slow"},
+    }
+    states = compiled({"id": "w", "start": "decide", "steps": steps}).asl["States"]
+    assert states["decide"]["Next"] == "decide.saga"
+    assert states["decide.saga"]["Next"] == "decide.route"
+    # A custom compensation gets the output (it sends the document it gets)
+    assert states["decide.saga"]["Parameters"]["output.$"] == "$.steps.decide.output"
