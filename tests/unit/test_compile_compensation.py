@@ -155,3 +155,29 @@ def test_a_custom_step_with_branches_records_before_routing():
     assert states["decide.saga"]["Next"] == "decide.route"
     # A custom compensation gets the output (it sends the document it gets)
     assert states["decide.saga"]["Parameters"]["output.$"] == "$.steps.decide.output"
+
+
+def test_a_compensated_step_of_an_error_handler_nothing_routes_to_is_left_out():
+    # Given a workflow-wide handler that only native steps could reach (so it is not compiled)
+    data = {
+        "id": "w",
+        "start": "a",
+        "errors": {"on_failure": "undo"},
+        "steps": {
+            "a": {"type": "transform", "mapping": {"x": 1}, "on_success": "charge"},
+            "charge": {
+                "type": "webhook_out",
+                "url": "https://example.com/charge",
+                "compensate": {"type": "webhook_out", "url": HOOK},
+                "on_failure": "b",
+            },
+            "b": {"type": "noop"},
+            "undo": {
+                "type": "webhook_out",
+                "url": "https://example.com/undo",
+                "compensate": {"type": "webhook_out", "url": HOOK},
+            },
+        },
+    }
+    states = compiled(data).asl["States"]
+    assert "undo" not in states and "_saga.undo" not in states

@@ -93,7 +93,8 @@ def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
     unchanged when no step is compensated."""
     from relayflow.compiler.scope import ScopeContext
 
-    compensated = compensated_steps(driver)
+    # Steps only an unrouted error handler leads to were not compiled (driver).
+    compensated = {k: o for k, o in compensated_steps(driver).items() if k in machine.states}
     if not compensated or not _can_fail(machine):
         return machine
     ctx = ScopeContext(driver, machine, "main", set())
