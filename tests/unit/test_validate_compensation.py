@@ -174,6 +174,14 @@ def test_compensation_inside_a_parallel_branch_or_on_a_cycle_is_refused():
     data["start"] = "fork"
     data["steps"]["fork"] = {"type": "parallel", "branches": ["charge"]}
     assert ("steps.charge.compensate", "compensate-in-parallel") in problems_of(data)
+    # or the item step of a for_each inside a branch
+    data = saga()
+    data["start"] = "fork"
+    data["steps"]["fork"] = {"type": "parallel", "branches": ["each"]}
+    data["steps"]["each"] = {"type": "for_each", "items": "{{ trigger.ids }}", "step": "charge"}
+    data["steps"]["charge"].pop("on_success")
+    data["steps"].pop("ship")
+    assert ("steps.charge.compensate", "compensate-in-parallel") in problems_of(data)
     # And one on a cycle
     data = saga()
     data["steps"]["ship"]["on_success"] = "again"

@@ -71,9 +71,10 @@ def check_compensations(checker: _Checker, graph: StepGraph | None) -> None:
                 "compensation-compensates",
                 f"'{key}' is itself a compensation; a compensation is never compensated",
             )
-        owners = {scope.owner for scope in reached_by.get(key, [])}
         parallel = sorted(
-            o for o in owners if o and checker.steps.get(o, {}).get("type") == "parallel"
+            o
+            for o in _owners(key, reached_by)
+            if checker.steps.get(o, {}).get("type") == "parallel"
         )
         if parallel:
             checker.add(
@@ -93,6 +94,18 @@ def check_compensations(checker: _Checker, graph: StepGraph | None) -> None:
             _check_referenced(checker, key, compensate, path, reached_by, per_item)
         elif isinstance(compensate, Mapping):
             _check_inline(checker, key, compensate, path, per_item)
+
+
+def _owners(key: str, reached_by: Mapping[str, Any]) -> set[str]:
+    """The parallel and for_each steps whose scopes contain ``key``, at any depth."""
+    found: set[str] = set()
+    pending = [key]
+    while pending:
+        for scope in reached_by.get(pending.pop(), []):
+            if scope.owner and scope.owner not in found:
+                found.add(scope.owner)
+                pending.append(scope.owner)
+    return found
 
 
 def _check_referenced(
