@@ -45,12 +45,13 @@ def check_compensations(checker: _Checker, graph: StepGraph | None) -> None:
     """Every ``compensate`` of the definition (see the module docstring)."""
     targets = compensation_targets(checker.steps)
     scopes, reached_by = graph.scopes() if graph is not None else ([], {})
+    cycles = [c for scope in scopes for c in graph.cycles(scope)] if graph is not None else []
     item_steps = {
         raw["step"]
         for raw in checker.steps.values()
         if raw.get("type") == "for_each" and isinstance(raw.get("step"), str)
     }
-    on_cycle = {key for scope in scopes for cycle in graph.cycles(scope) for key in cycle}  # type: ignore[union-attr]
+    on_cycle = {key for cycle in cycles for key in cycle}
     for key, raw in checker.steps.items():
         compensate = raw.get("compensate")
         if compensate is None:
