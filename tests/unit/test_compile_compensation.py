@@ -181,3 +181,22 @@ def test_a_compensated_step_of_an_error_handler_nothing_routes_to_is_left_out():
     }
     states = compiled(data).asl["States"]
     assert "undo" not in states and "_saga.undo" not in states
+
+
+def test_the_document_size_estimate_counts_the_saga_list():
+    from relayflow.compiler.docsize import document_size_problems
+    from relayflow.definition.models import Workflow
+
+    # Given a for_each whose item records fit the document once (250 × ~600 bytes)
+    steps: dict[str, Any] = {
+        "each": {"type": "for_each", "items": "{{ trigger.items }}", "step": "call"},
+        "call": {"type": "webhook_out", "url": "https://example.com/x"},
+    }
+    steps["each"]["max_items"] = 250
+    data = {"id": "w", "start": "each", "steps": steps}
+    assert document_size_problems(Workflow.model_validate(data)) == []
+    # When its item step compensates, the saga list carries the records a second time
+    steps["call"]["compensate"] = {"type": "webhook_out", "url": HOOK}
+    (problem,) = document_size_problems(Workflow.model_validate(data))
+    # Then the estimate warns, naming the saga list
+    assert problem.rule == "document-size" and "saga (" in problem.message
