@@ -336,7 +336,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_ai_usage(result, sys.stdout)
         if result.error:
             print(f"error: {result.error}: {result.cause}")
-        else:
+        if result.compensation:
+            undone = ", ".join(result.compensation["steps"])
+            print(f"{result.compensation['status']}: {undone}")
+            for failed in result.compensation["errors"]:
+                print(f"  compensation of {failed['step']} failed: {failed['error']}")
+        if not result.error:
             steps = (result.output or {}).get("steps") if isinstance(result.output, dict) else None
             print("output steps:", json.dumps(steps, indent=2, default=str))
     return EXIT_OK if result.succeeded else EXIT_RUN_FAILED

@@ -15,6 +15,7 @@ from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.control.causes import public_cause, run_error_name
+from relayflow.control.compensation import split_cause
 from relayflow.control.timeline import StepRun, fold_steps
 from relayflow.cost.counts import count_history
 from relayflow.definition.models import Workflow
@@ -47,6 +48,8 @@ class RunResult:
     #: States entered plus Task retries of the run's own execution (what Standard bills;
     #: docs/cost.md); a sub_workflow child's are its own.
     transitions: int = 0
+    #: Saga compensation of a failed run: {status, steps, errors} (control/compensation.py).
+    compensation: dict[str, Any] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -62,7 +65,8 @@ class RunResult:
         return outcome_of(
             self.status,
             fallbacks_used=fallbacks_used(self.output),
-            compensation=compensation_status(self.output),
+            compensation=compensation_status(self.output)
+            or compensation_status({"compensation": self.compensation}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +81,7 @@ class RunResult:
             "error": self.error,
             "cause": self.cause,
             "output": self.output,
+            **({"compensation": self.compensation} if self.compensation else {}),
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -285,15 +290,18 @@ def _run(
     duration = None
     if record.started_at and record.stopped_at:
         duration = (record.stopped_at - record.started_at).total_seconds() * 1000
+    # A run that compensated carries its compensation report in the cause.
+    cause, compensation = split_cause(record.cause)
     return RunResult(
         run_id=run_id,
         workflow_id=workflow.id,
         status=RUN_STATUS.get(record.status, record.status.lower()),
         output=record.output,
         error=run_error_name(record.status, record.error),
-        cause=public_cause(record.cause),
+        cause=public_cause(cause),
         steps=step_timeline(workflow, compiled, record),
         duration_ms=duration,
         lambda_invocations=len(runtime.invocations) - before,
         transitions=count_history(record.events).transitions,
+        compensation=compensation,
     )

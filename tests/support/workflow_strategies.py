@@ -6,7 +6,8 @@ condition native and in its Lambda, delay by seconds (long ones too) and until, 
 for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, gating and
 outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
 retry_on), timeouts, on_failure routes and the workflow-wide error
-route, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
+route, saga compensation (``compensate``, inline or by step key), cycles, concurrency and
+rate limits, breakers, and user data of every JSON shape
 (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
 
 Definitions are valid by construction: routes stay inside their scope, every step is
@@ -705,6 +706,8 @@ class _Builder:
             self.steps[handler] = {"type": "noop"}
             definition["errors"] = {"on_failure": handler}
         definition["steps"] = self.steps
+        if not self.runnable:
+            self.compensations(definition)
         if self.http_tools:
             definition["http_tools"] = self.http_tools
         if draw(st.booleans()):
@@ -714,6 +717,59 @@ class _Builder:
             # Runnable: a cycle that never leaves stops after a few dozen steps.
             definition["max_steps_per_run"] = draw(st.integers(1, 12 if self.runnable else 100_000))
         return definition
+
+    def compensations(self, definition: dict[str, Any]) -> None:
+        """``compensate`` on some acting steps of the main flow and on for_each item steps
+        (not in a parallel branch nor on a cycle: validation refuses those), in about a
+        third of the definitions: inline calls and compensation steps of their own, whose
+        templates read ``output``.
+
+        The choices come from a generator seeded by the definition, not from Hypothesis:
+        drawing would change the byte stream of every later example, and with it the rare
+        edge values (non-finite numbers, long delays) the corpus is checked to keep."""
+        import random
+        import zlib
+
+        from relayflow.definition.graph import StepGraph
+
+        pick = random.Random(zlib.crc32(repr(sorted(self.steps.items())).encode()))
+        if pick.randrange(3):
+            return
+        handler = (definition.get("errors") or {}).get("on_failure")
+        graph = StepGraph(self.steps, definition["start"], handler)
+        scopes, _ = graph.scopes()
+        on_cycle = {k for scope in scopes for cycle in graph.cycles(scope) for k in cycle}
+        main = [k for k in scopes[0].steps if k not in on_cycle]
+        items = [self.steps[k]["step"] for k in main if self.steps[k]["type"] == "for_each"]
+        acting = ("tool", "webhook_out", "custom", "code", "agent")
+        for key in [*main, *items]:
+            if self.steps[key]["type"] not in acting or pick.randrange(2):
+                continue
+            reads = ["{{ output }}", "{{ trigger.name }}", "{{ run.id }}"]
+            if key in items:
+                reads.append("{{ index }}")
+            call: dict[str, Any] = dict(
+                pick.choice(
+                    [
+                        {"type": "webhook_out", "url": "https://undo.example.com/hook"},
+                        {"type": "custom", "url": "https://undo.example.com/decide"},
+                        {"type": "tool", "tool": "aws.sqs.send_message"},
+                    ]
+                )
+            )
+            body = {"undo": pick.choice(reads), "step": f"{{{{ steps.{key}.output }}}}"}
+            if call["type"] == "webhook_out":
+                call["body"] = body
+            elif call["type"] == "tool":
+                call["args"] = {"queue_url": "https://sqs.example.com/undo", "body": body}
+            if pick.randrange(2):
+                call["retry"] = {"max_attempts": pick.randint(1, 5), "backoff": "exponential"}
+            if pick.randrange(2):
+                self.steps[key]["compensate"] = call
+            else:
+                target = self.new_key()
+                self.steps[target] = call
+                self.steps[key]["compensate"] = target
 
 
 @st.composite

@@ -21,7 +21,8 @@ Worst sizes per output (compact JSON):
   and :data:`FIELD_BYTES` for each field of an output it copies (the trigger, run and item
   are not counted: their size is the caller's);
 * for_each: ``max_items`` times its item step's worst record;
-* noop: a record.
+* noop: a record;
+* the saga's list (``$.saga``): one node per compensated main-flow step, with its record.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ REFERENCE_BYTES = 600
 BASE_BYTES = 1_024
 #: A step record's own keys (``{"output": …, "status": "succeeded"}``) and its key.
 RECORD_BYTES = 48
+#: A node of the saga's list besides the output it carries (key, prev, nesting).
+SAGA_NODE_BYTES = 96
 #: What a copied field of an output (``steps.fetch.output.total``) is assumed to hold.
 FIELD_BYTES = 4_096
 OFFLOAD_THRESHOLD_BYTES: int = Settings.model_fields["offload_threshold_bytes"].default
@@ -129,16 +132,34 @@ class _Sizer:
         return size
 
 
+def _saga_bytes(workflow: Workflow, sizer: _Sizer) -> int:
+    """Worst bytes of the saga's list of completed compensated steps (``$.saga``,
+    :mod:`relayflow.compiler.compensation`): every node, with the output it may carry.
+    Counted whole after every step: the list only grows."""
+    items = {s.step for s in workflow.steps.values() if s.type == "for_each"}
+    total = 0
+    for key, step in workflow.steps.items():
+        item = workflow.steps[step.step] if step.type == "for_each" else None
+        compensated = getattr(item if item is not None else step, "compensate", None)
+        if compensated is not None and key not in items:
+            total += SAGA_NODE_BYTES + sizer.record(key)
+    return total
+
+
 def estimate_document(
     workflow: Workflow, plan: LivenessPlan, native: set[str]
 ) -> SizeEstimate | None:
     """The largest worst-case live document after any step (``None`` for no steps)."""
     sizer = _Sizer(workflow, native)
     worst: SizeEstimate | None = None
+    saga = _saga_bytes(workflow, sizer)
     for key in plan.live_out:
         present = set(plan.live_out[key]) | {key}
         sizes = sorted(
-            ((k, sizer.record(k)) for k in present if sizer.record(k)),
+            [
+                *((k, sizer.record(k)) for k in present if sizer.record(k)),
+                *((("saga", saga),) if saga else ()),
+            ],
             key=lambda pair: (-pair[1], pair[0]),
         )
         total = BASE_BYTES + sum(size for _, size in sizes)

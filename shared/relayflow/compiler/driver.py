@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relayflow.compiler import compensation
 from relayflow.compiler.liveness import LivenessPlan, analyse
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.scope import ScopeContext
@@ -69,7 +70,7 @@ class Driver:
     # ------------------------------------------------------------------ scopes
 
     def compile(self) -> dict[str, Any]:
-        main = self.compile_scope(self.scopes[0], mode="main")
+        main = compensation.apply(self, self.compile_scope(self.scopes[0], mode="main"))
         if self.has_cycles:
             init = Pass(result={"steps": 0}, result_path="$.counters", next=main.start_at)
             states = {"_init": init, **main.states}

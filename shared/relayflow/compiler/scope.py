@@ -34,6 +34,7 @@ NOT_CONFIG = {
     "timeout_seconds",
     "on_true",
     "on_false",
+    "compensate",
 }
 
 

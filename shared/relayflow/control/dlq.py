@@ -81,7 +81,8 @@ class Dlq:
         now = now or _now()
         failed_at = parse_iso(run.ended_at) if run.ended_at else now
         failing_type = next((s.type for s in steps or [] if s.key == run.failing_step), None)
-        transient = is_transient(run.status, run.error, failing_type)
+        # A compensated run is never retried automatically (see retry).
+        transient = is_transient(run.status, run.error, failing_type) and not run.compensation
         outputs = _outputs_json(steps or [])
         if run.attempt > 1:
             entry = self.store.get(run.tenant, run.run_id)
@@ -193,6 +194,14 @@ class Dlq:
             raise DlqNotRetryable(f"run {run_id} is {run.status}", {"run_status": run.status})
         if run.version is None:
             raise DlqNotRetryable(f"run {run_id} was not started on a recorded version")
+        if run.compensation:
+            # A retry replays the steps that succeeded without acting: their effects, which
+            # the compensations undid, would not be made again.
+            raise DlqNotRetryable(
+                f"run {run_id} was compensated: a retry would replay steps that were undone; "
+                "start a new run with the same input instead",
+                {"compensation": run.compensation.get("status")},
+            )
         head = self.control._workflow(tenant, run.workflow_id)
         if not head.enabled:
             raise DlqNotRetryable(f"workflow {run.workflow_id} is disabled")

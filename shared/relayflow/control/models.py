@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -77,6 +77,22 @@ class StepEntry(BaseModel):
     )
 
 
+class CompensationError(BaseModel):
+    step: str = Field(description="The compensated step (for_each items: key[index]).")
+    error: str | None = None
+    cause: str | None = None
+
+
+class Compensation(BaseModel):
+    """What a failed run undid (saga compensation, docs/reliability.md)."""
+
+    status: Literal["compensated", "partially_compensated"]
+    steps: list[str] = Field(description="The compensated steps, in the order they were undone.")
+    errors: list[CompensationError] = Field(
+        default_factory=list, description="The compensations that failed."
+    )
+
+
 class RunSummary(BaseModel):
     run_id: str
     workflow_id: str
@@ -124,6 +140,10 @@ class RunSummary(BaseModel):
         "compensated, partially_compensated, timed_out or cancelled.",
     )
     parked: ParkInfo | None = Field(None, description="While parked: where and why.")
+
+    compensation: Compensation | None = Field(
+        None, description="A failed run's saga compensation, when it undid any step."
+    )
 
     @model_validator(mode="after")
     def _derived(self) -> RunSummary:

@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.control.causes import public_cause, run_error_name
+from relayflow.control.compensation import split_cause
 from relayflow.control.service import (
     MAX_STORED_OUTPUT_BYTES,
     RUN_MAX_AGE,
@@ -350,6 +351,8 @@ def _record_end(
     if status in ("failed", "timed_out"):
         steps = _steps(control, run, history)
         failing = last_failing_step(steps)
+    # A run that compensated reports it in its cause (relayflow.control.compensation).
+    cause, compensation = split_cause(detail.cause or (run.cause if status == "aborted" else None))
     values: dict[str, Any] = {
         "status": status,
         "ended_at": ended_at,
@@ -359,13 +362,16 @@ def _record_end(
             status, detail.error or (run.error if status == "aborted" else None)
         ),
         # A Lambda's cause carries the engine's stack trace: only the public part is kept.
-        "cause": public_cause(detail.cause or (run.cause if status == "aborted" else None)),
+        "cause": public_cause(cause),
+        "compensation": compensation,
         "failing_step": failing,
         "execution_arn": detail.execution_arn,
         "expires_at": epoch(parse_iso(ended_at) + RUN_RETENTION),
         "recorded_status": status,
         **_counts(history),
-        "outcome": _outcome(status, detail.output, run),
+        "outcome": _outcome(
+            status, detail.output, run.model_copy(update={"compensation": compensation})
+        ),
         "parked": None,
     }
     updated = control.dal.update_run(

@@ -176,9 +176,13 @@ def history_steps(
 
 def failing_step(steps: Sequence[StepRun]) -> str | None:
     """The key of the step a failed or timed-out run ended in (the last one that did not
-    succeed), without a for_each index."""
+    succeed), without a for_each index. A run that compensated before failing caught its
+    step's error to walk the compensations: then it is the last step whose error was caught."""
     for step in reversed(steps):
         if step.status in ("failed", "timed_out", "aborted", "running"):
+            return step.key.split("[", 1)[0]
+    for step in reversed(steps):
+        if step.status == "caught":
             return step.key.split("[", 1)[0]
     return None
 

@@ -175,6 +175,11 @@ class RunItem(_Item):
     error: str | None = None
     cause: str | None = None
     failing_step: str | None = None
+    compensation: dict[str, Any] | None = Field(
+        None,
+        description="A failed run's saga compensation: {status, steps, errors} "
+        "(relayflow.control.compensation).",
+    )
     started_at: str
     ended_at: str | None = None
     duration_ms: float | None = None

@@ -32,6 +32,7 @@ from relayflow.definition.admission import (
     DebounceSettings,
     SingletonSettings,
 )
+from relayflow.definition.compensation import Compensable
 from relayflow.definition.errors_model import OnError
 from relayflow.definition.for_each import ForEachScale
 
@@ -343,10 +344,9 @@ class ForEachStep(_Routed, ForEachScale):
 # --------------------------------------------------------------------------- Lambda steps
 
 
-class ToolStep(_Routed):
-    """Calls a tool from the catalogue: a built-in AWS action (``aws.dynamodb.put_item``), an
-    HTTP tool declared under ``http_tools`` (``http.billing`` with method/path/query/body in
-    ``args``, or one of its operations, ``http.billing.create_invoice``)."""
+class ToolStep(_Routed, Compensable):
+    """Calls a catalogue tool: an AWS action (``aws.dynamodb.put_item``) or an HTTP tool of
+    ``http_tools`` (``http.billing``, or its operation ``http.billing.create_invoice``)."""
 
     type: Literal["tool"]
     tool: str = Field(
@@ -367,7 +367,7 @@ class ToolStep(_Routed):
     dry_run_output: DryRunOutput = None
 
 
-class AgentStep(_Routed):
+class AgentStep(_Routed, Compensable):
     """A model in a tool loop (``docs/ai-steps.md``): it reads ``prompt``, may call the
     permitted ``tools`` (gating is enforced in code, never by the prompt), and ends with an
     answer. With ``outcomes`` the answer picks one of their names and the run routes on it;
@@ -478,7 +478,7 @@ class SubWorkflowStep(_Routed):
     input: TemplateValue = Field(default_factory=dict)
 
 
-class CodeStep(_Routed):
+class CodeStep(_Routed, Compensable):
     """Runs user Python in a separate, limited process; it sees ``steps``, ``trigger`` and
     ``input`` and its return value (JSON) is the output."""
 
@@ -491,7 +491,7 @@ class CodeStep(_Routed):
     wall_seconds: float | None = Field(None, gt=0, le=300, description="Wall-clock limit.")
 
 
-class WebhookOutStep(_Routed):
+class WebhookOutStep(_Routed, Compensable):
     """Sends an HTTP request; signs the exact body when a secret is named."""
 
     type: Literal["webhook_out"]
@@ -544,7 +544,7 @@ class ApprovalStep(_StepBase):
     notification_channels: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class CustomStep(_StepBase):
+class CustomStep(_StepBase, Compensable):
     """POSTs the step context to a user URL. A JSON answer ``{"branch": "<name>"}`` routes to
     that declared branch; any other answer (or an unknown branch) takes ``on_success``."""
 

@@ -29,6 +29,7 @@ from relayflow.definition.models import (
 )
 from relayflow.definition.problems import DefinitionError, Problem
 from relayflow.definition.validate_ai import check_agents, check_batches
+from relayflow.definition.validate_compensation import check_compensations, compensation_targets
 from relayflow.definition.validate_errors import check_on_error
 from relayflow.definition.validate_for_each import check_for_each
 from relayflow.document import ROOTS
@@ -186,6 +187,7 @@ class _Checker:
         self.check_outputs()
         if isinstance(start, str) and start in self.steps:
             self.check_scopes(graph)
+        check_compensations(self, graph if start in self.steps else None)
         self.check_templates()
         self.check_waits()
         self.check_tools()
@@ -267,8 +269,10 @@ class _Checker:
 
     def check_scopes(self, graph: StepGraph) -> None:
         scopes, reached_by = graph.scopes()
+        # A step named as a compensation runs only as one (validate_compensation).
+        compensations = compensation_targets(self.steps)
         for key in self.steps:
-            if key not in reached_by:
+            if key not in reached_by and key not in compensations:
                 self.add(
                     f"steps.{key}",
                     "unreachable",
@@ -358,7 +362,10 @@ class _Checker:
         self.check_expression_refs(path, template_expressions(value), roots)
 
     def check_templates(self) -> None:
+        compensations = compensation_targets(self.steps)
         for key, raw in self.steps.items():
+            if key in compensations:
+                continue  # its templates read output: validate_compensation checks them
             step_type = raw.get("type")
             if step_type == "condition" and isinstance(raw.get("expression"), str):
                 path = f"steps.{key}.expression"

@@ -63,8 +63,9 @@ _TYPE_NAMES = frozenset(
 _CACHE_SIZE = 2048
 
 #: Roots an expression may read: the document's, plus ``args`` inside an HTTP tool operation
-#: (validation allows ``args`` there only) and ``event`` in a ``cancel_on`` match.
-_BINDABLE = frozenset((*ROOTS, "args", "event"))
+#: (validation allows ``args`` there only), ``event`` in a ``cancel_on`` match and ``output``
+#: in a compensation (the compensated step's output).
+_BINDABLE = frozenset((*ROOTS, "args", "event", "output"))
 
 
 class ExpressionSyntaxError(ValueError):
