@@ -131,10 +131,10 @@ def test_a_gated_agent_records_its_completion_after_the_gate_not_at_each_pause()
     }
     states = compiled({"id": "w", "start": "refunder", "steps": steps}).asl["States"]
     # Then the agent Task still goes to its gate (a pause loops back without recording)
-    assert states["refunder"]["Next"] == "refunder.gate"
+    assert states["refunder"]["Next"] == "refunder.await"
     assert states["refunder.approval"]["Next"] == "refunder"
     # and only the gate's way on (the agent answered) records the completion
-    assert states["refunder.gate"]["Default"] == "refunder.saga"
+    assert states["refunder.await"]["Default"] == "refunder.saga"
     assert states["refunder.saga"]["Next"] == "after"
 
 

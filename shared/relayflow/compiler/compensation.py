@@ -131,13 +131,13 @@ def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
 
 def _push_after(machine: ScopeMachine, key: str, with_output: bool) -> Pass | None:
     """The ``<key>.saga`` push, wired on the success exit of step ``key``'s main state (after
-    an agent's approval gate, when it has one); the caller adds it to the machine. A step
-    that ends the run needs none."""
+    an agent's suspension Choice ``<key>.await``, when it has one); the caller adds it to the
+    machine. A step that ends the run needs none."""
     state = machine.states[key]
     holder: Any = state
     attr = "next"
-    gate = machine.states.get(f"{key}.gate")
-    if isinstance(gate, Choice) and getattr(state, "next", None) == f"{key}.gate":
+    gate = machine.states.get(f"{key}.await")
+    if isinstance(gate, Choice) and getattr(state, "next", None) == f"{key}.await":
         holder, attr = gate, "default"
     onward = getattr(holder, attr)
     if onward is None:
