@@ -179,10 +179,8 @@ def hundred_branches(fail_when: str) -> str:
         f"    {fail_when}",
         "    on_success: after",
     ]
-    lines += [
-        f"  b{i}: {{type: tool, tool: aws.dynamodb.get_item, args: {{table: t, key: {{id: b{i}}}}}}}"
-        for i in range(100)
-    ]
+    tool = "type: tool, tool: aws.dynamodb.get_item"
+    lines += [f"  b{i}: {{{tool}, args: {{table: t, key: {{id: b{i}}}}}}}" for i in range(100)]
     lines += [
         "  after:",
         "    type: transform",
