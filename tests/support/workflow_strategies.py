@@ -7,8 +7,8 @@ for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, g
 outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
 retry_on, ``none``), timeouts, on_failure routes and the workflow-wide error
 route, the workflow's ``defaults`` block (retry, timeout, delay; a delay without seconds),
-``parallel`` with ``settle: all`` and ``fail_when``, cycles, concurrency and rate limits, breakers, and user data of every JSON shape
-(keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
+``parallel`` with ``settle: all`` and ``fail_when``, cycles, concurrency and rate limits,
+breakers, and user data of every JSON shape (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
 
 Definitions are valid by construction: routes stay inside their scope, every step is
 reachable, every cycle has a way out, settings a step type cannot honour are left out. The
