@@ -8,7 +8,8 @@ outcomes, llm_batch) and their options: retry policies (fixed, linear, exponenti
 retry_on, ``none``), timeouts, on_failure routes and the workflow-wide error
 route, the workflow's ``defaults`` block (retry, timeout, delay; a delay without seconds),
 ``parallel`` with ``settle: all`` and ``fail_when``, cycles, concurrency and rate limits,
-breakers, and user data of every JSON shape (keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
+breakers, and user data of every JSON shape (keys ending in ``.$``, very large and
+non-finite numbers, long strings, deep nesting).
 
 Definitions are valid by construction: routes stay inside their scope, every step is
 reachable, every cycle has a way out, settings a step type cannot honour are left out. The
