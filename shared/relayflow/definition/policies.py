@@ -91,7 +91,7 @@ class StepDefaults(_PolicyModel):
         default_factory=lambda: DEFAULT_RETRY.model_copy(),
         description="Retry policy of acting steps without one; none: one attempt.",
     )
-    timeout_seconds: int | Literal["none"] = Field(
+    timeout_seconds: Annotated[int, Field(ge=1, le=31_536_000)] | Literal["none"] = Field(
         DEFAULT_TIMEOUT_SECONDS,
         description="Task timeout (States.Timeout) of acting steps without one; none: no timeout.",
     )
@@ -101,12 +101,6 @@ class StepDefaults(_PolicyModel):
         le=99_999_999,
         description="How long a delay step without seconds or until waits.",
     )
-
-    @model_validator(mode="after")
-    def _positive_timeout(self) -> StepDefaults:
-        if isinstance(self.timeout_seconds, int) and not 1 <= self.timeout_seconds <= 31_536_000:
-            raise ValueError("timeout_seconds must be between 1 and 31,536,000 (or none)")
-        return self
 
 
 SETTLE_HELP = (

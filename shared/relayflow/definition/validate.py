@@ -128,10 +128,12 @@ def _rule_for(error_type: str) -> str:
 
 
 def _policy_or_word(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool] | None:
-    """A location inside ``<policy model> | Literal[word]`` (``retry: none``): the location
-    without the union member's tag, and whether the member is the word."""
+    """A location inside ``<policy> | Literal[word]`` (``retry: none``, ``timeout_seconds:
+    none``): the location without the union member's tag, and whether the member is the word."""
     for i, part in enumerate(loc):
-        if isinstance(part, str) and part.startswith(("function-after[", "literal[")):
+        if isinstance(part, str) and part.startswith(
+            ("function-after[", "literal[", "constrained-int")
+        ):
             return loc[:i] + loc[i + 1 :], part.startswith("literal[")
     return None
 
@@ -148,6 +150,8 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
             err = {**err, "loc": member[0]}
             if err["type"] == "model_type":
                 err["msg"] = "Input should be a policy (a mapping of its fields) or none"
+            elif err["type"] == "int_parsing":
+                err["msg"] = "Input should be a whole number of seconds or none"
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
