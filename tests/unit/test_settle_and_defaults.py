@@ -68,6 +68,14 @@ def test_steps_and_the_defaults_block_override_the_seed(step, defaults, retry, t
     assert (got.retry.max_attempts if got.retry else None, got.timeout_seconds) == (retry, timeout)
 
 
+def test_effective_settings_are_idempotent():
+    wf = workflow({"call": {**TOOL, "retry": "none", "on_success": "b"}, "b": dict(TOOL)})
+    once = effective_workflow(wf)
+    twice = effective_workflow(once)
+    assert twice.steps["call"].retry is None and twice.steps["b"].retry.max_attempts == 3
+    assert compile_workflow(once).asl == compile_workflow(wf).asl
+
+
 def test_the_default_timeout_stays_above_a_limit_the_step_declares():
     wf = effective_workflow(
         workflow(

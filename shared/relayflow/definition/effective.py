@@ -74,11 +74,16 @@ def effective_step(step: Any, workflow: Workflow) -> Any:
 
 
 def effective_workflow(workflow: Workflow) -> Workflow:
-    """``workflow`` with every step's effective settings (see the module docstring)."""
+    """``workflow`` with every step's effective settings (see the module docstring).
+    Idempotent: the result's defaults are spent (``none``), so a second pass changes nothing
+    (a step's resolved ``retry: none`` is ``None`` and must not take the default again)."""
     steps = {key: effective_step(step, workflow) for key, step in workflow.steps.items()}
     if all(steps[key] is step for key, step in workflow.steps.items()):
         return workflow
-    return workflow.model_copy(update={"steps": steps})
+    spent = StepDefaults(
+        retry="none", timeout_seconds="none", delay_seconds=workflow.defaults.delay_seconds
+    )
+    return workflow.model_copy(update={"steps": steps, "defaults": spent})
 
 
 @dataclass(frozen=True)
