@@ -18,11 +18,16 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def remote() -> Iterator[Server]:
-    """/ok answers 200 (echo); /down always answers 503 (a transient failure)."""
+    """/ok answers 200 (echo); /down always answers 503 (a transient failure); /blip answers
+    503 to the first request of each delivery id, then 200."""
     with allowed_server() as server:
+        seen: set[str] = set()
 
         def reply(received: Received) -> Reply:
-            if received.path == "/down":
+            delivery = received.headers.get("x-relayflow-delivery", "")
+            first_blip = received.path == "/blip" and delivery not in seen
+            seen.add(delivery)
+            if received.path == "/down" or first_blip:
                 return 503, {"Content-Type": "application/json"}, b'{"error":"down"}'
             return Server.echo(received)
 
@@ -113,3 +118,13 @@ def test_a_settled_parallel_keeps_the_branch_that_succeeded(api, remote):
     assert (steps["bad"]["status"], steps["bad"]["attempts"]) == ("caught", 3)
     assert calls(remote, "/ok", run["run_id"]) == 1
     assert calls(remote, "/down", run["run_id"]) == 3
+
+
+def test_a_retry_after_a_transient_failure_acts_once_more_and_succeeds(api, remote):
+    # Given an endpoint that fails the first request transiently, then answers
+    run = finished(api, {"id": "blip", "start": "call", "steps": {"call": hook(remote, "/blip")}})
+    # Then the default retry sent the request a second time, and only that one succeeded
+    assert run["status"] == "succeeded", run
+    (step,) = run["steps"]
+    assert (step["status"], step["attempts"], step["output"]["status"]) == ("succeeded", 2, 200)
+    assert calls(remote, "/blip", run["run_id"]) == 2
