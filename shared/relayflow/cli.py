@@ -75,7 +75,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     if args.items < 1:
         raise UsageError(f"--items must be at least 1, got {args.items}")
-    compiled = compile_workflow(_load(args.file))
+    workflow = _load(args.file)
+    if args.effective:
+        _print_effective(workflow, sys.stdout)
+        return EXIT_OK
+    compiled = compile_workflow(workflow)
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.cost and not args.output:
@@ -97,11 +101,43 @@ def cmd_compile(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.iam:
         print(json.dumps(compiled.iam_statements, indent=2), file=sys.stderr)
+    _print_defaults_note(workflow, sys.stderr)
     if args.cost:
         from relayflow.cost.report import cost_report
 
         sys.stdout.write(cost_report(compiled.asl, items=args.items))
     return EXIT_OK
+
+
+def _print_effective(workflow: Any, out: TextIO) -> None:
+    """The effective retry / timeout / wait of each step (``compile --effective``)."""
+    from relayflow.definition.effective import effective_rows
+
+    headers = ("step", "type", "retry", "timeout", "wait", "from")
+    rows = [(r.key, r.type, r.retry, r.timeout, r.wait, r.source) for r in effective_rows(workflow)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
+def _print_defaults_note(workflow: Any, out: TextIO) -> None:
+    """One stderr line naming the steps that took a setting from the workflow's defaults."""
+    from relayflow.definition.effective import effective_rows
+
+    defaulted = [r.key for r in effective_rows(workflow) if r.source.startswith("defaults")]
+    if defaulted:
+        names = ", ".join(defaulted[:5]) + (
+            f" and {len(defaulted) - 5} more" if len(defaulted) > 5 else ""
+        )
+        print(
+            f"defaults applied to {len(defaulted)} step(s) ({names}); "
+            "relayflow compile --effective shows each step's retry, timeout and wait",
+            file=out,
+        )
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -416,6 +452,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=10,
         help="--cost: items each for_each (Map) is assumed to run (default 10)",
+    )
+    p.add_argument(
+        "--effective",
+        action="store_true",
+        help="print each step's effective retry, timeout and wait (defaults applied) "
+        "instead of the ASL",
     )
     p.set_defaults(func=cmd_compile)
 

@@ -217,6 +217,13 @@ class ParkTimeout(RelayflowError):
     error_name = "Relayflow.ParkTimeout"
 
 
+class BranchesFailed(RelayflowError):
+    """A ``settle: all`` parallel with ``fail_when: any`` had a failed branch (raised by the
+    compiled machine once every branch ended; each failed step's record holds its error)."""
+
+    error_name = "Relayflow.BranchesFailed"
+
+
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
 NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,

@@ -226,7 +226,9 @@ def test_corpus_covers_every_step_type_and_option(corpus):
             kind = step["type"]
             seen[kind] += 1
             retry = step.get("retry")
-            if retry:
+            if retry == "none":
+                seen["retry:none"] += 1
+            elif retry:
                 seen[f"retry:{retry['backoff']}"] += 1
             for option in ("timeout_seconds", "on_failure", "concurrency", "rate_limit"):
                 seen[option] += option in step
@@ -235,8 +237,14 @@ def test_corpus_covers_every_step_type_and_option(corpus):
             if kind == "tool":
                 seen[f"tool:{step['tool'].split('.')[0]}"] += 1
             if kind == "delay":
-                seen["delay:seconds" if "seconds" in step else "delay:until"] += 1
+                form = "seconds" if "seconds" in step else "until" if "until" in step else "default"
+                seen[f"delay:{form}"] += 1
+            if kind == "parallel":
+                seen[f"settle:{step.get('settle', 'fail_fast')}"] += 1
+                seen[f"fail_when:{step.get('fail_when', 'never')}"] += 1
         seen["errors.on_failure"] += "errors" in definition
+        for setting in definition.get("defaults", {}):
+            seen[f"defaults.{setting}"] += 1
         for edge in _edges(definition):
             seen[f"edge:{edge}"] += 1
     # Then every available step type and every option appears many times
@@ -245,6 +253,7 @@ def test_corpus_covers_every_step_type_and_option(corpus):
         "retry:fixed",
         "retry:linear",
         "retry:exponential",
+        "retry:none",
         "timeout_seconds",
         "on_failure",
         "concurrency",
@@ -255,7 +264,14 @@ def test_corpus_covers_every_step_type_and_option(corpus):
         "tool:http",
         "delay:seconds",
         "delay:until",
+        "delay:default",
         "errors.on_failure",
+        "settle:all",
+        "settle:fail_fast",
+        "fail_when:any",
+        "defaults.retry",
+        "defaults.timeout_seconds",
+        "defaults.delay_seconds",
     ]
     assert {name: seen[name] for name in wanted if seen[name] < 10} == {}
     # and the inputs behind issue 12's bug classes keep occurring

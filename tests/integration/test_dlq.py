@@ -98,6 +98,9 @@ def definition(workflow_id: str, remote: Remote) -> dict[str, Any]:
                 "type": "webhook_out",
                 "url": f"{remote.server.url}/flaky",
                 "body": {"order": "{{ trigger.order }}"},
+                # One attempt per execution (no default retries): /flaky's calls count the
+                # executions the DLQ started.
+                "retry": "none",
             },
         },
     }
@@ -445,6 +448,7 @@ def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(s
                 "type": "webhook_out",
                 "url": f"{remote.server.url}/flaky",
                 "body": {"order": "{{ trigger.order }}", "ref": "{{ steps.partner.output.ref }}"},
+                "retry": "none",  # one attempt per execution, as above
             },
             "stop": {"type": "noop"},
         },

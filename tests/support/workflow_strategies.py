@@ -5,10 +5,12 @@ tool with AWS and declared HTTP tools, code, custom with and without branches, w
 condition native and in its Lambda, delay by seconds (long ones too) and until, parallel,
 for_each, approval, waitpoint, wait_for_event, sub_workflow, agent with tools, gating and
 outcomes, llm_batch) and their options: retry policies (fixed, linear, exponential, jitter, caps,
-retry_on), timeouts, on_failure routes and the workflow-wide error
-route, saga compensation (``compensate``, inline or by step key), cycles, concurrency and
-rate limits, breakers, and user data of every JSON shape
-(keys ending in ``.$``, very large and non-finite numbers, long strings, deep nesting).
+retry_on, ``none``), timeouts, on_failure routes and the workflow-wide error
+route, the workflow's ``defaults`` block (retry, timeout, delay; a delay without seconds),
+``parallel`` with ``settle: all`` and ``fail_when``, saga compensation (``compensate``,
+inline or by step key), cycles, concurrency and rate limits, breakers, and user data of every
+JSON shape (keys ending in ``.$``, very large and non-finite numbers, long strings, deep
+nesting).
 
 Definitions are valid by construction: routes stay inside their scope, every step is
 reachable, every cycle has a way out, settings a step type cannot honour are left out. The
@@ -312,7 +314,9 @@ class _Builder:
             return
         # Each policy on about a third of the steps, so native forms stay common too.
         if kind not in ("approval", "waitpoint", "wait_for_event") and draw(st.integers(0, 2)) == 0:
-            step["retry"] = self.retry(linear=kind not in ("parallel", "for_each", "llm_batch"))
+            linear = kind not in ("parallel", "for_each", "llm_batch")
+            # `none`: one attempt, the workflow's default policy opted out of.
+            step["retry"] = "none" if draw(st.integers(0, 4)) == 0 else self.retry(linear=linear)
         if kind not in ("parallel", "for_each") and draw(st.integers(0, 2)) == 0:
             low, high = (10, 30) if self.runnable else (1, 31_536_000)
             step["timeout_seconds"] = draw(st.one_of(st.integers(low, high), st.just(low)))
@@ -410,6 +414,8 @@ class _Builder:
                         st.just(MAX_WAIT_SECONDS),
                     )
                 )
+        elif self.draw(st.integers(0, 3)) == 0:
+            return  # neither: the workflow's defaults.delay_seconds
         else:
             step["until"] = self.timestamp()
 
@@ -424,6 +430,11 @@ class _Builder:
         count = self.draw(st.one_of(st.integers(1, 3), st.integers(1, 6 if self.runnable else 40)))
         size = 1 if count > 3 else 2
         step["branches"] = [self.scope(slot.depth + 1, size)[0] for _ in range(count)]
+        settle = self.draw(st.sampled_from([None, "fail_fast", "all", "all"]))
+        if settle is not None:
+            step["settle"] = settle
+        if settle == "all" and self.draw(st.booleans()):
+            step["fail_when"] = self.draw(st.sampled_from(["never", "any"]))
 
     def fill_for_each(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw
@@ -713,6 +724,8 @@ class _Builder:
         if draw(st.booleans()):
             low, high = (60, 120) if self.runnable else (1, 31_536_000)
             definition["run_timeout_seconds"] = draw(st.integers(low, high))
+        if draw(st.integers(0, 2)) == 0:
+            definition["defaults"] = self.defaults()
         if self.runnable or draw(st.booleans()):
             # Runnable: a cycle that never leaves stops after a few dozen steps.
             definition["max_steps_per_run"] = draw(st.integers(1, 12 if self.runnable else 100_000))
@@ -770,6 +783,23 @@ class _Builder:
                 target = self.new_key()
                 self.steps[target] = call
                 self.steps[key]["compensate"] = target
+
+    def defaults(self) -> dict[str, Any]:
+        """A ``defaults`` block: any subset of retry (a policy or none), timeout (seconds or
+        none) and delay_seconds."""
+        draw = self.draw
+        block: dict[str, Any] = {}
+        if draw(st.booleans()):
+            block["retry"] = draw(st.sampled_from(["none", "policy"]))
+            if block["retry"] == "policy":
+                block["retry"] = self.retry(linear=True)
+        if draw(st.booleans()):
+            low, high = (10, 30) if self.runnable else (1, 31_536_000)
+            block["timeout_seconds"] = draw(st.one_of(st.integers(low, high), st.just("none")))
+        if draw(st.booleans()):
+            high = 3 if self.runnable else MAX_WAIT_SECONDS
+            block["delay_seconds"] = draw(st.one_of(st.integers(0, high), st.just(0)))
+        return block
 
 
 @st.composite

@@ -10,6 +10,7 @@ from relayflow.compiler.liveness import LivenessPlan, analyse
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.scope import ScopeContext
 from relayflow.compiler.states import Pass, ScopeMachine
+from relayflow.definition.effective import effective_workflow
 from relayflow.definition.graph import Scope, StepGraph
 from relayflow.definition.models import Workflow
 
@@ -19,6 +20,8 @@ class Driver:
     need from outside their scope (step runners, sub_workflow children, cycle counters)."""
 
     def __init__(self, workflow: Workflow, options: CompileOptions) -> None:
+        # Compile what each step effectively says: the workflow's defaults filled in.
+        workflow = effective_workflow(workflow)
         self.wf = workflow
         self.options = options
         raw = {k: s.model_dump(mode="json", exclude_none=True) for k, s in workflow.steps.items()}
@@ -89,13 +92,15 @@ class Driver:
                 return scope
         raise KeyError(f"no scope {owner}/{entry}")  # validation guarantees it exists
 
-    def compile_scope(self, scope: Scope, mode: str) -> ScopeMachine:
-        """``mode``: ``main`` (the state machine) or ``branch`` (a Parallel branch)."""
+    def compile_scope(self, scope: Scope, mode: str, *, settle: bool = False) -> ScopeMachine:
+        """``mode``: ``main`` (the state machine) or ``branch`` (a Parallel branch);
+        ``settle``: a branch of a ``settle: all`` parallel (see :meth:`ScopeContext.settled`)."""
         machine = ScopeMachine(self.entry_state(scope.entry))
         back_edges = self.graph.back_edges(scope)
         cycle_size = {k: len(c) for c in self.graph.cycles(scope) for k in c}
         ctx = ScopeContext(self, machine, mode, back_edges)
         ctx.in_cycle = set(cycle_size)
+        ctx.settle = settle
         #: State name → the step whose emitter (or loop guard) added it.
         owners: dict[str, str] = {}
         for key in scope.steps:

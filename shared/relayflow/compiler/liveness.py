@@ -258,6 +258,10 @@ class _Analysis:
         for scope in scopes:
             if scope.owner is not None:
                 self.branches.setdefault(scope.owner, []).append(scope)
+        #: ``settle: all`` parallels: any step of their branches may end its branch (failed).
+        self.settling = {
+            key for key, step in workflow.steps.items() if getattr(step, "settle", None) == "all"
+        }
         self.reads = {key: self._reads(key) for key in self.keys}
         self.outputs = self._mask(workflow.outputs)
         self.plan = LivenessPlan()
@@ -309,7 +313,7 @@ class _Analysis:
         mask = 0
         for scope in self.branches.get(key, []):
             for member in scope.steps:
-                if self._ends(member):
+                if self._ends(member) or key in self.settling:
                     mask |= self.bit[member] | self._terminals(member)
         return mask
 
@@ -358,6 +362,8 @@ class _Analysis:
                 fail = 0
                 for target in node.failure:
                     fail |= nodes[target].live_in
+                if scope.owner in self.settling:
+                    fail |= end_live  # a failure may end a settling branch
                 reads = node.reads
                 if self.wf.steps[key].type == "parallel":
                     for branch in self.branches.get(key, []):
@@ -407,6 +413,10 @@ class _Analysis:
             self._forward(branch, inner, node.may_in, node.must_in)
             end_may, end_must = 0, -1
             for member in inner.values():
+                if node.key in self.settling:
+                    # Failed, the member ends its branch with its record (whatever its type).
+                    end_may |= member.may_in | self.bit[member.key]
+                    end_must &= member.must_in | self.bit[member.key]
                 if member.ends:
                     end_may |= member.may_in | member.own
                     end_must &= member.must_in | member.own

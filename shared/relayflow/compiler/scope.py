@@ -15,7 +15,7 @@ from relayflow.compiler.asl import (
 )
 from relayflow.compiler.kinds import EMITTERS
 from relayflow.compiler.states import Choice, Fail, Pass, ScopeMachine, State, Succeed, Task, Wait
-from relayflow.definition.models import RetryPolicy
+from relayflow.definition.policies import RetryPolicy
 from relayflow.document import StepRef, task_parameters
 from relayflow.errors import NON_RETRYABLE_ERRORS, MaxStepsExceeded
 
@@ -79,6 +79,9 @@ class ScopeContext:
         self.item_continue = False
         #: Steps of this scope that sit on a cycle.
         self.in_cycle: set[str] = set()
+        #: A branch of a ``settle: all`` parallel: a failure nothing routes ends the branch
+        #: with the failed step's record (``<key>.settled``) instead of failing the Parallel.
+        self.settle = False
 
     def emit(self, key: str, step: Any) -> None:
         """Add the states of step ``key`` (its kind's emitter) to this scope."""
@@ -155,7 +158,21 @@ class ScopeContext:
             from relayflow.compiler.on_error import on_error_entry
 
             return on_error_entry(self, key, on_error)
-        return self.route(key, self.c.graph.failure_route(key))
+        target = self.route(key, self.c.graph.failure_route(key))
+        if target is None and self.settle:
+            return self.settled(key)
+        return target
+
+    def settled(self, key: str) -> str:
+        """The end of a settling branch whose step ``key`` failed: the step's record becomes
+        ``{"status": "failed", "error": {"Error", "Cause"}}`` and the branch ends there."""
+        name = f"{key}.settled"
+        if name not in self.machine.states:
+            record = {"status": "failed", "error.$": "$.error"}
+            self.machine.add(
+                name, Pass(parameters=record, result_path=self.step_result_path(key), end=True)
+            )
+        return name
 
     def item_failed(self, key: str) -> str:
         """The end state of a for_each item whose step failed: ``{status, error}``."""
@@ -379,7 +396,7 @@ class ScopeContext:
         for target in candidates:
             if target is not None and not (self.c.graph.reachable(target) & on_cycle):
                 return self.c.entry_state(target)
-        return None
+        return self.settled(header) if self.settle else None
 
     # ------------------------------------------------------------------ shared Tasks
 

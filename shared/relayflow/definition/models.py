@@ -35,6 +35,13 @@ from relayflow.definition.admission import (
 from relayflow.definition.compensation import Compensable
 from relayflow.definition.errors_model import OnError
 from relayflow.definition.for_each import ForEachScale
+from relayflow.definition.policies import (
+    FAIL_WHEN_HELP,
+    SETTLE_HELP,
+    RetrySetting,
+    StepDefaults,
+    check_settle,
+)
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -48,7 +55,6 @@ StepKey = Annotated[
 Template = Annotated[str, Field(description="Text with optional {{ expression }} placeholders.")]
 #: Any JSON value whose strings may hold placeholders.
 TemplateValue = Annotated[Any, Field(description="JSON value; strings may hold placeholders.")]
-ErrorName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*$", max_length=128)]
 #: What an acting step returns in a dry run instead of acting (docs/run-modes.md).
 DryRunOutput = Annotated[
     Any,
@@ -90,46 +96,6 @@ class _Model(BaseModel):
 # --------------------------------------------------------------------------- policies
 
 
-class RetryPolicy(_Model):
-    """How a failed step is retried before its ``on_failure`` route is taken.
-
-    ``max_attempts`` counts every attempt, the first one included. The delay before retry
-    *n* (1-based) is ``base_seconds`` (fixed), ``base_seconds × n`` (linear) or
-    ``base_seconds × 2^(n-1)`` (exponential), never more than ``max_delay_seconds``; with
-    ``jitter`` the delay is drawn uniformly from ``[0, delay]`` (AWS "FULL" jitter).
-    """
-
-    max_attempts: int = Field(
-        3, ge=1, le=25, description="Attempts in total, the first one included."
-    )
-    backoff: Literal["fixed", "linear", "exponential"] = Field(
-        "exponential", description="How the delay grows between attempts."
-    )
-    base_seconds: int = Field(2, ge=1, le=86_400, description="Delay before the first retry.")
-    max_delay_seconds: int | None = Field(
-        None, ge=1, le=86_400, description="Cap on any single delay (exponential/linear)."
-    )
-    jitter: bool = Field(False, strict=True, description="Randomise each delay in [0, delay].")
-    retry_on: list[ErrorName] | None = Field(
-        None,
-        description=(
-            "Error names that are retried (e.g. Relayflow.Transient, States.Timeout). "
-            "Default: every error except those that cannot succeed on retry."
-        ),
-        min_length=1,
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RetryPolicy:
-        if self.max_delay_seconds is not None and self.max_delay_seconds < self.base_seconds:
-            raise ValueError("max_delay_seconds must be at least base_seconds")
-        if self.retry_on and "States.ALL" in self.retry_on and len(self.retry_on) > 1:
-            raise ValueError("States.ALL matches every error; list it alone in retry_on")
-        if self.backoff == "linear" and self.jitter:
-            raise ValueError("jitter is available with fixed and exponential backoff only")
-        return self
-
-
 class Concurrency(_Model):
     """At most ``limit`` executions of this step at once, optionally per key (like Inngest's
     concurrency key): ``key: "{{ trigger.customer_id }}"`` limits each customer separately.
@@ -161,7 +127,7 @@ class _StepBase(_Model):
     on_failure: StepKey | None = Field(
         None, description="Step to run when this step fails (after retries); the error is at error."
     )
-    retry: RetryPolicy | None = Field(None, description="Retry policy for this step.")
+    retry: RetrySetting = Field(None, description="Retry policy; none: one attempt only.")
     on_error: OnError | None = Field(
         None, description="park or continue when the step fails (docs/reliability.md)."
     )
@@ -284,7 +250,7 @@ class DelayStep(_Routed):
     seconds: int | Template | None = Field(
         None,
         description=f"Seconds to wait (0 to {MAX_DELAY_SECONDS:,}), or a placeholder that "
-        "yields them.",
+        "yields them. Neither seconds nor until: the workflow's defaults.delay_seconds.",
     )
     until: Template | None = Field(
         None,
@@ -308,9 +274,10 @@ class DelayStep(_Routed):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> DelayStep:
-        if (self.seconds is None) == (self.until is None):
-            raise ValueError("a delay needs exactly one of seconds or until")
+    def _at_most_one(self) -> DelayStep:
+        # Neither: the workflow's defaults.delay_seconds (relayflow.definition.effective).
+        if self.seconds is not None and self.until is not None:
+            raise ValueError("a delay takes seconds or until, not both")
         return self
 
 
@@ -322,6 +289,12 @@ class ParallelStep(_Routed):
     branches: list[StepKey] = Field(
         min_length=1, max_length=100, description="First step of each branch."
     )
+    settle: Literal["fail_fast", "all"] = Field("fail_fast", description=SETTLE_HELP)
+    fail_when: Literal["never", "any"] | None = Field(None, description=FAIL_WHEN_HELP)
+
+    @model_validator(mode="after")
+    def _settles(self) -> ParallelStep:
+        return check_settle(self)  # type: ignore[no-any-return]
 
 
 class ForEachStep(_Routed, ForEachScale):
@@ -892,6 +865,7 @@ class Workflow(_Model):
         1000, ge=1, le=100_000, description="Bound on steps executed inside cycles."
     )
     errors: ErrorSettings = Field(default_factory=ErrorSettings)
+    defaults: StepDefaults = Field(default_factory=StepDefaults, description=StepDefaults.HELP)
     breaker: BreakerSettings | None = Field(
         None,
         description="Workflow circuit breaker: consecutive failed runs open it; while open, API "

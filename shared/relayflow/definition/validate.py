@@ -130,9 +130,31 @@ def _rule_for(error_type: str) -> str:
     }.get(error_type, error_type.replace("_", "-"))
 
 
+def _policy_or_word(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool] | None:
+    """A location inside ``<policy> | Literal[word]`` (``retry: none``, ``timeout_seconds:
+    none``): the location without the union member's tag, and whether the member is the word."""
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and part.startswith(
+            ("function-after[", "literal[", "constrained-int")
+        ):
+            return loc[:i] + loc[i + 1 :], part.startswith("literal[")
+    return None
+
+
 def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
+        member = _policy_or_word(tuple(err["loc"]))
+        if member is not None:
+            # Both members of the union fail; report the policy's error, once, at the path
+            # the person wrote (a non-mapping gets one message naming both spellings).
+            if member[1]:
+                continue
+            err = {**err, "loc": member[0]}
+            if err["type"] == "model_type":
+                err["msg"] = "Input should be a policy (a mapping of its fields) or none"
+            elif err["type"] == "int_parsing":
+                err["msg"] = "Input should be a whole number of seconds or none"
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]

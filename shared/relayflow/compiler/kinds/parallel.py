@@ -1,11 +1,20 @@
-"""parallel: a native Parallel state whose branches' ``steps`` are merged back."""
+"""parallel: a native Parallel state whose branches' ``steps`` are merged back.
+
+With ``settle: all`` every branch runs to its end: a failure that the failing step does not
+route itself ends its branch with the step's record ``{"status": "failed", "error"}`` (a
+Catch inside the branch, :meth:`ScopeContext.settled`), so the merge keeps the other
+branches' outputs. With ``fail_when: any`` a Choice after the merge raises
+``Relayflow.BranchesFailed`` (routable like any step failure) when a branch step's record
+says ``failed``.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from relayflow.compiler.states import Parallel, Pass
+from relayflow.compiler.states import Choice, Parallel, Pass, State
 from relayflow.definition.models import ParallelStep
+from relayflow.errors import BranchesFailed
 
 if TYPE_CHECKING:
     from relayflow.compiler.scope import ScopeContext
@@ -48,9 +57,9 @@ def merge_parts(count: int) -> list[list[int]]:
 
 def emit_parallel(ctx: ScopeContext, key: str, step: ParallelStep) -> None:
     ctx.c.runners[key] = "native"
-    branches = [
-        ctx.c.compile_scope(ctx.c.scope_for(root, key), mode="branch") for root in step.branches
-    ]
+    settle = step.settle == "all"
+    scopes = [ctx.c.scope_for(root, key) for root in step.branches]
+    branches = [ctx.c.compile_scope(scope, mode="branch", settle=settle) for scope in scopes]
     # Each branch returns the whole document with its steps added; the branches share the
     # steps from before the fork, so a shallow merge of their `steps` joins them.
     count = len(branches)
@@ -61,8 +70,10 @@ def emit_parallel(ctx: ScopeContext, key: str, step: ParallelStep) -> None:
         retry=ctx.retriers(step.retry) if step.retry else [],
         catch=ctx.catchers(key, None),
     )
+    members = [member for scope in scopes for member in scope.steps]
+    check = step.fail_when == "any"
     if count <= MERGE_PER_FIELD:
-        ctx.machine.add(key, ctx.flow(state, key, step.on_success))
+        finish(ctx, key, state, key, step, members if check else None)
         return
     # More branches than one field can merge: the selector merges groups of branches into
     # `parts` (one field per group), and a Pass merges the groups (one more transition).
@@ -85,4 +96,49 @@ def emit_parallel(ctx: ScopeContext, key: str, step: ParallelStep) -> None:
             "steps.$": merge_paths([f"$.parts.p{n}" for n in range(len(parts))]),
         },
     )
-    ctx.machine.add(merge_state, ctx.flow(joined, key, step.on_success))
+    finish(ctx, merge_state, joined, key, step, members if check else None)
+
+
+def finish(
+    ctx: ScopeContext,
+    name: str,
+    state: State,
+    key: str,
+    step: ParallelStep,
+    members: list[str] | None,
+) -> None:
+    """Add ``state`` (the Parallel, or the Pass that merges its parts) as ``name``, going on
+    to the step's success route, through the ``fail_when: any`` check of ``members`` (the
+    steps of the branches) when they are given."""
+    if members is None:
+        ctx.machine.add(name, ctx.flow(state, key, step.on_success))
+        return
+    check = f"{key}.settle_check"
+    state.next = check  # type: ignore[attr-defined]
+    ctx.machine.add(name, state)
+    # Where the state would have gone (a prune, the next step or the end) is where the
+    # check goes when no branch failed.
+    probe = ctx.flow(Pass(), key, step.on_success)
+    default = probe.next  # type: ignore[attr-defined]
+    if default is None:
+        default = f"{key}.settle_end"
+        ctx.machine.add(default, Pass(end=True, output_path=getattr(probe, "output_path", None)))
+    failed = f"{key}.branches_failed"
+    rules: list[dict[str, Any]] = [
+        {
+            "And": [
+                {"Variable": f"$.steps.{member}.status", "IsPresent": True},
+                {"Variable": f"$.steps.{member}.status", "StringEquals": "failed"},
+            ]
+        }
+        for member in members
+    ]
+    rule = rules[0] if len(rules) == 1 else {"Or": rules}
+    ctx.machine.add(check, Choice(choices=[{**rule, "Next": failed}], default=default))
+    ctx.raise_error(
+        failed,
+        BranchesFailed.error_name,
+        f"a branch of parallel step '{key}' failed (fail_when: any); the failed steps' "
+        "records hold their errors",
+        ctx.failure_target(key),
+    )

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from relayflow.compiler.asl import SUCCEEDED
-from relayflow.compiler.states import Fail
 from relayflow.definition.models import WaitForEventStep
 
 if TYPE_CHECKING:
@@ -42,7 +41,9 @@ def emit_wait_for_event(ctx: ScopeContext, key: str, step: WaitForEventStep) -> 
         else:
             target = f"{key}.timeout"
             cause = f"step {key} waited {step.timeout_seconds} s for a {step.event} event"
-            ctx.machine.add(target, Fail(error=WAIT_TIMEOUT, cause=cause))
+            # A settling branch records the timeout and ends; elsewhere the run fails.
+            settled = ctx.failure_target(key) if ctx.settle else None
+            ctx.raise_error(target, WAIT_TIMEOUT, cause, settled)
         timeout_catch = {
             "ErrorEquals": ["States.Timeout"],
             "ResultPath": "$.error",
