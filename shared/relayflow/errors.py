@@ -225,7 +225,7 @@ class BranchesFailed(RelayflowError):
 
 
 #: Errors that cannot succeed on retry. A retry policy without ``retry_on`` skips them.
-NON_RETRYABLE_ERRORS: tuple[str, ...] = (
+BASE_NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     InvalidArgsError.error_name,
     ExpressionError.error_name,
     HttpError.error_name,
@@ -234,10 +234,14 @@ NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     CodeError.error_name,
     CodeLimitExceeded.error_name,
     PayloadTooLarge.error_name,
-    # The AI steps' deterministic failures. A retry of an agent replays its recorded model
-    # turns and tool calls, so it reaches the same max_turns, budget or invalid answer; an
-    # llm_batch retry polls the same recorded job. A refused request (ModelError) is refused
-    # again. ModelResponseInvalid stays retryable: an unrecorded turn is asked again.
+)
+#: The AI steps' deterministic failures. A retry of an agent replays its recorded model turns
+#: and tool calls, so it reaches the same max_turns, budget or invalid answer; an llm_batch
+#: retry polls the same recorded job. A refused request (ModelError) is refused again.
+#: ModelResponseInvalid stays retryable: an unrecorded turn is asked again. Only machines
+#: with an agent or llm_batch step can raise them, so only those list them (every retrier
+#: repeats the list, and a long chain of retried steps would pay for it in definition size).
+AI_NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     ModelError.error_name,
     AgentMaxTurns.error_name,
     AgentTokenBudget.error_name,
@@ -246,3 +250,4 @@ NON_RETRYABLE_ERRORS: tuple[str, ...] = (
     BatchDeadline.error_name,
     BatchTooSmall.error_name,
 )
+NON_RETRYABLE_ERRORS: tuple[str, ...] = BASE_NON_RETRYABLE_ERRORS + AI_NON_RETRYABLE_ERRORS

@@ -10,6 +10,7 @@ import pytest
 
 from relayflow.compiler import CompileOptions, compile_workflow, to_mermaid
 from relayflow.definition import load_workflow
+from relayflow.definition.validate import validate_data
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.yaml"))
@@ -101,16 +102,50 @@ def test_a_step_with_a_retry_policy_runs_in_its_lambda_even_when_expressible():
             "Relayflow.CodeError",
             "Relayflow.CodeLimitExceeded",
             "Relayflow.PayloadTooLarge",
-            "Relayflow.ModelError",
-            "Relayflow.AgentMaxTurns",
-            "Relayflow.AgentTokenBudget",
-            "Relayflow.AgentOutputInvalid",
-            "Relayflow.BatchFailed",
-            "Relayflow.BatchDeadline",
-            "Relayflow.BatchTooSmall",
         ],
         "MaxAttempts": 0,
     }
+
+
+def load_workflow_data(data: dict) -> object:
+    workflow, problems = validate_data(data)
+    assert workflow is not None and not problems, problems
+    return workflow
+
+
+def test_only_a_machine_with_an_ai_step_lists_the_ai_errors_as_not_retryable():
+    retried = {"max_attempts": 3, "backoff": "exponential"}
+    plain = compile_workflow(
+        load_workflow_data(
+            {
+                "id": "p",
+                "start": "t",
+                "steps": {"t": {"type": "code", "code": "x", "retry": retried}},
+            }
+        )
+    ).asl
+    with_agent = compile_workflow(
+        load_workflow_data(
+            {
+                "id": "a",
+                "start": "t",
+                "steps": {
+                    "t": {"type": "code", "code": "x", "retry": retried, "on_success": "ask"},
+                    "ask": {"type": "agent", "model": "scripted:x", "prompt": "hi"},
+                },
+            }
+        )
+    ).asl
+
+    def not_retried(asl: dict) -> list[str]:
+        return next(r for r in asl["States"]["t"]["Retry"] if r["MaxAttempts"] == 0)["ErrorEquals"]
+
+    # A tool or code step can never raise an agent's errors: its retrier need not list them
+    assert "Relayflow.AgentMaxTurns" not in not_retried(plain)
+    assert "Relayflow.CodeError" in not_retried(plain)
+    # Where an agent runs, its deterministic failures are never retried
+    assert "Relayflow.AgentMaxTurns" in not_retried(with_agent)
+    assert "Relayflow.BatchFailed" in not_retried(with_agent)
 
 
 def test_cycles_get_a_step_counter():

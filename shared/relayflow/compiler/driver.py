@@ -13,6 +13,7 @@ from relayflow.compiler.states import Pass, ScopeMachine
 from relayflow.definition.effective import effective_workflow
 from relayflow.definition.graph import Scope, StepGraph
 from relayflow.definition.models import Workflow
+from relayflow.errors import BASE_NON_RETRYABLE_ERRORS, NON_RETRYABLE_ERRORS
 
 
 class Driver:
@@ -36,6 +37,12 @@ class Driver:
         #: Distributed for_each steps → the bucket their items are read from (None: from the
         #: state document), for the IAM statements.
         self.distributed: dict[str, str | None] = {}
+        #: The errors no retry policy retries (the AI steps' only where the machine has one).
+        self.non_retryable: list[str] = list(
+            NON_RETRYABLE_ERRORS
+            if any(s.type in ("agent", "llm_batch") for s in workflow.steps.values())
+            else BASE_NON_RETRYABLE_ERRORS
+        )
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
         #: Where the compiled machine drops outputs no later reader needs.
         self.liveness: LivenessPlan = analyse(

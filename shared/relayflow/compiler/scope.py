@@ -17,7 +17,7 @@ from relayflow.compiler.kinds import EMITTERS
 from relayflow.compiler.states import Choice, Fail, Pass, ScopeMachine, State, Succeed, Task, Wait
 from relayflow.definition.policies import RetryPolicy
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import NON_RETRYABLE_ERRORS, MaxStepsExceeded
+from relayflow.errors import MaxStepsExceeded
 
 if TYPE_CHECKING:
     from relayflow.compiler.driver import Driver
@@ -226,7 +226,7 @@ class ScopeContext:
         if policy is None or policy.max_attempts <= 1 or policy.backoff == "linear":
             return retry
         if policy.retry_on is None:
-            retry.append({"ErrorEquals": list(NON_RETRYABLE_ERRORS), "MaxAttempts": 0})
+            retry.append({"ErrorEquals": list(self.c.non_retryable), "MaxAttempts": 0})
         rule: dict[str, Any] = {
             "ErrorEquals": list(policy.retry_on or ["States.ALL"]),
             "IntervalSeconds": policy.base_seconds,
@@ -253,7 +253,7 @@ class ScopeContext:
             if policy.retry_on is None:
                 catch.append(
                     {
-                        "ErrorEquals": list(NON_RETRYABLE_ERRORS),
+                        "ErrorEquals": list(self.c.non_retryable),
                         "ResultPath": "$.error",
                         "Next": failure or self.reraise_state(key),
                     }
