@@ -28,6 +28,7 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
     "approval_signing_secret": "ApprovalSigningSecret",
     "state_machine_role_arn": "StateMachineRole",
     "state_machine_log_group_arn": "StateMachineLogGroup",
+    "step_events_log_group_arn": "StepEventsLogGroup",
     "scheduler_role_arn": "SchedulerRole",
     "trigger_function_arn": "TriggerFunction",
     "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
@@ -83,6 +84,11 @@ class Settings(BaseSettings):
     )
     state_machine_log_group_arn: str | None = Field(
         None, description="Log group the control plane's state machines log errors to."
+    )
+    step_events_log_group_arn: str | None = Field(
+        None,
+        description="Log group the state machines of workflows with events.steps log every "
+        "event to (level ALL); its subscription feeds the step-events function.",
     )
     function_arns: dict[str, str] = Field(
         default_factory=dict,

@@ -41,9 +41,9 @@ class StepThrough:
     def _publish(self, head: WorkflowItem, item: VersionItem) -> str:
         from relayflow.compiler import compile_workflow
         from relayflow.compiler.debug import step_through_variant
+        from relayflow.control.machine_config import machine_config
         from relayflow.control.service import _check_compiled, compile_options
         from relayflow.definition import validate_data
-        from relayflow.settings import get_settings
 
         workflow, problems = validate_data(json.loads(item.definition))
         if workflow is None:
@@ -57,7 +57,7 @@ class StepThrough:
         arn = self.control.machines.update(
             head.state_machine_arn,
             json.dumps(variant, separators=(",", ":")),
-            role_arn=get_settings().state_machine_role_arn,
+            **machine_config(head.tenant, workflow),
             description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
             "(step-through)",
         )
