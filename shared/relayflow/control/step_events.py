@@ -30,7 +30,9 @@ sends the records to the step-events function. For each batch the function
    A step's main state is the state named by its key (``[a-z][a-z0-9_]*``, see
    :mod:`relayflow.compiler.compile`); auxiliary states (``<key>.<suffix>``) only add to it. A
    record without a state name (``TaskScheduled``, ``TaskFailed``, …) belongs to the trace
-   whose last event it follows (``previous_event_id``), else to the one open Task;
+   whose last event it follows (``previous_event_id``: every event of a state moves its trace
+   on, so concurrent for_each items stay apart), else to the one open Task. The subscription
+   therefore takes every record (no filter pattern);
 4. puts the events on the Relayflow bus, at most 10 per ``PutEvents``, then stores the
    traces. A failed put raises before anything is stored, so the redelivered batch publishes
    the same events again: delivery is at least once, and ``detail.event_id`` (execution name
@@ -59,17 +61,6 @@ DETAIL_TYPE_PREFIX = "relayflow.step."
 KINDS = ("started", "succeeded", "failed", "retrying", "parked", "waiting")
 #: EventBridge takes at most this many entries per PutEvents.
 PUT_EVENTS_BATCH = 10
-#: Log record types the subscription filter passes (``template.yaml`` builds its pattern
-#: from this list; ``*`` as CloudWatch Logs filter patterns read it).
-RECORD_TYPES = (
-    "*StateEntered",
-    "*StateExited",
-    "TaskScheduled",
-    "*Failed",
-    "*TimedOut",
-    "ExecutionAborted",
-)
-
 _STEP_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _ATTEMPT = frozenset({"TaskScheduled", "LambdaFunctionScheduled", "ActivityScheduled"})
 _FAILURE = frozenset(
@@ -211,12 +202,15 @@ class _Traces:
         found = [(sk, t) for sk, t in self.open.items() if not sk.endswith(_CARRY)]
         return sorted(found, key=lambda item: int(item[1].get("entry", 0)))
 
-    def following(self, record: LogRecord) -> str | None:
-        """The entry whose last event ``record`` follows, else the one open Task."""
+    def following(self, record: LogRecord, *, or_the_task: bool = True) -> str | None:
+        """The entry whose last event ``record`` follows, else (``or_the_task``) the one open
+        Task."""
         entries = self.entries()
         for sk, trace in entries:
             if trace.get("last_event_id") == record.previous_id:
                 return sk
+        if not or_the_task:
+            return None
         tasks = [sk for sk, trace in entries if trace.get("kind") == "Task"]
         return tasks[0] if len(tasks) == 1 else None
 
@@ -271,6 +265,12 @@ def _apply(record: LogRecord, traces: _Traces) -> Iterator[StepEvent]:
         traces.put(sk, trace)
     elif kind in _EXECUTION_END:
         yield from _execution_ended(record, traces)
+    else:
+        # Any other event of a state (TaskStarted, TaskSucceeded, MapStateStarted …) moves its
+        # trace on, so that the next one still finds it by previous_event_id.
+        sk = traces.following(record, or_the_task=False)
+        if sk is not None:
+            traces.put(sk, dict(traces.open[sk], last_event_id=record.id))
 
 
 def _err(trace: Mapping[str, Any]) -> str | None:
