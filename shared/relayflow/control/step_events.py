@@ -186,6 +186,12 @@ class _Traces:
     open: dict[str, dict[str, Any]]
     changed: set[str] = field(default_factory=set)
     closed: set[str] = field(default_factory=set)
+    #: Keys the table holds (loaded, or to be stored): only those need a delete on close. A
+    #: state entered and exited within one batch costs no write at all.
+    stored: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.stored |= set(self.open)
 
     def put(self, sk: str, trace: dict[str, Any]) -> None:
         self.open[sk] = trace
@@ -195,7 +201,8 @@ class _Traces:
     def close(self, sk: str) -> None:
         self.open.pop(sk, None)
         self.changed.discard(sk)
-        self.closed.add(sk)
+        if sk in self.stored:
+            self.closed.add(sk)
 
     def entries(self) -> list[tuple[str, dict[str, Any]]]:
         """The open entries (not carries), oldest first."""
