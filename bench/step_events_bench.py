@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cost_bench import (  # noqa: E402
+from cost_bench import (
     DDB_PER_READ_UNIT,
     DDB_PER_WRITE_UNIT,
     EVENTS_PER_EVENT,
@@ -43,15 +43,15 @@ from cost_bench import (  # noqa: E402
     SFN_PER_TRANSITION,
 )
 
-from relayflow.adapters.aws import client  # noqa: E402
-from relayflow.control.recorder import record_status_change, status_change_event  # noqa: E402
-from relayflow.control.service import ControlPlane  # noqa: E402
-from relayflow.control.step_events import encode_subscription, handle_subscription  # noqa: E402
-from relayflow.dal import create_table  # noqa: E402
-from relayflow.dal.step_trace import StepTraceDal  # noqa: E402
-from relayflow.local import LocalRuntime  # noqa: E402
-from relayflow.local.step_logs import log_record  # noqa: E402
-from relayflow.settings import get_settings, override_settings  # noqa: E402
+from relayflow.adapters.aws import client
+from relayflow.control.recorder import record_status_change, status_change_event
+from relayflow.control.service import ControlPlane
+from relayflow.control.step_events import encode_subscription, handle_subscription
+from relayflow.dal import create_table
+from relayflow.dal.step_trace import StepTraceDal
+from relayflow.local import LocalRuntime
+from relayflow.local.step_logs import log_record
+from relayflow.settings import get_settings, override_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 #: CloudWatch Logs vended logs (Step Functions) delivered to CloudWatch Logs: $0.50 per GB.
@@ -90,7 +90,7 @@ class CountingEvents:
         self.entries = 0
         self._client = client("events")
 
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.entries += len(Entries)
         return dict(self._client.put_events(Entries=Entries))
 
