@@ -29,6 +29,7 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
     "state_machine_role_arn": "StateMachineRole",
     "state_machine_log_group_arn": "StateMachineLogGroup",
     "step_events_log_group_arn": "StepEventsLogGroup",
+    "tenant_state_machine_policy_arn": "TenantStateMachinePolicy",
     "scheduler_role_arn": "SchedulerRole",
     "trigger_function_arn": "TriggerFunction",
     "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
@@ -84,6 +85,12 @@ class Settings(BaseSettings):
     )
     state_machine_log_group_arn: str | None = Field(
         None, description="Log group the control plane's state machines log errors to."
+    )
+    tenant_state_machine_policy_arn: str | None = Field(
+        None,
+        description="TenantStateMachinePolicy: the one policy (and boundary) of the per-tenant "
+        "roles that machines with a templated sub_workflow target run under; unset: those "
+        "machines run under the shared state_machine_role_arn.",
     )
     step_events_log_group_arn: str | None = Field(
         None,

@@ -41,6 +41,15 @@ class ResourceMissing(StepFunctionsError):
     """No such alias or version."""
 
 
+class RoleNotAssumable(StepFunctionsError):
+    """Step Functions cannot assume the execution role (yet: IAM is eventually consistent,
+    and a role created a moment ago may not be usable for a few seconds)."""
+
+
+#: Pauses between tries of a create or update whose role Step Functions cannot assume yet.
+ROLE_RETRY_SECONDS = (1.0, 2.0, 4.0, 4.0)
+
+
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 _DEFINITION = frozenset({"InvalidDefinition", "StateMachineLimitExceeded"})
 
@@ -61,6 +70,8 @@ def _translate(exc: Exception, action: str) -> StepFunctionsError:
         return MachineExists(message)
     if code in ("ResourceNotFound", "StateMachineDoesNotExist"):
         return ResourceMissing(message)
+    if code == "AccessDeniedException" and "assume" in str(error.get("Message", "")):
+        return RoleNotAssumable(message)
     return StepFunctionsError(message)
 
 
@@ -129,6 +140,19 @@ class StateMachines:
         except ClientError as exc:
             raise _translate(exc, action) from exc
 
+    def _call_with_role(self, action: str, **params: Any) -> dict[str, Any]:
+        """:meth:`_call`, tried again while Step Functions cannot assume the role yet."""
+        import time
+
+        for pause in (*ROLE_RETRY_SECONDS, None):
+            try:
+                return self._call(action, **params)
+            except RoleNotAssumable:
+                if pause is None:
+                    raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
     # -- machines, versions, alias -----------------------------------------------------------
 
     def create(
@@ -146,7 +170,7 @@ class StateMachines:
         ``step_events`` logs every event for per-step lifecycle events
         (:func:`logging_configuration`)."""
         try:
-            response = self._call(
+            response = self._call_with_role(
                 "create_state_machine",
                 name=name,
                 definition=definition,
@@ -188,7 +212,7 @@ class StateMachines:
     ) -> str:
         """Update the definition (and the logging, see :meth:`create`) and publish it as a new
         version; returns the version ARN."""
-        response = self._call(
+        response = self._call_with_role(
             "update_state_machine",
             stateMachineArn=arn,
             definition=definition,
