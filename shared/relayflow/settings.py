@@ -93,9 +93,11 @@ class Settings(BaseSettings):
         "machines run under the shared state_machine_role_arn.",
     )
     step_events_log_group_arn: str | None = Field(
-        None,
+        "arn:aws:logs:us-east-1:123456789012:log-group:/aws/vendedlogs/states/relayflow-local-steps:*",
         description="Log group the state machines of workflows with events.steps log every "
-        "event to (level ALL); its subscription feeds the step-events function.",
+        "event to (level ALL); its subscription feeds the step-events function. The default "
+        "names the local runtime's stand-in (relayflow.local.step_logs); template.yaml sets "
+        "the stack's.",
     )
     function_arns: dict[str, str] = Field(
         default_factory=dict,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from relayflow.control.step_events import encode_subscription
+from relayflow.local.lambda_endpoint import Handler
 from relayflow.local.runtime import LocalRuntime
 
 #: Detail fields Step Functions logs with ``includeExecutionData: false``; inputs, outputs,
@@ -58,6 +59,32 @@ def logs_step_events(logging: Mapping[str, Any] | None, log_group_arn: str) -> b
         if group.removesuffix(":*") == log_group_arn.removesuffix(":*"):
             return True
     return False
+
+
+def with_step_events(runtime: LocalRuntime, recorder: Handler) -> Handler:
+    """``recorder`` (the status-change handler ``relayflow serve`` calls), followed by
+    shipping the execution's new log records to the step-events function: locally, step
+    events are published when a run starts and when it ends, in order, rather than as each
+    step runs."""
+    from relayflow.local.lambda_endpoint import HandlerRegistry
+    from relayflow.naming import function_name
+    from relayflow.settings import get_settings
+
+    registry = HandlerRegistry(runtime.handlers, runtime.functions_dir, region=runtime.region)
+    handler = registry.resolve(function_name("step_events"))
+    group = get_settings().step_events_log_group_arn
+    if handler is None or not group:
+        return recorder
+    shipper = StepLogShipper(runtime, handler, log_group_arn=group)
+
+    def record_and_ship(event: dict[str, Any], context: Any) -> Any:
+        answer = recorder(event, context)
+        arn = (event.get("detail") or {}).get("executionArn")
+        if arn:
+            shipper.ship([str(arn)])
+        return answer
+
+    return record_and_ship
 
 
 class StepLogShipper:
