@@ -220,3 +220,25 @@ def test_the_subscription_payload_round_trips_and_bad_messages_are_refused():
     assert LogRecord.parse(json.dumps({"id": "x"})) is None
     with pytest.raises(ValueError, match=r"no awslogs\.data"):
         decode_subscription({"Records": []})
+
+
+def test_a_redelivered_batch_moves_no_open_step_on():
+    # Given a batch that left a step open on its second attempt, and its traces as stored
+    log = Log()
+    e = log.add("TaskStateEntered", name="price")
+    log.add("TaskScheduled", prev=e, resource="invoke")
+    log.add("TaskFailed", error="Relayflow.Transient")
+    log.add("TaskScheduled", resource="invoke")
+    traces = _Traces({})
+    assert kinds(fold(log.records, traces)) == [("started", "price", 1), ("retrying", "price", 2)]
+    stored = _Traces({sk: json.loads(json.dumps(t)) for sk, t in traces.open.items()})
+    # When CloudWatch Logs delivers the same batch again
+    again = fold(log.records, stored)
+    # Then nothing is published again and the attempt count stays
+    assert again == []
+    (trace,) = stored.open.values()
+    assert trace["attempt"] == 2
+    # And the step's exit, in the next batch, ends attempt 2
+    log.add("TaskSucceeded")
+    log.add("TaskStateExited", name="price")
+    assert kinds(fold(log.records[4:], stored)) == [("succeeded", "price", 2)]

@@ -36,7 +36,9 @@ sends the records to the step-events function. For each batch the function
 4. puts the events on the Relayflow bus, at most 10 per ``PutEvents``, then stores the
    traces. A failed put raises before anything is stored, so the redelivered batch publishes
    the same events again: delivery is at least once, and ``detail.event_id`` (execution name
-   and history event id) is stable for deduplication.
+   and history event id) is stable for deduplication. A batch redelivered after its traces
+   were stored changes no open step (its records are older than the traces); the events of
+   states it saw exit are published again.
 
 The local runtime has no CloudWatch Logs: :mod:`relayflow.local.step_logs` turns execution
 history into the same records and calls the same function.
@@ -253,8 +255,8 @@ def _apply(record: LogRecord, traces: _Traces) -> Iterator[StepEvent]:
         yield from _exited(record, name, traces)
     elif kind in _ATTEMPT or kind in _FAILURE:
         sk = traces.following(record)
-        if sk is None:
-            return
+        if sk is None or int(traces.open[sk].get("last_event_id", 0)) >= record.id:
+            return  # not ours, or a redelivered record this trace reflects already
         trace = dict(traces.open[sk], last_event_id=record.id)
         if kind in _FAILURE:
             trace["error"] = str(record.details.get("error") or "States.TaskFailed")
@@ -294,6 +296,8 @@ def _entered(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEven
     if step is None and name.endswith(_RETRY_WAIT_SUFFIX) and carry is not None:
         # A linear-retry loop: the step's next entry goes on counting its attempts.
         traces.put(key + _CARRY, dict(carry, armed=True, last_event_id=record.id))
+    if f"{name}@{record.id}" in traces.open:
+        return  # a redelivered entry that is still open: applied already
     state_kind = record.type.removesuffix("StateEntered")
     trace: dict[str, Any] = {
         "state": name,
@@ -324,7 +328,7 @@ def _exited(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEvent
     sk = traces.following(record)
     if sk is None or traces.open[sk].get("state") != name:
         sk = traces.entry_of(name)
-    if sk is None:
+    if sk is None or int(traces.open[sk].get("last_event_id", 0)) >= record.id:
         return
     trace = traces.open[sk]
     traces.close(sk)
