@@ -52,7 +52,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from relayflow.observability import logger
@@ -63,6 +63,8 @@ DETAIL_TYPE_PREFIX = "relayflow.step."
 KINDS = ("started", "succeeded", "failed", "retrying", "parked", "waiting")
 #: EventBridge takes at most this many entries per PutEvents.
 PUT_EVENTS_BATCH = 10
+#: How long a trace is kept at most (a Standard execution runs for a year at most).
+TRACE_LIFETIME = timedelta(days=366)
 _STEP_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _ATTEMPT = frozenset({"TaskScheduled", "LambdaFunctionScheduled", "ActivityScheduled"})
 _FAILURE = frozenset(
@@ -455,11 +457,10 @@ def _plain(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stored(trace: Mapping[str, Any]) -> dict[str, Any]:
-    from relayflow.control.service import RUN_MAX_AGE, epoch
-
-    # A trace left open (an execution whose end was never logged) goes with the run.
-    expires = datetime.now(UTC) + RUN_MAX_AGE
-    return {**{k: v for k, v in trace.items() if v is not None}, "expires_at": epoch(expires)}
+    # A trace left open (an execution whose end was never logged) expires once no Standard
+    # execution can still be running: they last a year at most.
+    expires = int((datetime.now(UTC) + TRACE_LIFETIME).timestamp())
+    return {**{k: v for k, v in trace.items() if v is not None}, "expires_at": expires}
 
 
 def _entry(step_event: StepEvent, execution: Execution, bus: str) -> dict[str, Any]:
