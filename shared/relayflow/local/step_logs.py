@@ -80,8 +80,13 @@ def with_step_events(runtime: LocalRuntime, recorder: Handler) -> Handler:
     def record_and_ship(event: dict[str, Any], context: Any) -> Any:
         answer = recorder(event, context)
         arn = (event.get("detail") or {}).get("executionArn")
-        if arn:
-            shipper.ship([str(arn)])
+        try:
+            if arn:
+                shipper.ship([str(arn)])
+        except Exception as exc:  # the run is recorded; its next status change ships again
+            from relayflow.observability import logger
+
+            logger.warning("step events not shipped", extra={"reason": str(exc)})
         return answer
 
     return record_and_ship
