@@ -28,6 +28,8 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
     "approval_signing_secret": "ApprovalSigningSecret",
     "state_machine_role_arn": "StateMachineRole",
     "state_machine_log_group_arn": "StateMachineLogGroup",
+    "step_events_log_group_arn": "StepEventsLogGroup",
+    "tenant_state_machine_policy_arn": "TenantStateMachinePolicy",
     "scheduler_role_arn": "SchedulerRole",
     "trigger_function_arn": "TriggerFunction",
     "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
@@ -83,6 +85,19 @@ class Settings(BaseSettings):
     )
     state_machine_log_group_arn: str | None = Field(
         None, description="Log group the control plane's state machines log errors to."
+    )
+    tenant_state_machine_policy_arn: str | None = Field(
+        None,
+        description="TenantStateMachinePolicy: the one policy (and boundary) of the per-tenant "
+        "roles that machines with a templated sub_workflow target run under; unset: those "
+        "machines run under the shared state_machine_role_arn.",
+    )
+    step_events_log_group_arn: str | None = Field(
+        "arn:aws:logs:us-east-1:123456789012:log-group:/aws/vendedlogs/states/relayflow-local-steps:*",
+        description="Log group the state machines of workflows with events.steps log every "
+        "event to (level ALL); its subscription feeds the step-events function. The default "
+        "names the local runtime's stand-in (relayflow.local.step_logs); template.yaml sets "
+        "the stack's.",
     )
     function_arns: dict[str, str] = Field(
         default_factory=dict,

@@ -56,6 +56,7 @@ KEY_TOKENS = frozenset(
         "BATCH",
         "SCHED",
         "SIGFAIL",
+        "STEPEV",
     ]
 )
 #: Literal heads of key parts that carry dotted ids after them.

@@ -196,3 +196,8 @@ def test_platform_handlers_answer_each_sample_in_their_contract(kind, sample: Pa
     elif kind == "maintenance":
         # the counts of what it did, and the DLQ's depth (an empty DLQ: nothing due)
         assert result == {"started": [], "postponed": [], "skipped": [], "depth": 0}
+    elif kind == "step_events":
+        # every record read; the retried sample publishes its steps' events, a control
+        # message (CloudWatch Logs checking the destination) nothing
+        published = {"task_retried": 7, "control_message": 0}[sample.stem]
+        assert result["published"] == published and result["skipped"] == 0, result

@@ -380,7 +380,7 @@ def test_the_api_manages_only_its_stage_state_machines_and_passes_only_their_rol
         "states:StopExecution",
         "arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme-orders:run1",
     )
-    # it may hand exactly two roles to exactly their services
+    # it may hand exactly two roles, and its stage's tenant roles, to exactly their services
     passed = {
         s["Resource"]: s["Condition"]["StringEquals"]["iam:PassedToService"]
         for s in statements
@@ -389,6 +389,7 @@ def test_the_api_manages_only_its_stage_state_machines_and_passes_only_their_rol
     assert passed == {
         DEV.resolve({"Fn::GetAtt": ["StateMachineRole", "Arn"]}): "states.amazonaws.com",
         DEV.resolve({"Fn::GetAtt": ["SchedulerRole", "Arn"]}): "scheduler.amazonaws.com",
+        "arn:aws:iam::123456789012:role/relayflow-dev-tenant-*": "states.amazonaws.com",
     }
     env = props("ApiFunction")["Environment"]["Variables"]
     assert set(env) <= {f"RELAYFLOW_{name.upper()}" for name in Settings.model_fields}

@@ -1,5 +1,6 @@
 """The step-through variant (relayflow.compiler.debug): a gate before each entry into a
-top-level step, nothing else changed, and a valid machine."""
+step, in every scope (top level, parallel branches, for_each items), nothing else changed,
+and a valid machine."""
 
 from __future__ import annotations
 
@@ -32,15 +33,50 @@ steps:
 """
 
 
-def test_every_entry_into_a_top_level_step_goes_through_one_gate():
+def gate_names(scope: dict) -> set[str]:
+    """Every gate state of a scope and the scopes nested in it."""
+    found = {name for name in scope["States"] if name.endswith(GATE_SUFFIX)}
+    for state in scope["States"].values():
+        for nested in [*state.get("Branches", []), state.get("ItemProcessor") or {"States": {}}]:
+            found |= gate_names(nested)
+    return found
+
+
+def without_gates(scope: dict) -> dict:
+    """A copy of the scope with its gates (in every nested scope) taken out and every
+    transition into a gate pointed at the gate's step again."""
+    scope = json.loads(json.dumps(scope))
+    gates = {
+        name: state["Next"]
+        for name, state in scope["States"].items()
+        if ((state.get("Parameters") or {}).get("Payload") or {}).get("step", {}).get("type")
+        == "step_gate"
+    }
+    scope["StartAt"] = gates.get(scope["StartAt"], scope["StartAt"])
+    for name in gates:
+        del scope["States"][name]
+    for state in scope["States"].values():
+        holders = [state, *state.get("Choices", []), *state.get("Catch", [])]
+        for holder in holders:
+            for field in ("Next", "Default"):
+                if holder.get(field) in gates:
+                    holder[field] = gates[holder[field]]
+        for branch_index, branch in enumerate(state.get("Branches", [])):
+            state["Branches"][branch_index] = without_gates(branch)
+        if "ItemProcessor" in state:
+            state["ItemProcessor"] = without_gates(state["ItemProcessor"])
+    return scope
+
+
+def test_every_entry_into_a_step_goes_through_one_gate_in_every_scope():
     workflow = load_workflow_text(LOOP, "loop.yaml")
     asl = compile_workflow(workflow).asl
     variant = step_through_variant(asl, workflow.steps, GATE_ARN)
     assert_valid_machine(variant)
     states = variant["States"]
     gates = {name for name in states if name.endswith(GATE_SUFFIX)}
-    # One gate per way into a top-level step; none inside the parallel's branches. The
-    # loop back into fetch enters at its cycle counter (fetch.loop), behind a gate too.
+    # One gate per way into a top-level step. The loop back into fetch enters at its cycle
+    # counter (fetch.loop), behind a gate too.
     assert gates == {"fetch.gate", "fetch.loop.gate", "check.gate", "fan.gate"}
     # (A cyclic workflow starts at its counters' _init state, which leads to the first gate.)
     assert variant["StartAt"] == "_init" and states["_init"]["Next"] == "fetch.gate"
@@ -54,8 +90,44 @@ def test_every_entry_into_a_top_level_step_goes_through_one_gate():
     assert gate["Catch"] == [
         {"ErrorEquals": [STEP_THROUGH_OFF], "ResultPath": None, "Next": "fetch"}
     ]
-    branch_states = {n for b in states["fan"]["Branches"] for n in b["States"]}
-    assert not any(n.endswith(GATE_SUFFIX) for n in branch_states)
+    # And each parallel branch waits before its own step, after the gate before the parallel
+    for branch, step in zip(states["fan"]["Branches"], ("left", "right"), strict=True):
+        assert branch["StartAt"] == f"{step}.gate"
+        assert branch["States"][f"{step}.gate"]["Next"] == step
+        payload = branch["States"][f"{step}.gate"]["Parameters"]["Payload"]
+        assert payload["step"]["key"] == step and payload["doc.$"] == "$"
+
+
+EACH = """
+id: each
+start: prices
+steps:
+  prices:
+    type: for_each
+    items: "{{ trigger.lines }}"
+    step: price
+    on_success: done
+  price: {type: transform, mapping: {sku: "{{ item.sku }}"}}
+  done: {type: noop}
+"""
+
+
+def test_each_for_each_item_waits_before_each_of_its_steps():
+    workflow = load_workflow_text(EACH, "each.yaml")
+    asl = compile_workflow(workflow).asl
+    variant = step_through_variant(asl, workflow.steps, GATE_ARN)
+    assert_valid_machine(variant)
+    (map_name,) = [n for n, s in variant["States"].items() if s["Type"] == "Map"]
+    processor = variant["States"][map_name]["ItemProcessor"]
+    # Each item waits before its step
+    assert processor["StartAt"] == "price.gate"
+    assert processor["States"]["price.gate"]["Next"] == "price"
+    # The item document carries the run and the item index (each item's gate is its own)
+    selector = variant["States"][map_name]["ItemSelector"]
+    assert selector["run.$"] == "$.run" and selector["index.$"] == "$$.Map.Item.Index"
+    assert gate_names(variant) == {"prices.size.gate", "price.gate", "done.gate"}
+    # And the normal machine has none of it
+    assert gate_names(asl) == set()
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
@@ -99,3 +171,22 @@ steps:
     assert states["ask.gate"]["Type"] == "Task" and states["ask.gate"]["Next"] == "ask"
     assert states["ask"]["Next"] == "ask.await" and states["ask.await"]["Type"] == "Choice"
     assert {c["Next"] for c in states["ask.await"]["Choices"]} == {"ask.approval", "ask.workflow"}
+    # Apart from gates and transitions pointing at them (in every scope), the variant is the
+    # normal machine
+    assert without_gates(variant) == asl
+
+
+def test_a_gate_never_takes_the_name_of_a_state_the_machine_has():
+    # Given a machine with a state that ends in .gate (here an agent's suspension Choice,
+    # renamed from its own name, <key>.await, to collide)
+    golden = Path(__file__).resolve().parents[1] / "golden" / "agent_approval.asl.json"
+    asl = json.loads(golden.read_text().replace("refunder.await", "refunder.gate"))
+    assert asl["States"]["refunder.gate"]["Type"] == "Choice"
+    variant = step_through_variant(asl, ["refunder", "done", "failed"], GATE_ARN)
+    # Then the Choice is kept (routing into the next step's gate) and the step's gate gets a
+    # name of its own
+    kept = variant["States"]["refunder.gate"]
+    assert kept["Type"] == "Choice" and kept["Default"] == "done.gate"
+    assert variant["StartAt"] == "refunder.gate.gate"
+    assert variant["States"]["refunder.gate.gate"]["Next"] == "refunder"
+    assert without_gates(variant) == asl

@@ -43,6 +43,7 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
+from relayflow.control.machine_config import machine_config
 from relayflow.control.models import (
     ApiKeyInfo,
     ContinueResult,
@@ -262,18 +263,18 @@ def _check_limit(limit: int) -> None:
         raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
 
 
-#: Parts of a definition the compiled ASL does not hold (the trigger function, the control
-#: plane and the recorder read them from the version).
+#: Parts of a definition the compiled ASL does not hold (read from the version instead).
 _OUTSIDE_ASL = (
     "triggers",
     "breaker",
     "notifications",
-    # Run admission and cancel_on (docs/flow-control.md) act outside the state machine too.
+    # Run admission, cancel_on (docs/flow-control.md) and step events act outside it too.
     "singleton",
     "concurrency",
     "debounce",
     "batch",
     "cancel_on",
+    "events",
 )
 
 
@@ -286,9 +287,8 @@ def subscriptions(workflow: Any) -> list[Any]:
 
 
 def _same_triggers(stored_definition: str, definition_json: str) -> bool:
-    """Triggers, the workflow breaker and failure notifications are not part of the compiled
-    ASL: a definition whose triggers, breaker or notifications changed is a new version even
-    when its state machine is not."""
+    """A definition whose parts outside the compiled ASL (``_OUTSIDE_ASL``) changed is a new
+    version even when its state machine is not."""
     stored, new = json.loads(stored_definition), json.loads(definition_json)
     return all(stored.get(part) == new.get(part) for part in _OUTSIDE_ASL)
 
@@ -395,7 +395,7 @@ class ControlPlane:
                 machine_arn, version_arn = self.machines.create(
                     sfn_api.state_machine_name(settings.stage, tenant, workflow_id),
                     asl_json,
-                    role_arn=settings.state_machine_role_arn,
+                    **machine_config(tenant, workflow),
                     description=description,
                     tags={"relayflow:tenant": tenant, "relayflow:workflow": workflow_id},
                 )
@@ -404,7 +404,7 @@ class ControlPlane:
                 version_arn = self.machines.update(
                     machine_arn,
                     asl_json,
-                    role_arn=settings.state_machine_role_arn,
+                    **machine_config(tenant, workflow),
                     description=description,
                 )
         except sfn_api.DefinitionRejected as exc:

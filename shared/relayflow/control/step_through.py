@@ -1,15 +1,17 @@
 """Step-through runs: a separately compiled variant of a version, and ``continue``.
 
 A step-through run starts on the *step-through variant* of its version: the same compiled
-machine with a gate before each top-level step (:mod:`relayflow.compiler.debug`), published as
-one more version of the workflow's state machine the first time a step-through run of that
-version starts, and recorded on the version item. Normal runs never touch it: their machine,
-version ARN and transition count do not change.
+machine with a gate before each step, parallel branches and for_each items included
+(:mod:`relayflow.compiler.debug`), published as one more version of the workflow's state
+machine the first time a step-through run of that version starts, and recorded on the version
+item. Normal runs never touch it: their machine, version ARN and transition count do not
+change.
 
-``continue`` completes the gate the run waits at (a waitpoint labelled ``step-through``), so
-exactly one step starts. While that step runs no gate is pending, and a second ``continue`` is
-a :class:`Conflict`; two racing calls claim the same gate and only one wins. ``to_end`` marks
-the run so that later gates let it through, and releases the pending gate if there is one.
+``continue`` completes the gate the run waits at (a waitpoint labelled ``step-through``; the
+oldest, when branches or items wait at several), so exactly one step starts. While that step
+runs no gate is pending, and a second ``continue`` is a :class:`Conflict`; two racing calls
+claim the same gate and only one wins. ``to_end`` marks the run so that later gates let it
+through, and releases every pending gate.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ class StepThrough:
     def _publish(self, head: WorkflowItem, item: VersionItem) -> str:
         from relayflow.compiler import compile_workflow
         from relayflow.compiler.debug import step_through_variant
+        from relayflow.control.machine_config import machine_config
         from relayflow.control.service import _check_compiled, compile_options
         from relayflow.definition import validate_data
-        from relayflow.settings import get_settings
 
         workflow, problems = validate_data(json.loads(item.definition))
         if workflow is None:
@@ -57,7 +59,7 @@ class StepThrough:
         arn = self.control.machines.update(
             head.state_machine_arn,
             json.dumps(variant, separators=(",", ":")),
-            role_arn=get_settings().state_machine_role_arn,
+            **machine_config(head.tenant, workflow),
             description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
             "(step-through)",
         )
@@ -66,7 +68,7 @@ class StepThrough:
 
     def continue_run(self, run: RunItem, *, to_end: bool) -> ContinueResult:
         """Release the pending gate of ``run`` (see the module docstring)."""
-        from relayflow.control.waits import WaitpointCompleted, WaitService
+        from relayflow.control.waits import WaitService
         from relayflow.steps.step_gate import GATE_LABEL, TO_END
 
         if not run.step_through:
@@ -88,13 +90,26 @@ class StepThrough:
                 f"run {run.run_id} is not waiting before a step: one is running; continue "
                 "again once it waits"
             )
-        gate = pending[-1]
+        if to_end:
+            # Every waiting gate goes (several wait at once inside a parallel or a for_each);
+            # later gates see step_mode and let the run through.
+            released = [g.step for g in pending if self._release(run, g.waitpoint_id)]
+            return ContinueResult(
+                run_id=run.run_id, released=released[0] if released else None, to_end=True
+            )
+        # Several gates wait at once inside a parallel or a for_each: the one that has waited
+        # longest goes first (the listing is oldest first).
+        gate = pending[0]
+        if not self._release(run, gate.waitpoint_id):
+            raise Conflict(f"step {gate.step} of run {run.run_id} was released by another call")
+        return ContinueResult(run_id=run.run_id, released=gate.step, to_end=False)
+
+    def _release(self, run: RunItem, waitpoint_id: str) -> bool:
+        """Complete one gate; ``False`` when another call completed it first."""
+        from relayflow.control.waits import WaitpointCompleted, WaitService
+
         try:
-            waits.complete_waitpoint(run.tenant, gate.waitpoint_id, None)
-        except WaitpointCompleted as exc:
-            if to_end:
-                return ContinueResult(run_id=run.run_id, released=None, to_end=True)
-            raise Conflict(
-                f"step {gate.step} of run {run.run_id} was released by another call"
-            ) from exc
-        return ContinueResult(run_id=run.run_id, released=gate.step, to_end=to_end)
+            WaitService(self.control.dal).complete_waitpoint(run.tenant, waitpoint_id, None)
+        except WaitpointCompleted:
+            return False
+        return True

@@ -41,6 +41,15 @@ class ResourceMissing(StepFunctionsError):
     """No such alias or version."""
 
 
+class RoleNotAssumable(StepFunctionsError):
+    """Step Functions cannot assume the execution role (yet: IAM is eventually consistent,
+    and a role created a moment ago may not be usable for a few seconds)."""
+
+
+#: Pauses between tries of a create or update whose role Step Functions cannot assume yet.
+ROLE_RETRY_SECONDS = (1.0, 2.0, 4.0, 4.0)
+
+
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 _DEFINITION = frozenset({"InvalidDefinition", "StateMachineLimitExceeded"})
 
@@ -61,21 +70,28 @@ def _translate(exc: Exception, action: str) -> StepFunctionsError:
         return MachineExists(message)
     if code in ("ResourceNotFound", "StateMachineDoesNotExist"):
         return ResourceMissing(message)
+    if code == "AccessDeniedException" and "assume" in str(error.get("Message", "")):
+        return RoleNotAssumable(message)
     return StepFunctionsError(message)
 
 
-def _logging() -> dict[str, Any]:
-    """Execution logging to the stack's log group, errors only and without step payloads
-    (which may hold personal data; the execution history still shows them). Nothing when no
-    log group is configured (local runs)."""
+def logging_configuration(*, step_events: bool = False) -> dict[str, Any]:
+    """``create_state_machine``'s logging arguments. By default errors only, to the stack's
+    log group, without step payloads (which may hold personal data; the execution history
+    still shows them). With ``step_events`` (a workflow's ``events: {steps: true}``) every
+    event, still without payloads, to the step-events log group, whose subscription filter
+    turns them into ``relayflow.step.*`` events. Nothing when no log group is configured."""
     from relayflow.settings import get_settings
 
-    group = get_settings().state_machine_log_group_arn
+    settings = get_settings()
+    level, group = "ERROR", settings.state_machine_log_group_arn
+    if step_events and settings.step_events_log_group_arn:
+        level, group = "ALL", settings.step_events_log_group_arn
     if not group:
         return {}
     return {
         "loggingConfiguration": {
-            "level": "ERROR",
+            "level": level,
             "includeExecutionData": False,
             "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": group}}],
         }
@@ -124,6 +140,19 @@ class StateMachines:
         except ClientError as exc:
             raise _translate(exc, action) from exc
 
+    def _call_with_role(self, action: str, **params: Any) -> dict[str, Any]:
+        """:meth:`_call`, tried again while Step Functions cannot assume the role yet."""
+        import time
+
+        for pause in (*ROLE_RETRY_SECONDS, None):
+            try:
+                return self._call(action, **params)
+            except RoleNotAssumable:
+                if pause is None:
+                    raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
     # -- machines, versions, alias -----------------------------------------------------------
 
     def create(
@@ -134,11 +163,14 @@ class StateMachines:
         role_arn: str,
         description: str,
         tags: dict[str, str],
+        step_events: bool = False,
     ) -> tuple[str, str]:
         """Create the state machine and publish its first version; returns both ARNs. When
-        the machine exists already (a request that failed half way), update it instead."""
+        the machine exists already (a request that failed half way), update it instead.
+        ``step_events`` logs every event for per-step lifecycle events
+        (:func:`logging_configuration`)."""
         try:
-            response = self._call(
+            response = self._call_with_role(
                 "create_state_machine",
                 name=name,
                 definition=definition,
@@ -147,12 +179,18 @@ class StateMachines:
                 publish=True,
                 versionDescription=description,
                 tracingConfiguration={"enabled": True},
-                **_logging(),
+                **logging_configuration(step_events=step_events),
                 tags=[{"key": k, "value": v} for k, v in tags.items()],
             )
         except MachineExists:
             arn = self._arn_of(name)
-            return arn, self.update(arn, definition, role_arn=role_arn, description=description)
+            return arn, self.update(
+                arn,
+                definition,
+                role_arn=role_arn,
+                description=description,
+                step_events=step_events,
+            )
         return str(response["stateMachineArn"]), str(response["stateMachineVersionArn"])
 
     def _arn_of(self, name: str) -> str:
@@ -163,16 +201,25 @@ class StateMachines:
         account = str(client("sts").get_caller_identity()["Account"])
         return f"arn:{meta.partition}:states:{meta.region_name}:{account}:stateMachine:{name}"
 
-    def update(self, arn: str, definition: str, *, role_arn: str, description: str) -> str:
-        """Update the definition and publish it as a new version; returns the version ARN."""
-        response = self._call(
+    def update(
+        self,
+        arn: str,
+        definition: str,
+        *,
+        role_arn: str,
+        description: str,
+        step_events: bool = False,
+    ) -> str:
+        """Update the definition (and the logging, see :meth:`create`) and publish it as a new
+        version; returns the version ARN."""
+        response = self._call_with_role(
             "update_state_machine",
             stateMachineArn=arn,
             definition=definition,
             roleArn=role_arn,
             publish=True,
             versionDescription=description,
-            **_logging(),
+            **logging_configuration(step_events=step_events),
         )
         return str(response["stateMachineVersionArn"])
 

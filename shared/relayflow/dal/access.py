@@ -55,6 +55,7 @@ BATCHES = "TENANT#*#BATCH#*"  # a key's open batch and its triggers
 SCHEDULE_MARKS = "TENANT#*#SCHED#*"  # a cron trigger's last started tick (catch_up)
 EVENT_WAITS = "TENANT#*#WAIT#EVENT.*"  # wait_for_event registrations
 WORKFLOW_RUNS = "TENANT#*#WF#*#RUNS"  # GSI1: a workflow's runs
+STEP_TRACES = "TENANT#*#STEPEV#*"  # per-step lifecycle events: where each state stands
 
 
 @dataclass(frozen=True)
@@ -177,4 +178,7 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant("DlqRetries", (PUT, DELETE, QUERY), (DLQ_DUE,)),
         TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
     ),
+    # Per-step lifecycle events: one trace per open state entry, listed once per batch, written
+    # and deleted when the state exits (relayflow.dal.step_trace).
+    "step_events": (TableGrant("StepTraces", (PUT, DELETE, QUERY), (STEP_TRACES,)),),
 }

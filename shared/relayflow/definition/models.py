@@ -8,7 +8,6 @@ in :mod:`relayflow.definition.validate`, which runs after these models parse.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -42,6 +41,7 @@ from relayflow.definition.policies import (
     StepDefaults,
     check_settle,
 )
+from relayflow.definition.run_events import EmailAddress, EventSettings
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -753,18 +753,6 @@ Trigger = Annotated[
 # --------------------------------------------------------------------------- workflow
 
 
-_EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
-
-
-def _email_address(value: str) -> str:
-    if not _EMAIL.match(value):
-        raise PydanticCustomError(
-            "email", "'{value}' is not an email address, e.g. ops@example.com", {"value": value}
-        )
-    return value
-
-
-EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email_address)]
 #: Run outcomes a workflow can be notified of.
 NotifyOn = Literal["failed", "timed_out", "aborted"]
 
@@ -873,6 +861,9 @@ class Workflow(_Model):
     )
     notifications: NotificationSettings | None = Field(
         None, description="Webhook and/or email when a run fails, times out or is aborted."
+    )
+    events: EventSettings = Field(
+        default_factory=EventSettings, description="Per-step lifecycle events (opt-in)."
     )
     http_tools: dict[str, HttpTool] = Field(
         default_factory=dict, description="HTTP APIs that tool steps call as http.<name>."

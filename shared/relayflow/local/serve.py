@@ -60,8 +60,7 @@ from relayflow.naming import function_arn, function_name
 LOCAL_TENANT = "local"
 #: API Gateway refuses bodies over 10 MB before any function runs.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
-#: Requests per second per API key, and the burst above it (generous: a developer's loop and
-#: the property-based tests stay far below).
+#: Requests per second per API key, and the burst above it (generous: tests stay far below).
 DEFAULT_RATE_PER_SECOND = 50.0
 DEFAULT_RATE_BURST = 200
 API_ID = "local"
@@ -376,6 +375,7 @@ class LocalServer:
     def _open(self) -> None:
         assert self.runtime is not None
         from relayflow.dal.schema import create_table
+        from relayflow.local.step_logs import with_step_events
         from relayflow.settings import get_settings, override_settings
 
         _forget_cached_services()
@@ -396,7 +396,7 @@ class LocalServer:
         self._maintenance = _required(registry, "maintenance")
 
         self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
-        self.recorder = StatusRecorder(self.runtime, recorder)
+        self.recorder = StatusRecorder(self.runtime, with_step_events(self.runtime, recorder))
         self.recorder.start()
 
         self._httpd = _Server((self.host, self.port), _RequestHandler)
