@@ -27,7 +27,9 @@ from relayflow.compiler.asl import (
     THROTTLED_RETRY,
 )
 from relayflow.compiler.driver import Driver
+from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, choose_engine
 from relayflow.compiler.options import CompiledWorkflow, CompileOptions, local_state_machine_name
+from relayflow.compiler.recording import RUN_ITEMS, with_native_recording
 from relayflow.definition.models import Workflow
 
 __all__ = [
@@ -109,8 +111,25 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
     asl = compiler.compile()
     runners = dict(sorted(compiler.runners.items()))
     functions = sorted({r for r in runners.values() if r != "native"})
-    return CompiledWorkflow(
+    compiled = CompiledWorkflow(
         asl=asl,
         iam_statements=_iam_statements(options, functions, sorted(compiler.children)),
         step_runners=runners,
     )
+    compiled.engine = choose_engine(workflow, compiled)
+    if compiled.engine.engine == "express" and options.express:
+        timeout = min(workflow.run_timeout_seconds, EXPRESS_MAX_SECONDS)
+        compiled.asl = with_native_recording(asl, options.table_name, timeout)
+        compiled.iam_statements.insert(-1, _record_statement(options))
+    return compiled
+
+
+def _record_statement(options: CompileOptions) -> dict[str, Any]:
+    """The one DynamoDB call an Express machine makes: UpdateItem on run items."""
+    table = f"arn:aws:dynamodb:{options.region}:{options.account}:table/{options.table_name}"
+    return {
+        "Effect": "Allow",
+        "Action": ["dynamodb:UpdateItem"],
+        "Resource": [table],
+        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [RUN_ITEMS]}},
+    }

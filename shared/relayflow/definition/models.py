@@ -32,6 +32,7 @@ from relayflow.definition.admission import (
     DebounceSettings,
     SingletonSettings,
 )
+from relayflow.definition.engine_setting import EngineSetting
 
 STEP_KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -867,7 +868,7 @@ class ErrorSettings(_Model):
     )
 
 
-class Workflow(_Model):
+class Workflow(_Model, EngineSetting):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")
