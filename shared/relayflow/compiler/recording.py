@@ -6,8 +6,9 @@ Functions' DynamoDB integration (``arn:aws:states:::dynamodb:updateItem``, no La
 
 * ``_run``: a Parallel with one branch, the whole workflow. Its Catch (``States.ALL``)
   catches every error the workflow does not handle, wherever it is raised;
-* ``_record.succeeded``: UpdateItem ``status = succeeded`` on the run item, then
-  ``_succeeded`` ends the run with the workflow's output (what the branch returned);
+* ``_record.succeeded``: UpdateItem ``status = succeeded`` and the output (as JSON) on the
+  run item (``_record.succeeded_bare``, without the output, when DynamoDB refuses it as too
+  large), then ``_succeeded`` ends the run with the workflow's output;
 * ``_record.failed``: UpdateItem ``status = failed`` with the error and its cause, then
   ``_failed`` fails the run with the same error and cause.
 
@@ -29,6 +30,7 @@ from typing import Any
 DYNAMODB_UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
 RUN_STATE = "_run"
 RECORD_SUCCEEDED = "_record.succeeded"
+RECORD_SUCCEEDED_BARE = "_record.succeeded_bare"
 RECORD_FAILED = "_record.failed"
 SUCCEEDED_STATE = "_succeeded"
 FAILED_STATE = "_failed"
@@ -70,7 +72,9 @@ def _update(table_name: str, status: str, extra: dict[str, dict[str, str]]) -> d
     }
 
 
-def _record_task(table_name: str, status: str, extra: dict[str, Any], then: str) -> dict[str, Any]:
+def _record_task(
+    table_name: str, status: str, extra: dict[str, Any], then: str, fallback: str | None = None
+) -> dict[str, Any]:
     return {
         "Type": "Task",
         "Resource": DYNAMODB_UPDATE_ITEM,
@@ -87,7 +91,20 @@ def _record_task(table_name: str, status: str, extra: dict[str, Any], then: str)
         ],
         # No running item to record on, or DynamoDB kept failing: the run still ends as it
         # did (the sweep finds an item left running).
-        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": then}],
+        "Catch": [
+            *(
+                [
+                    {
+                        "ErrorEquals": ["DynamoDB.ValidationException"],
+                        "ResultPath": None,
+                        "Next": fallback,
+                    }
+                ]
+                if fallback
+                else []
+            ),
+            {"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": then},
+        ],
         "Next": then,
     }
 
@@ -110,7 +127,15 @@ def with_native_recording(
             ],
             "Next": RECORD_SUCCEEDED,
         },
-        RECORD_SUCCEEDED: _record_task(table_name, "succeeded", {}, SUCCEEDED_STATE),
+        RECORD_SUCCEEDED: _record_task(
+            table_name,
+            "succeeded",
+            {":output": {"S.$": "States.JsonToString($.result.output)"}},
+            SUCCEEDED_STATE,
+            fallback=RECORD_SUCCEEDED_BARE,
+        ),
+        # An output too large for the item: the end is recorded without it.
+        RECORD_SUCCEEDED_BARE: _record_task(table_name, "succeeded", {}, SUCCEEDED_STATE),
         SUCCEEDED_STATE: {"Type": "Succeed", "OutputPath": "$.result.output"},
         RECORD_FAILED: _record_task(
             table_name,

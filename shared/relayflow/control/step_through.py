@@ -45,11 +45,19 @@ class StepThrough:
         from relayflow.definition import validate_data
         from relayflow.settings import get_settings
 
+        if head.engine == "express":
+            from relayflow.control.errors import Unprocessable
+
+            raise Unprocessable(
+                f"workflow {head.workflow_id} runs on Express, and step-through pauses at "
+                "callback gates, which Express has not; run it with engine: standard",
+                {"path": "engine", "machine": "express"},
+            )
         workflow, problems = validate_data(json.loads(item.definition))
         if workflow is None:
             # Valid when it was published; an engine that no longer accepts it says why.
             raise InvalidDefinition.from_problems(problems)
-        options = compile_options(head.tenant)
+        options = compile_options(head.tenant, head)
         compiled = compile_workflow(workflow, options)
         # The gates are served by the waitpoint function (step type ``step_gate``).
         variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))

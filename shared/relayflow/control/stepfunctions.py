@@ -64,10 +64,12 @@ def _translate(exc: Exception, action: str) -> StepFunctionsError:
     return StepFunctionsError(message)
 
 
-def _logging() -> dict[str, Any]:
-    """Execution logging to the stack's log group, errors only and without step payloads
-    (which may hold personal data; the execution history still shows them). Nothing when no
-    log group is configured (local runs)."""
+def _logging(express: bool = False) -> dict[str, Any]:
+    """Execution logging to the stack's log group, without step payloads (which may hold
+    personal data). Standard logs errors only (the execution history shows the rest); Express
+    has no execution history, so its log is every state's entry and exit (``ALL``): the only
+    record of its steps besides their own (docs/engines.md). Nothing when no log group is
+    configured (local runs)."""
     from relayflow.settings import get_settings
 
     group = get_settings().state_machine_log_group_arn
@@ -75,7 +77,7 @@ def _logging() -> dict[str, Any]:
         return {}
     return {
         "loggingConfiguration": {
-            "level": "ERROR",
+            "level": "ALL" if express else "ERROR",
             "includeExecutionData": False,
             "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": group}}],
         }
@@ -134,20 +136,22 @@ class StateMachines:
         role_arn: str,
         description: str,
         tags: dict[str, str],
+        express: bool = False,
     ) -> tuple[str, str]:
-        """Create the state machine and publish its first version; returns both ARNs. When
-        the machine exists already (a request that failed half way), update it instead."""
+        """Create the state machine (``EXPRESS`` with ``express``, else ``STANDARD``) and
+        publish its first version; returns both ARNs. When the machine exists already (a
+        request that failed half way), update it instead."""
         try:
             response = self._call(
                 "create_state_machine",
                 name=name,
                 definition=definition,
                 roleArn=role_arn,
-                type="STANDARD",
+                type="EXPRESS" if express else "STANDARD",
                 publish=True,
                 versionDescription=description,
                 tracingConfiguration={"enabled": True},
-                **_logging(),
+                **_logging(express),
                 tags=[{"key": k, "value": v} for k, v in tags.items()],
             )
         except MachineExists:
@@ -163,8 +167,11 @@ class StateMachines:
         account = str(client("sts").get_caller_identity()["Account"])
         return f"arn:{meta.partition}:states:{meta.region_name}:{account}:stateMachine:{name}"
 
-    def update(self, arn: str, definition: str, *, role_arn: str, description: str) -> str:
-        """Update the definition and publish it as a new version; returns the version ARN."""
+    def update(
+        self, arn: str, definition: str, *, role_arn: str, description: str, express: bool = False
+    ) -> str:
+        """Update the definition and publish it as a new version; returns the version ARN.
+        ``express``: the machine is Express (its logging level stays ``ALL``)."""
         response = self._call(
             "update_state_machine",
             stateMachineArn=arn,
@@ -172,7 +179,7 @@ class StateMachines:
             roleArn=role_arn,
             publish=True,
             versionDescription=description,
-            **_logging(),
+            **_logging(express),
         )
         return str(response["stateMachineVersionArn"])
 

@@ -1851,4 +1851,4 @@ def _json_default(value: Any) -> Any:
 fix = _fix
 Patches = _Patches
 
-from relayflow.local import compat_definition  # noqa: E402, F401  (fix "definition_check")
+from relayflow.local import compat_definition, compat_express  # noqa: E402, F401  (their fixes)
