@@ -334,7 +334,7 @@ def test_the_maintenance_admin_route_runs_the_function(server, api, remote):
         f"{server.url}/admin/maintenance", headers={"X-Admin-Token": server.admin_token}
     )
     assert answer.status_code == 200, answer.text
-    assert set(answer.json()) == {"started", "postponed", "skipped", "depth"}
+    assert set(answer.json()) == {"started", "postponed", "skipped", "depth", "express"}
     assert answer.json()["depth"] == DlqDal().depth()
 
 
