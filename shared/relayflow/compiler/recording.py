@@ -51,8 +51,11 @@ CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
 
 
 def _update(table_name: str, status: str, extra: dict[str, dict[str, str]]) -> dict[str, Any]:
-    sets = ["#status = :status", "native_status = :status", "ended_at = :ended"]
-    sets += [f"{name[1:]} = {name}" for name in extra]
+    # Every attribute through a name placeholder: status, output and error are DynamoDB
+    # reserved words.
+    names = ["status", "native_status", "ended_at", *(value[1:] for value in extra)]
+    sets = ["#status = :status", "#native_status = :status", "#ended_at = :ended"]
+    sets += [f"#{value[1:]} = {value}" for value in extra]
     return {
         "TableName": table_name,
         "Key": {
@@ -62,7 +65,7 @@ def _update(table_name: str, status: str, extra: dict[str, dict[str, str]]) -> d
         },
         "UpdateExpression": "SET " + ", ".join(sets),
         "ConditionExpression": "attribute_exists(pk) AND #status = :running",
-        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeNames": {f"#{name}": name for name in names},
         "ExpressionAttributeValues": {
             ":status": {"S": status},
             ":running": {"S": "running"},

@@ -81,3 +81,24 @@ def _start_sync_execution(patches: Patches) -> None:
         return ActionResult(response)
 
     patches.set(StepFunctionResponse, "start_sync_execution", start_sync_execution)
+    _route_sync_host(patches)
+
+
+#: botocore sends StartSyncExecution to ``sync-states.<region>.amazonaws.com`` (the
+#: operation's host prefix), a host moto does not serve.
+_SYNC_URL_BASE = r"https?://sync-states\.(.+)\.amazonaws.com"
+
+
+def _route_sync_host(patches: Patches) -> None:
+    """Serve the ``sync-states`` host with the Step Functions backend."""
+    import re
+
+    from moto import backend_index
+    from moto.stepfunctions import urls
+
+    patches.set(urls, "url_bases", [*urls.url_bases, _SYNC_URL_BASE])
+    patches.set(
+        backend_index,
+        "backend_url_patterns",
+        [("stepfunctions", re.compile(_SYNC_URL_BASE)), *backend_index.backend_url_patterns],
+    )

@@ -1,0 +1,240 @@
+"""Express runs on the local runtime: the control plane creates an Express machine for a short
+workflow, the machine records its run's end without the recorder, the maintenance sweep marks
+a run that died ``timed_out`` and archives it, and a duplicate step invocation acts once."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from relayflow_testing import allowed_server
+
+from relayflow.adapters.aws import client
+from relayflow.control.engines import sweep_express_runs
+from relayflow.control.errors import InvalidDefinition, Unprocessable
+from relayflow.control.service import ControlPlane
+from relayflow.dal import create_table
+from relayflow.dal.dlq import DlqDal
+from relayflow.local import LocalRuntime
+from relayflow.settings import get_settings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime(time_scale=0.001) as rt:
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+        yield rt
+
+
+@pytest.fixture
+def plane(runtime: LocalRuntime) -> Iterator[ControlPlane]:
+    runtime.reset_invocations()
+    yield ControlPlane()
+    runtime.duplicate_invocations = False
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def short(workflow_id: str = "quick", fail: bool = False) -> dict[str, Any]:
+    """A native transform, then (with ``fail``) a code step that raises."""
+    steps: dict[str, Any] = {
+        "shape": {"type": "transform", "mapping": {"greeting": "hi {{ trigger.name }}"}},
+    }
+    if fail:
+        steps["shape"]["on_success"] = "boom"
+        steps["boom"] = {"type": "code", "code": "raise ValueError('no stock')"}
+    return {"id": workflow_id, "start": "shape", "steps": steps}
+
+
+def ended(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
+    run = plane.dal.get_run(tenant, run_id)
+    assert run is not None and run.execution_arn
+    runtime.wait(run.execution_arn, timeout=30)
+    return plane.dal.get_run(tenant, run_id)
+
+
+def machine_type(runtime: LocalRuntime, plane: ControlPlane, tenant: str, workflow_id: str) -> str:
+    head = plane.dal.get_workflow(tenant, workflow_id)
+    assert head is not None
+    described = runtime.sfn_client.describe_state_machine(stateMachineArn=head.state_machine_arn)
+    return str(described["type"])
+
+
+def test_a_short_workflow_gets_an_express_machine_and_shows_the_choice(runtime, plane, tenant):
+    # Given a short workflow of native steps / When it is published
+    plane.put_workflow(tenant, "quick", short())
+    # Then its machine is Express, and the workflow says so and why
+    assert machine_type(runtime, plane, tenant, "quick") == "EXPRESS"
+    detail = plane.get_workflow(tenant, "quick")
+    assert detail.engine == "express"
+    assert detail.versions[-1].engine == "express"
+    assert "short" in (detail.versions[-1].engine_reason or "")
+
+
+def test_a_workflow_with_an_approval_gets_a_standard_machine_with_the_reason(
+    runtime, plane, tenant
+):
+    definition = {
+        "id": "review",
+        "start": "ask",
+        "steps": {"ask": {"type": "approval", "title": "ok?"}},
+    }
+    plane.put_workflow(tenant, "review", definition)
+    assert machine_type(runtime, plane, tenant, "review") == "STANDARD"
+    version = plane.get_workflow(tenant, "review").versions[-1]
+    assert version.engine == "standard"
+    assert "step 'ask' (approval)" in (version.engine_reason or "")
+
+
+def test_engine_express_on_an_ineligible_workflow_is_refused_with_the_reason(plane, tenant):
+    definition = {
+        "id": "review",
+        "engine": "express",
+        "start": "ask",
+        "steps": {"ask": {"type": "approval", "title": "ok?"}},
+    }
+    with pytest.raises(InvalidDefinition) as refused:
+        plane.put_workflow(tenant, "review", definition)
+    problems = refused.value.details
+    assert [(p["path"], p["rule"]) for p in problems] == [("steps.ask", "engine")]
+    assert "waits for a decision" in problems[0]["message"]
+
+
+def test_a_version_the_express_machine_cannot_run_is_refused(plane, tenant):
+    # Given a workflow on an Express machine
+    plane.put_workflow(tenant, "quick", short())
+    # When a version with an approval is published / Then 422: a machine keeps its type
+    longer = {**short(), "steps": {"shape": {"type": "approval", "title": "ok?"}}}
+    with pytest.raises(Unprocessable) as refused:
+        plane.put_workflow(tenant, "quick", longer)
+    assert "cannot change a machine's type" in refused.value.message
+
+
+def test_an_express_run_records_its_success_without_the_recorder(runtime, plane, tenant):
+    # Given an Express workflow / When a run ends (no recorder runs in this test)
+    plane.put_workflow(tenant, "quick", short())
+    started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    run = ended(runtime, plane, tenant, started.run_id)
+    # Then the machine recorded it: succeeded, with the output, never through the recorder
+    assert run.engine == "express"
+    assert (run.status, run.native_status, run.recorded_status) == ("succeeded", "succeeded", None)
+    assert json.loads(run.output)["steps"]["shape"]["output"] == {"greeting": "hi Ada"}
+    assert run.ended_at
+    assert runtime.invocations_of("relayflow-recorder") == []
+
+
+def test_an_express_run_records_its_failure_then_fails(runtime, plane, tenant):
+    plane.put_workflow(tenant, "failing", short("failing", fail=True))
+    started = plane.start_run(tenant, "failing", {"name": "Ada"})
+    run = ended(runtime, plane, tenant, started.run_id)
+    # Then the run item says failed with the step's error, and the execution failed with it
+    assert (run.status, run.native_status) == ("failed", "failed")
+    assert run.error == "Relayflow.CodeError"
+    assert "no stock" in run.cause
+    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
+    assert described["status"] == "FAILED"
+
+
+def test_the_sweep_settles_a_recorded_failure_into_the_dlq(runtime, plane, tenant):
+    # Given a failed Express run its machine recorded
+    plane.put_workflow(tenant, "failing", short("failing", fail=True))
+    started = plane.start_run(tenant, "failing", {"name": "Ada"})
+    ended(runtime, plane, tenant, started.run_id)
+    # When the sweep runs after its deadline
+    later = datetime.now(UTC) + timedelta(minutes=10)
+    result = sweep_express_runs(plane, now=later)
+    # Then the run's end is settled as the recorder would: archived, recorded
+    assert started.run_id in result["settled"]
+    run = plane.dal.get_run(tenant, started.run_id)
+    assert (run.status, run.recorded_status) == ("failed", "failed")
+    assert DlqDal().get(tenant, started.run_id) is not None
+    # And a second sweep finds nothing left to do for it
+    again = sweep_express_runs(plane, now=later)
+    assert started.run_id not in again["settled"] + again["timed_out"]
+
+
+def test_a_killed_express_run_is_swept_to_timed_out_and_archived(runtime, plane, tenant):
+    # Given an Express run killed before its machine could record an end
+    definition = {
+        "id": "slow",
+        "start": "pause",
+        "steps": {"pause": {"type": "delay", "seconds": 200}},
+    }
+    plane.put_workflow(tenant, "slow", definition)
+    runtime.time_scale = 1.0
+    try:
+        started = plane.start_run(tenant, "slow", {})
+        run = plane.dal.get_run(tenant, started.run_id)
+        time.sleep(0.2)
+        runtime.stop_execution(run.execution_arn, error="Killed", cause="host lost")
+    finally:
+        runtime.time_scale = 0.001
+    assert plane.dal.get_run(tenant, started.run_id).status == "running"
+    # When the sweep runs before the deadline / Then nothing happens yet
+    assert started.run_id not in sweep_express_runs(plane)["timed_out"]
+    # When it runs past the deadline
+    result = sweep_express_runs(plane, now=datetime.now(UTC) + timedelta(minutes=10))
+    # Then the run is timed_out and archived in the DLQ
+    assert started.run_id in result["timed_out"]
+    run = plane.dal.get_run(tenant, started.run_id)
+    assert run.status == "timed_out"
+    assert run.error == "States.Timeout"
+    assert DlqDal().get(tenant, started.run_id) is not None
+
+
+def test_a_duplicate_step_invocation_acts_once(runtime, plane, tenant):
+    # Given an Express workflow that posts to a receiver, and every Invoke duplicated
+    with allowed_server() as receiver:
+        definition = {
+            "id": "notify",
+            "start": "post",
+            "steps": {
+                "post": {
+                    "type": "webhook_out",
+                    "url": f"{receiver.url}/hook",
+                    "body": {"hello": "{{ trigger.name }}"},
+                }
+            },
+        }
+        plane.put_workflow(tenant, "notify", definition)
+        runtime.duplicate_invocations = True
+        started = plane.start_run(tenant, "notify", {"name": "Ada"})
+        run = ended(runtime, plane, tenant, started.run_id)
+        # Then the step's function ran twice, the receiver got one request, the run succeeded
+        invocations = runtime.invocations_of("relayflow-webhook_out")
+        assert len(invocations) == 2 and not any(i.failed for i in invocations)
+        assert len(receiver.to("/hook")) == 1
+        assert run.status == "succeeded"
+
+
+def test_start_sync_execution_runs_an_express_machine_to_its_end(runtime):
+    # Given an Express machine and a Standard one
+    sfn = runtime.sfn_client
+    asl = {"StartAt": "p", "States": {"p": {"Type": "Pass", "Result": {"ok": 1}, "End": True}}}
+    name = f"sync-{uuid.uuid4().hex[:8]}"
+    express = runtime.create_state_machine(name, asl, type="EXPRESS")
+    standard = runtime.create_state_machine(f"{name}-std", asl)
+    # When started synchronously / Then the answer is the execution's end
+    answer = sfn.start_sync_execution(stateMachineArn=express, name="one", input="{}")
+    assert answer["status"] == "SUCCEEDED"
+    assert json.loads(answer["output"]) == {"ok": 1}
+    failing = {"StartAt": "f", "States": {"f": {"Type": "Fail", "Error": "E", "Cause": "c"}}}
+    runtime.create_state_machine(name, failing, type="EXPRESS")
+    answer = sfn.start_sync_execution(stateMachineArn=express, name="two", input="{}")
+    assert (answer["status"], answer["error"], answer["cause"]) == ("FAILED", "E", "c")
+    # And a Standard machine is refused as on AWS
+    with pytest.raises(ClientError) as refused:
+        sfn.start_sync_execution(stateMachineArn=standard, name="three", input="{}")
+    assert refused.value.response["Error"]["Code"] == "StateMachineTypeNotSupported"
