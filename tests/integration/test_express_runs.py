@@ -238,3 +238,26 @@ def test_start_sync_execution_runs_an_express_machine_to_its_end(runtime):
     with pytest.raises(ClientError) as refused:
         sfn.start_sync_execution(stateMachineArn=standard, name="three", input="{}")
     assert refused.value.response["Error"]["Code"] == "StateMachineTypeNotSupported"
+
+
+def test_an_express_run_timeline_shows_what_its_steps_recorded(runtime, plane, tenant):
+    # Given an Express run of a native step and an acting step
+    with allowed_server() as receiver:
+        definition = {
+            "id": "notify",
+            "start": "shape",
+            "steps": {
+                "shape": {"type": "transform", "mapping": {"n": 1}, "on_success": "post"},
+                "post": {"type": "webhook_out", "url": f"{receiver.url}/hook", "body": {}},
+            },
+        }
+        plane.put_workflow(tenant, "notify", definition)
+        started = plane.start_run(tenant, "notify", {})
+        ended(runtime, plane, tenant, started.run_id)
+    # When it is read / Then the timeline has the acting step's recorded result only
+    detail = plane.get_run(tenant, started.run_id)
+    assert detail.status == "succeeded"
+    assert [(s.key, s.type, s.status) for s in detail.steps] == [
+        ("post", "webhook_out", "succeeded")
+    ]
+    assert detail.steps[0].output["status"] == 200

@@ -49,6 +49,7 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
+from relayflow.control.express_timeline import express_steps
 from relayflow.control.models import (
     ApiKeyInfo,
     ContinueResult,
@@ -1007,6 +1008,8 @@ class ControlPlane:
         version = self.dal.get_version(run.tenant, run.workflow_id, run.version)
         if version is None:
             return []
+        if run.engine == "express":  # no execution history: what the steps recorded
+            return express_steps(self.dal, run, version.step_types, version.step_runners)
         events = self.machines.history(run.execution_arn)
         return history_steps(version.step_types, version.step_runners, events)
 

@@ -69,3 +69,9 @@ class ExpressDeadlines:
             TableName=self.dal.table_name,
             Key=serialize(due_key(item.deadline, item.tenant, item.run_id)),
         )
+
+
+def step_records(dal: Dal, tenant: str, run_id: str) -> list[dict[str, Any]]:
+    """The step results a run's acting steps recorded (``relayflow.steps.idempotency``), in
+    key order: Powertools records with ``sk`` ``<step key>#<hash>``, ``status`` and ``data``."""
+    return list(dal._query(partition=keys.step_results_partition(tenant, run_id)))
