@@ -70,10 +70,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from relayflow.compiler import compile_workflow
+    from relayflow.compiler import CompileOptions, compile_workflow
     from relayflow.compiler.check import assert_valid_machine
 
-    compiled = compile_workflow(_load(args.file))
+    # The machine the control plane would deploy for a new workflow: Express when chosen.
+    compiled = compile_workflow(_load(args.file), CompileOptions(express=True))
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.output:
@@ -86,6 +87,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(text)
+    if compiled.engine is not None:
+        print(f"engine: {compiled.engine.engine} ({compiled.engine.reason})", file=sys.stderr)
     if args.iam:
         print(json.dumps(compiled.iam_statements, indent=2), file=sys.stderr)
     return EXIT_OK
