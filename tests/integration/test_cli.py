@@ -62,6 +62,7 @@ def test_compile_writes_asl_and_iam(tmp_path, capsys):
     asl = json.loads(out.read_text())
     assert asl["StartAt"] == "normalise"
     wrote, engine, iam_text = capsys.readouterr().err.split("\n", 2)
+    assert wrote.startswith("wrote ")
     # The engine the control plane would pick, and why (docs/engines.md)
     assert engine.startswith("engine: standard (a run may last ")
     iam = json.loads(iam_text)
