@@ -55,6 +55,7 @@ KEY_TOKENS = frozenset(
         "BATCH",
         "SCHED",
         "SIGFAIL",
+        "EXPRESS",
     ]
 )
 #: Literal heads of key parts that carry dotted ids after them.

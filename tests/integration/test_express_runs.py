@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from relayflow_testing import allowed_server
+from relayflow_testing import allowed_server, load_handler
 
 from relayflow.adapters.aws import client
 from relayflow.control.engines import sweep_express_runs
@@ -21,6 +21,8 @@ from relayflow.control.errors import InvalidDefinition, Unprocessable
 from relayflow.control.service import ControlPlane
 from relayflow.dal import create_table
 from relayflow.dal.dlq import DlqDal
+from relayflow.dal.express import ExpressDeadlines
+from relayflow.local import LambdaContext
 from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
@@ -261,3 +263,22 @@ def test_an_express_run_timeline_shows_what_its_steps_recorded(runtime, plane, t
         ("post", "webhook_out", "succeeded")
     ]
     assert detail.steps[0].output["status"] == 200
+
+
+def test_the_maintenance_function_settles_express_runs_past_their_deadline(runtime, plane, tenant):
+    # Given a finished Express run whose deadline (moved back here) has passed
+    plane.put_workflow(tenant, "quick", short())
+    started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    run = ended(runtime, plane, tenant, started.run_id)
+    markers = ExpressDeadlines(plane.dal)
+    (mine,) = [m for m in markers.due("9999", 10_000) if m.run_id == run.run_id]
+    markers.remove(mine)
+    markers.add("2000-01-01T00:00:00.000000Z", tenant, run.run_id)
+    # When the maintenance function runs its pass
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:relayflow-maintenance"
+    context = LambdaContext(function_name="relayflow-maintenance", invoked_function_arn=arn)
+    answer = load_handler("maintenance").handler({}, context)
+    # Then it settled the run (a lifecycle event, the recorded status) and dropped its marker
+    assert run.run_id in answer["express"]["settled"]
+    assert plane.dal.get_run(tenant, run.run_id).recorded_status == "succeeded"
+    assert [m for m in markers.due("9999", 10_000) if m.run_id == run.run_id] == []
