@@ -22,8 +22,7 @@ from relayflow.control.service import ControlPlane
 from relayflow.dal import create_table
 from relayflow.dal.dlq import DlqDal
 from relayflow.dal.express import ExpressDeadlines
-from relayflow.local import LambdaContext
-from relayflow.local import LocalRuntime
+from relayflow.local import LambdaContext, LocalRuntime
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
