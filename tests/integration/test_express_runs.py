@@ -281,3 +281,32 @@ def test_the_maintenance_function_settles_express_runs_past_their_deadline(runti
     assert run.run_id in answer["express"]["settled"]
     assert plane.dal.get_run(tenant, run.run_id).recorded_status == "succeeded"
     assert [m for m in markers.due("9999", 10_000) if m.run_id == run.run_id] == []
+
+
+def test_cancelling_an_express_run_marks_it_aborted_and_its_machine_does_not_overwrite_it(
+    runtime, plane, tenant
+):
+    # Given a running Express run (a real-time delay keeps it running)
+    definition = {
+        "id": "slow",
+        "start": "pause",
+        "steps": {"pause": {"type": "delay", "seconds": 1}},
+    }
+    plane.put_workflow(tenant, "slow", definition)
+    runtime.time_scale = 1.0
+    try:
+        started = plane.start_run(tenant, "slow", {})
+        # When it is cancelled (Step Functions cannot stop an Express execution)
+        summary = plane.cancel_run(tenant, started.run_id)
+        run = ended(runtime, plane, tenant, started.run_id)
+    finally:
+        runtime.time_scale = 0.001
+    # Then the run is aborted; the execution ran to its end and its record changed nothing
+    assert summary.status == "aborted"
+    assert (run.status, run.native_status) == ("aborted", None)
+    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
+    assert described["status"] == "SUCCEEDED"
+    # And the sweep settles the abort (its lifecycle event) once the deadline passed
+    result = sweep_express_runs(plane, now=datetime.now(UTC) + timedelta(minutes=10))
+    assert started.run_id in result["settled"]
+    assert plane.dal.get_run(tenant, started.run_id).recorded_status == "aborted"

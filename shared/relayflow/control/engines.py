@@ -191,6 +191,11 @@ def sweep_express_runs(
             status = "SUCCEEDED" if run.native_status == "succeeded" else "FAILED"
             change = _status_change(run, status, run.error, run.cause)
             settled.append(run.run_id)
+        elif run.status == "aborted" and run.recorded_status is None:
+            # Cancelled through the API: the execution ran on (Express cannot stop), and its
+            # own record found the run no longer running.
+            change = _status_change(run, "ABORTED", run.error, run.cause)
+            settled.append(run.run_id)
         else:
             _forget(markers, due)
             continue

@@ -1059,7 +1059,7 @@ class ControlPlane:
             raise Conflict(f"run {run_id} has already finished ({run.status})")
         described: dict[str, Any] | None = None
         cause = "cancelled through the Relayflow control API"
-        if run.execution_arn:
+        if run.execution_arn and run.engine != "express":  # Express cannot stop (engines.md)
             with contextlib.suppress(sfn_api.ExecutionMissing):
                 self.machines.stop(run.execution_arn, error=CANCEL_ERROR, cause=cause)
             described = self.machines.describe(run.execution_arn)
