@@ -310,3 +310,21 @@ def test_cancelling_an_express_run_marks_it_aborted_and_its_machine_does_not_ove
     result = sweep_express_runs(plane, now=datetime.now(UTC) + timedelta(minutes=10))
     assert started.run_id in result["settled"]
     assert plane.dal.get_run(tenant, started.run_id).recorded_status == "aborted"
+
+
+def test_without_the_fix_moto_cannot_start_sync_executions(runtime):
+    # Given the runtime without the start_sync_execution fix
+    from relayflow.local import compat
+
+    asl = {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}}
+    express = runtime.create_state_machine(f"nofix-{uuid.uuid4().hex[:8]}", asl, type="EXPRESS")
+    compat.apply(skip=["start_sync_execution"])
+    try:
+        # Then StartSyncExecution is not implemented (moto 5.2.5, notes row 14)
+        with pytest.raises(ClientError) as refused:
+            runtime.sfn_client.start_sync_execution(stateMachineArn=express, input="{}")
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    finally:
+        compat.apply()
+    answer = runtime.sfn_client.start_sync_execution(stateMachineArn=express, input="{}")
+    assert answer["status"] == "SUCCEEDED"
