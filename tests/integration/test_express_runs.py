@@ -328,3 +328,10 @@ def test_without_the_fix_moto_cannot_start_sync_executions(runtime):
         compat.apply()
     answer = runtime.sfn_client.start_sync_execution(stateMachineArn=express, input="{}")
     assert answer["status"] == "SUCCEEDED"
+
+
+def test_step_through_of_an_express_workflow_is_refused(plane, tenant):
+    plane.put_workflow(tenant, "quick", short())
+    with pytest.raises(Unprocessable) as refused:
+        plane.start_run(tenant, "quick", {}, step_through=True)
+    assert "Express" in refused.value.message
