@@ -49,7 +49,7 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
-from relayflow.control.express_timeline import express_steps
+from relayflow.control.express_timeline import express_steps, with_duration
 from relayflow.control.models import (
     ApiKeyInfo,
     ContinueResult,
@@ -1244,6 +1244,7 @@ def _engine_of(version: VersionItem) -> dict[str, str]:
 
 
 def _run_summary(item: RunItem) -> RunSummary:
+    item = with_duration(item)  # an Express machine records no duration (engines.md)
     return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
 
 
