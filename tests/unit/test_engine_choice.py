@@ -155,6 +155,20 @@ def test_workflow_settings_that_need_the_recorder_keep_standard():
     singleton = _workflow(steps, singleton={"key": "{{ trigger.id }}"})
     assert choose_engine(singleton).engine == "standard"
     assert "singleton" in choose_engine(singleton).reason
+    notified = _workflow(steps, notifications={"webhook": {"url": "https://hooks.example.com/x"}})
+    assert choose_engine(notified).engine == "standard"
+    assert "notifications" in choose_engine(notified).reason
+    # And engine: express with one of them is refused at the setting's path
+    _, problems = validate_data(
+        {
+            "id": "wf",
+            "engine": "express",
+            "start": "only",
+            "steps": steps,
+            "cancel_on": [{"event": "order.cancelled"}],
+        }
+    )
+    assert [(p.path, p.rule) for p in problems] == [("engine", "engine")]
 
 
 def test_a_callback_task_in_the_compiled_machine_refuses_express_whatever_emitted_it():

@@ -18,8 +18,9 @@ that can change what the workflow does:
 3. every acting step records its result under its step identity
    (:mod:`relayflow.steps.idempotency`), so a duplicate invocation acts once;
 4. no workflow setting needs the recorder to see the run end at once: ``singleton`` and
-   ``concurrency`` release their slot at the end, and ``cancel_on`` stops executions
-   (Express executions cannot be stopped).
+   ``concurrency`` release their slot at the end, ``notifications`` and the workflow
+   ``breaker`` act on it, and ``cancel_on`` stops executions (Express executions cannot be
+   stopped).
 
 Pure and deterministic: a validated workflow in, an :class:`EngineChoice` out.
 """
@@ -161,6 +162,10 @@ def _setting_blocker(workflow: Workflow) -> _Blocker | None:
         return _Blocker(None, f"{rule} frees its slot when the recorder sees the run end")
     if workflow.cancel_on:
         return _Blocker(None, "cancel_on stops executions, and Express executions cannot stop")
+    if workflow.notifications is not None or workflow.breaker is not None:
+        # Settled by the maintenance sweep for Express: minutes late, not seconds.
+        rule = "notifications" if workflow.notifications is not None else "breaker"
+        return _Blocker(None, f"{rule} act when the recorder sees the run end")
     return None
 
 
