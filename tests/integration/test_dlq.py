@@ -86,6 +86,9 @@ def reset_remote(remote: Remote) -> None:
 def definition(workflow_id: str, remote: Remote) -> dict[str, Any]:
     return {
         "id": workflow_id,
+        # The DLQ entry's failing step comes from the execution history, which only Standard
+        # keeps (an Express run's DLQ entry has none: docs/engines.md).
+        "engine": "standard",
         "start": "notify",
         "steps": {
             "notify": {
