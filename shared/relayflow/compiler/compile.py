@@ -7,6 +7,8 @@ output is deterministic: the same definition always gives the same JSON, key ord
 State names: every step's main state is named by the step key. Auxiliary states are named
 ``<key>.<suffix>`` (step keys cannot contain ``.``, so the names never clash) and
 ``_init`` sets up the cycle counter. Timelines map states back to steps through this rule.
+An Express machine wraps all of it in ``_run`` and records its end in ``_record.*`` before
+``_succeeded`` / ``_failed`` (:mod:`~relayflow.compiler.recording`, docs/engines.md).
 
 Layout: :mod:`~relayflow.compiler.driver` walks the graph scope by scope,
 :mod:`~relayflow.compiler.scope` holds routing, retries, catches and the shared Tasks, and

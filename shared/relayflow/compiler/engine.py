@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from relayflow.compiler.asl import LAMBDA_SERVICE_ERRORS, THROTTLED_RETRY
+from relayflow.compiler.asl import THROTTLED_RETRY
 
 if TYPE_CHECKING:
     from relayflow.compiler.options import CompiledWorkflow
@@ -46,7 +46,7 @@ EXPRESS_MAX_SECONDS = 300
 #: Functions runs up to 40 concurrently.
 INLINE_MAP_PARALLELISM = 40
 #: Each step function's timeout in ``template.yaml`` (a Task without ``timeout_seconds``
-#: runs until its Lambda times out). ``tests/deploy`` keeps this in step with the template.
+#: runs until its Lambda times out). A unit test keeps this in step with the template.
 FUNCTION_TIMEOUT_SECONDS: dict[str, int] = {
     "agent": 900,
     "approval": 30,
@@ -195,9 +195,9 @@ def _throttled_waits() -> int:
     return math.ceil(total)
 
 
-#: A Lambda service error (the function did not run) is retried 3 times, 1 + 2 + 4 s apart.
+#: The retrier every Lambda Task gets (``ScopeContext.retriers``) retries a Lambda service
+#: error, where the function did not run, 3 times, 1 + 2 + 4 s apart.
 _SERVICE_ERROR_WAITS = 7
-assert len(LAMBDA_SERVICE_ERRORS) == 4  # the retrier the compiler puts on every Lambda Task
 
 
 def step_seconds(
