@@ -335,3 +335,18 @@ def test_step_through_of_an_express_workflow_is_refused(plane, tenant):
     with pytest.raises(Unprocessable) as refused:
         plane.start_run(tenant, "quick", {}, step_through=True)
     assert "Express" in refused.value.message
+
+
+def test_a_standard_machine_keeps_auto_versions_on_standard_and_says_why(runtime, plane, tenant):
+    # Given a short workflow first published with engine: standard
+    plane.put_workflow(tenant, "quick", {**short(), "engine": "standard"})
+    # When a version with engine: auto (Express-safe) is published
+    plane.put_workflow(tenant, "quick", {**short(), "name": "v2"})
+    # Then the machine stays Standard, and the version says why
+    assert machine_type(runtime, plane, tenant, "quick") == "STANDARD"
+    version = plane.get_workflow(tenant, "quick").versions[-1]
+    assert version.engine == "standard"
+    assert "keeps its type" in (version.engine_reason or "")
+    # And engine: express on it is refused (422)
+    with pytest.raises(Unprocessable):
+        plane.put_workflow(tenant, "quick", {**short(), "engine": "express"})

@@ -29,7 +29,7 @@ from relayflow.compiler.asl import (
     THROTTLED_RETRY,
 )
 from relayflow.compiler.driver import Driver
-from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, choose_engine
+from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
 from relayflow.compiler.options import CompiledWorkflow, CompileOptions, local_state_machine_name
 from relayflow.compiler.recording import RUN_ITEMS, with_native_recording
 from relayflow.definition.models import Workflow
@@ -119,7 +119,15 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
         step_runners=runners,
     )
     compiled.engine = choose_engine(workflow, compiled)
-    if compiled.engine.engine == "express" and options.express:
+    if compiled.engine.engine == "express" and not options.express:
+        compiled.engine = EngineChoice(
+            "standard",
+            "compiled for a Standard state machine (a machine keeps its type; Express would "
+            f"be possible: {compiled.engine.reason})",
+            None,
+            compiled.engine.bound_seconds,
+        )
+    if compiled.engine.engine == "express":
         timeout = min(workflow.run_timeout_seconds, EXPRESS_MAX_SECONDS)
         compiled.asl = with_native_recording(asl, options.table_name, timeout)
         compiled.iam_statements.insert(-1, _record_statement(options))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import Unprocessable
 from relayflow.control.models import WorkflowVersionInfo
-from relayflow.dal.express import ExpressDeadline, ExpressDeadlines
+from relayflow.dal.express import ExpressDeadlines
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 
@@ -197,15 +197,11 @@ def sweep_express_runs(
             change = _status_change(run, "ABORTED", run.error, run.cause)
             settled.append(run.run_id)
         else:
-            _forget(markers, due)
+            markers.remove(due)
             continue
         record_status_change(change, control=control)
-        _forget(markers, due)
+        markers.remove(due)
     if timed_out:
         record_metric("ExpressRunsTimedOut", len(timed_out))
         logger.warning("express runs timed out", extra={"run_ids": timed_out})
     return {"timed_out": timed_out, "settled": settled}
-
-
-def _forget(markers: ExpressDeadlines, due: ExpressDeadline) -> None:
-    markers.remove(due)
