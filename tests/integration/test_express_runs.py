@@ -330,11 +330,39 @@ def test_without_the_fix_moto_cannot_start_sync_executions(runtime):
     assert answer["status"] == "SUCCEEDED"
 
 
-def test_step_through_of_an_express_workflow_is_refused(plane, tenant):
-    plane.put_workflow(tenant, "quick", short())
-    with pytest.raises(Unprocessable) as refused:
-        plane.start_run(tenant, "quick", {}, step_through=True)
-    assert "Express" in refused.value.message
+def test_step_through_of_an_express_workflow_runs_on_a_standard_sibling(runtime, plane, tenant):
+    # Given an Express workflow of two steps
+    definition = {
+        "id": "two",
+        "start": "one",
+        "steps": {
+            "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
+            "two": {"type": "transform", "mapping": {"n": 2}},
+        },
+    }
+    plane.put_workflow(tenant, "two", definition)
+    assert machine_type(runtime, plane, tenant, "two") == "EXPRESS"
+    # When a step-through run starts and is continued to its end
+    started = plane.start_run(tenant, "two", {}, step_through=True)
+    run = plane.dal.get_run(tenant, started.run_id)
+    assert run.engine == "standard"
+    machine = run.execution_arn.split(":")[6]
+    assert machine.endswith("_two.step")
+    described = runtime.sfn_client.describe_state_machine(
+        stateMachineArn=":".join([*run.execution_arn.split(":")[:5], "stateMachine", machine])
+    )
+    assert described["type"] == "STANDARD"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            plane.continue_run(tenant, started.run_id, to_end=True)
+            break
+        except Exception:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    # Then it ends like any run
+    runtime.wait(run.execution_arn, timeout=30)
+    assert runtime.describe(run.execution_arn).status == "SUCCEEDED"
 
 
 def test_a_standard_machine_keeps_auto_versions_on_standard_and_says_why(runtime, plane, tenant):

@@ -815,7 +815,7 @@ class ControlPlane:
             dry_run=mode.dry_run,
             step_through=mode.step_through,
             flow_key=flow_key,
-            engine=head.engine,
+            engine="standard" if mode.step_through else head.engine,  # see step_through.py
         )
         return run, document_json
 

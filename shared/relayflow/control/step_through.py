@@ -4,7 +4,9 @@ A step-through run starts on the *step-through variant* of its version: the same
 machine with a gate before each top-level step (:mod:`relayflow.compiler.debug`), published as
 one more version of the workflow's state machine the first time a step-through run of that
 version starts, and recorded on the version item. Normal runs never touch it: their machine,
-version ARN and transition count do not change.
+version ARN and transition count do not change. An Express workflow's variant is published on
+a Standard sibling machine (:func:`step_through_machine_name`), since Express has no
+callbacks; its step-through runs are Standard runs (docs/engines.md).
 
 ``continue`` completes the gate the run waits at (a waitpoint labelled ``step-through``), so
 exactly one step starts. While that step runs no gate is pending, and a second ``continue`` is
@@ -15,6 +17,7 @@ the run so that later gates let it through, and releases the pending gate if the
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from relayflow.control.errors import Conflict, InvalidDefinition
@@ -23,6 +26,14 @@ from relayflow.dal import RunItem, VersionItem, WorkflowItem
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
+
+
+def step_through_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
+    """The Standard machine that runs the step-through variants of an Express workflow
+    (``<workflow_id>.step``: workflow ids hold no ``.``, so it names no workflow's machine)."""
+    from relayflow.control.stepfunctions import state_machine_name
+
+    return state_machine_name(stage, tenant, f"{workflow_id}.step")
 
 
 class StepThrough:
@@ -45,30 +56,38 @@ class StepThrough:
         from relayflow.definition import validate_data
         from relayflow.settings import get_settings
 
-        if head.engine == "express":
-            from relayflow.control.errors import Unprocessable
-
-            raise Unprocessable(
-                f"workflow {head.workflow_id} runs on Express, and step-through pauses at "
-                "callback gates, which Express has not; run it with engine: standard",
-                {"path": "engine", "machine": "express"},
-            )
         workflow, problems = validate_data(json.loads(item.definition))
         if workflow is None:
             # Valid when it was published; an engine that no longer accepts it says why.
             raise InvalidDefinition.from_problems(problems)
-        options = compile_options(head.tenant, head)
+        # The variant is a Standard machine's: its gates are callback Tasks.
+        options = replace(compile_options(head.tenant, head), express=False)
         compiled = compile_workflow(workflow, options)
         # The gates are served by the waitpoint function (step type ``step_gate``).
         variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))
         _check_compiled(variant)
-        arn = self.control.machines.update(
-            head.state_machine_arn,
-            json.dumps(variant, separators=(",", ":")),
-            role_arn=get_settings().state_machine_role_arn,
-            description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
-            "(step-through)",
+        definition = json.dumps(variant, separators=(",", ":"))
+        description = (
+            f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} (step-through)"
         )
+        settings = get_settings()
+        if head.engine == "express":
+            # An Express machine has no callbacks: the variant runs on a Standard sibling.
+            name = step_through_machine_name(settings.stage, head.tenant, head.workflow_id)
+            _, arn = self.control.machines.create(
+                name,
+                definition,
+                role_arn=settings.state_machine_role_arn,
+                description=description,
+                tags={"relayflow:tenant": head.tenant, "relayflow:workflow": head.workflow_id},
+            )
+        else:
+            arn = self.control.machines.update(
+                head.state_machine_arn,
+                definition,
+                role_arn=settings.state_machine_role_arn,
+                description=description,
+            )
         self.control.dal.set_step_through_version(head.tenant, head.workflow_id, item.version, arn)
         return arn
 
