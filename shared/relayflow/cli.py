@@ -70,7 +70,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from relayflow.compiler import compile_workflow
+    from relayflow.compiler import CompileOptions, compile_workflow
     from relayflow.compiler.check import assert_valid_machine
 
     if args.items < 1:
@@ -79,7 +79,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.effective:
         _print_effective(workflow, sys.stdout)
         return EXIT_OK
-    compiled = compile_workflow(workflow)
+    # The machine the control plane would deploy for a new workflow: Express when chosen.
+    compiled = compile_workflow(workflow, CompileOptions(express=True))
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.cost and not args.output:
@@ -99,6 +100,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(text)
+    if compiled.engine is not None:
+        print(f"engine: {compiled.engine.engine} ({compiled.engine.reason})", file=sys.stderr)
     if args.iam:
         print(json.dumps(compiled.iam_statements, indent=2), file=sys.stderr)
     _print_defaults_note(workflow, sys.stderr)

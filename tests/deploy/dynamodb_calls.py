@@ -57,6 +57,7 @@ KEY_TOKENS = frozenset(
         "SCHED",
         "SIGFAIL",
         "STEPEV",
+        "EXPRESS",
     ]
 )
 #: Literal heads of key parts that carry dotted ids after them.

@@ -92,7 +92,8 @@ def test_a_dry_run_passes_a_singleton_and_holds_no_slot(server, api):
 
 
 def test_a_step_through_run_is_not_debounced(server, api):
-    wf = register(api, "deb-step", delay=1, debounce={"period": "30s"})
+    # Step-through needs a Standard machine (its gates are callbacks: docs/engines.md).
+    wf = register(api, "deb-step", delay=1, debounce={"period": "30s"}, engine="standard")
     # A real trigger is folded into the pending run; a step-through one starts at once
     assert start(api, wf, {"n": 1}).json()["admission"] == "debounced"
     stepped = start(api, wf, {"n": 2}, step_through=True)

@@ -47,6 +47,8 @@ def delayed_workflow(workflow_id: str, seconds: int, label: str) -> dict[str, An
 def failing_workflow(workflow_id: str) -> dict[str, Any]:
     return {
         "id": workflow_id,
+        # The failing step comes from the execution history, which only Standard keeps.
+        "engine": "standard",
         "start": "compute",
         "steps": {
             "compute": {

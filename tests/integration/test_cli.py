@@ -61,7 +61,11 @@ def test_compile_writes_asl_and_iam(tmp_path, capsys):
     assert main(["compile", EXAMPLE, "-o", str(out), "--iam"]) == 0
     asl = json.loads(out.read_text())
     assert asl["StartAt"] == "normalise"
-    iam = json.loads(capsys.readouterr().err.split("\n", 1)[1])
+    wrote, engine, iam_text = capsys.readouterr().err.split("\n", 2)
+    assert wrote.startswith("wrote ")
+    # The engine the control plane would pick, and why (docs/engines.md)
+    assert engine.startswith("engine: standard (a run may last ")
+    iam = json.loads(iam_text)
     assert iam[0]["Action"] == ["lambda:InvokeFunction"]
 
 

@@ -327,8 +327,9 @@ def test_cancel_aborts_a_running_run_and_refuses_a_finished_one(runtime, plane, 
 
 
 def test_list_runs_pages_newest_first_and_filters_by_status(runtime, plane, tenant):
-    # Given five runs, three of them recorded as succeeded
-    plane.put_workflow(tenant, "greet", definition())
+    # Given five runs of a Standard machine, three of them recorded as succeeded (an Express
+    # machine would record its runs' ends itself)
+    plane.put_workflow(tenant, "greet", {**definition(), "engine": "standard"})
     runs = [plane.start_run(tenant, "greet", {"n": n}) for n in range(5)]
     for run in runs[:3]:
         settle(runtime, plane, tenant, run.run_id)

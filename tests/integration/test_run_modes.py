@@ -327,6 +327,8 @@ def test_a_templated_target_without_a_route_fails_the_run_naming_it(runtime, pla
 
 THREE_STEPS: dict[str, Any] = {
     "id": "three",
+    # Step-through pauses at callback gates, which only Standard machines have (engines.md).
+    "engine": "standard",
     "start": "one",
     "steps": {
         "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.integration
 
 THREE = {
     "id": "three",
+    # Step-through pauses at callback gates, which only Standard machines have (engines.md).
+    "engine": "standard",
     "start": "one",
     "steps": {
         "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},

@@ -7,6 +7,8 @@ output is deterministic: the same definition always gives the same JSON, key ord
 State names: every step's main state is named by the step key. Auxiliary states are named
 ``<key>.<suffix>`` (step keys cannot contain ``.``, so the names never clash) and
 ``_init`` sets up the cycle counter. Timelines map states back to steps through this rule.
+An Express machine wraps all of it in ``_run`` and records its end in ``_record.*`` before
+``_succeeded`` / ``_failed`` (:mod:`~relayflow.compiler.recording`, docs/engines.md).
 
 Layout: :mod:`~relayflow.compiler.driver` walks the graph scope by scope,
 :mod:`~relayflow.compiler.scope` holds routing, retries, catches and the shared Tasks, and
@@ -27,8 +29,10 @@ from relayflow.compiler.asl import (
     THROTTLED_RETRY,
 )
 from relayflow.compiler.driver import Driver
+from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
 from relayflow.compiler.kinds.for_each_distributed import RESULTS_PREFIX
 from relayflow.compiler.options import CompiledWorkflow, CompileOptions, local_state_machine_name
+from relayflow.compiler.recording import RUN_ITEMS, with_native_recording
 from relayflow.definition.models import Workflow
 
 __all__ = [
@@ -155,4 +159,29 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
     if compiler.distributed:
         buckets = sorted({b for b in compiler.distributed.values() if b})
         statements[-1:-1] = _distributed_statements(options, workflow.id, buckets)
-    return CompiledWorkflow(asl=asl, iam_statements=statements, step_runners=runners)
+    compiled = CompiledWorkflow(asl=asl, iam_statements=statements, step_runners=runners)
+    compiled.engine = choose_engine(workflow, compiled)
+    if compiled.engine.engine == "express" and not options.express:
+        compiled.engine = EngineChoice(
+            "standard",
+            "compiled for a Standard state machine (a machine keeps its type; Express would "
+            f"be possible: {compiled.engine.reason})",
+            None,
+            compiled.engine.bound_seconds,
+        )
+    if compiled.engine.engine == "express":
+        timeout = min(workflow.run_timeout_seconds, EXPRESS_MAX_SECONDS)
+        compiled.asl = with_native_recording(asl, options.table_name, timeout)
+        compiled.iam_statements.insert(-1, _record_statement(options))
+    return compiled
+
+
+def _record_statement(options: CompileOptions) -> dict[str, Any]:
+    """The one DynamoDB call an Express machine makes: UpdateItem on run items."""
+    table = f"arn:aws:dynamodb:{options.region}:{options.account}:table/{options.table_name}"
+    return {
+        "Effect": "Allow",
+        "Action": ["dynamodb:UpdateItem"],
+        "Resource": [table],
+        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [RUN_ITEMS]}},
+    }

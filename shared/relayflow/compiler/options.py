@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relayflow import naming
+
+if TYPE_CHECKING:
+    from relayflow.compiler.engine import EngineChoice
 
 
 def local_state_machine_name(workflow_id: str) -> str:
@@ -28,6 +31,12 @@ class CompileOptions:
     state_machine_name: Callable[[str], str] = local_state_machine_name
     #: The payload bucket: distributed for_each steps write their results under for_each/.
     payload_bucket: str = "relayflow-payloads"
+    #: The Relayflow table, where an Express machine records its run's end.
+    table_name: str = "relayflow"
+    #: The target runs Express machines (the control plane, the local runtime): a workflow
+    #: whose engine is Express compiles with native recording. Off (the sizing check, the
+    #: golden files), every workflow compiles for Standard; ``engine`` still says the choice.
+    express: bool = False
 
     def arn(self, kind: str) -> str:
         return self.function_arns.get(kind) or naming.function_arn(kind, self.region, self.account)
@@ -44,6 +53,8 @@ class CompiledWorkflow:
     iam_statements: list[dict[str, Any]]
     #: step key → "native" (no Lambda) or the function kind that runs it.
     step_runners: dict[str, str]
+    #: The engine the machine is for (Express machines record their own end).
+    engine: EngineChoice | None = None
 
     @property
     def iam_actions(self) -> list[str]:

@@ -32,6 +32,8 @@ class WorkflowVersionInfo(BaseModel):
         None, description="The Relayflow engine version that compiled this version."
     )
     warnings: list[str] = Field(default_factory=list)
+    engine: str = Field("standard", description="Step Functions engine: standard or express.")
+    engine_reason: str | None = Field(None, description="Why this engine (docs/engines.md).")
 
 
 class WorkflowSummary(BaseModel):
@@ -42,6 +44,9 @@ class WorkflowSummary(BaseModel):
     latest_version: int
     created_at: str
     updated_at: str
+    engine: str = Field(
+        "standard", description="Its state machine's type: standard or express (docs/engines.md)."
+    )
 
 
 class WorkflowDetail(WorkflowSummary):

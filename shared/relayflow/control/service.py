@@ -31,6 +31,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.causes import public_cause
+from relayflow.control.engines import (
+    check_machine_type,
+    compile_options,
+    start_execution,
+    version_info,
+)
 from relayflow.control.errors import (
     ApiError,
     BadRequest,
@@ -43,6 +49,7 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
+from relayflow.control.express_timeline import express_steps, with_duration
 from relayflow.control.machine_config import machine_config
 from relayflow.control.models import (
     ApiKeyInfo,
@@ -56,7 +63,6 @@ from relayflow.control.models import (
     StepEntry,
     WorkflowDetail,
     WorkflowSummary,
-    WorkflowVersionInfo,
 )
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
@@ -369,14 +375,15 @@ class ControlPlane:
         assert definition_json is not None
         settings = get_settings()
         self._check_sub_workflows(tenant, workflow)
-        compiled = compile_workflow(workflow, compile_options(tenant))
+        head = self.dal.get_workflow(tenant, workflow_id)
+        compiled = compile_workflow(workflow, compile_options(tenant, head))
+        engine = check_machine_type(workflow, compiled, head)
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()
         trigger_plan = self._check_triggers(tenant, workflow_id, subscriptions(workflow))
 
-        head = self.dal.get_workflow(tenant, workflow_id)
         if head is not None:
             latest = self.dal.get_version(tenant, workflow_id, head.latest_version)
             if (
@@ -398,6 +405,7 @@ class ControlPlane:
                     **machine_config(tenant, workflow),
                     description=description,
                     tags={"relayflow:tenant": tenant, "relayflow:workflow": workflow_id},
+                    express=engine == "express",
                 )
             else:
                 machine_arn = head.state_machine_arn
@@ -406,6 +414,7 @@ class ControlPlane:
                     asl_json,
                     **machine_config(tenant, workflow),
                     description=description,
+                    express=engine == "express",
                 )
         except sfn_api.DefinitionRejected as exc:
             raise Unprocessable(f"Step Functions refused the compiled definition: {exc}") from exc
@@ -421,6 +430,8 @@ class ControlPlane:
             step_types={key: step.type for key, step in workflow.steps.items()},
             step_runners=dict(compiled.step_runners),
             engine_version=ENGINE_VERSION,
+            engine=engine,
+            engine_reason=compiled.engine.reason if compiled.engine else None,
         )
         new_head = WorkflowItem(
             workflow_id=workflow_id,
@@ -435,6 +446,7 @@ class ControlPlane:
             created_at=head.created_at if head else now,
             updated_at=now,
             live_engine_version=ENGINE_VERSION,
+            engine=engine,
         )
         try:
             self.dal.save_workflow(
@@ -576,16 +588,7 @@ class ControlPlane:
         return WorkflowDetail(
             **_workflow_summary(head).model_dump(),
             definition=json.loads(live.definition) if live else {},
-            versions=[
-                WorkflowVersionInfo(
-                    version=v.version,
-                    created_at=v.created_at,
-                    asl_sha256=v.asl_sha256,
-                    engine_version=v.engine_version,
-                    warnings=v.warnings,
-                )
-                for v in versions
-            ],
+            versions=[version_info(v) for v in versions],
         )
 
     @_translated
@@ -811,6 +814,7 @@ class ControlPlane:
             dry_run=mode.dry_run,
             step_through=mode.step_through,
             flow_key=flow_key,
+            engine="standard" if mode.step_through else head.engine,  # see step_through.py
         )
         return run, document_json
 
@@ -931,7 +935,7 @@ class ControlPlane:
 
     def _start_execution(self, run: RunItem, target_arn: str, document_json: str) -> None:
         try:
-            arn = self.machines.start(target_arn, run.run_id, document_json)
+            arn = start_execution(self, run, target_arn, document_json)
         except sfn_api.ExecutionExists:
             return  # started by a concurrent repeat of the same key
         except sfn_api.ResourceMissing as exc:
@@ -1019,6 +1023,8 @@ class ControlPlane:
         version = self.dal.get_version(run.tenant, run.workflow_id, run.version)
         if version is None:
             return []
+        if run.engine == "express":  # no execution history: what the steps recorded
+            return express_steps(self.dal, run, version.step_types, version.step_runners)
         events = self.machines.history(run.execution_arn)
         return history_steps(version.step_types, version.step_runners, events)
 
@@ -1068,7 +1074,7 @@ class ControlPlane:
             raise Conflict(f"run {run_id} has already finished ({run.status})")
         described: dict[str, Any] | None = None
         cause = "cancelled through the Relayflow control API"
-        if run.execution_arn:
+        if run.execution_arn and run.engine != "express":  # Express cannot stop (engines.md)
             with contextlib.suppress(sfn_api.ExecutionMissing):
                 self.machines.stop(run.execution_arn, error=CANCEL_ERROR, cause=cause)
             described = self.machines.describe(run.execution_arn)
@@ -1238,21 +1244,6 @@ def _document_size_warnings(workflow: Any) -> list[str]:
     return [f"{p.path}: {p.message} [{p.rule}]" for p in document_size_problems(workflow)]
 
 
-def compile_options(tenant: str) -> Any:
-    """How the control plane compiles the tenant's workflows: the deployment's functions,
-    region, account and payload bucket, and the tenant's state machine naming."""
-    from relayflow.compiler import CompileOptions
-
-    settings = get_settings()
-    return CompileOptions(
-        function_arns=dict(settings.function_arns),
-        region=settings.region,
-        account=settings.state_machine_role_arn.split(":")[4],  # the role's: machines run there
-        state_machine_name=functools.partial(sfn_api.state_machine_name, settings.stage, tenant),
-        payload_bucket=settings.payload_bucket,
-    )
-
-
 @dataclass(frozen=True)
 class _RunMode:
     """How a run is started: the engine that compiled its machine, and the dry-run flag."""
@@ -1269,6 +1260,7 @@ def _engine_of(version: VersionItem) -> dict[str, str]:
 
 
 def _run_summary(item: RunItem) -> RunSummary:
+    item = with_duration(item)  # an Express machine records no duration (engines.md)
     return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
 
 

@@ -5,7 +5,9 @@ machine with a gate before each step, parallel branches and for_each items inclu
 (:mod:`relayflow.compiler.debug`), published as one more version of the workflow's state
 machine the first time a step-through run of that version starts, and recorded on the version
 item. Normal runs never touch it: their machine, version ARN and transition count do not
-change.
+change. An Express workflow's variant is published on a Standard sibling machine
+(:func:`step_through_machine_name`), since Express has no callbacks; its step-through runs are
+Standard runs (docs/engines.md).
 
 ``continue`` completes the gate the run waits at (a waitpoint labelled ``step-through``; the
 oldest, when branches or items wait at several), so exactly one step starts. While that step
@@ -17,6 +19,7 @@ through, and releases every pending gate.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from relayflow.control.errors import Conflict, InvalidDefinition
@@ -25,6 +28,14 @@ from relayflow.dal import RunItem, VersionItem, WorkflowItem
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
+
+
+def step_through_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
+    """The Standard machine that runs the step-through variants of an Express workflow
+    (``<workflow_id>.step``: workflow ids hold no ``.``, so it names no workflow's machine)."""
+    from relayflow.control.stepfunctions import state_machine_name
+
+    return state_machine_name(stage, tenant, f"{workflow_id}.step")
 
 
 class StepThrough:
@@ -51,18 +62,36 @@ class StepThrough:
         if workflow is None:
             # Valid when it was published; an engine that no longer accepts it says why.
             raise InvalidDefinition.from_problems(problems)
-        options = compile_options(head.tenant)
+        # The variant is a Standard machine's: its gates are callback Tasks.
+        options = replace(compile_options(head.tenant, head), express=False)
         compiled = compile_workflow(workflow, options)
         # The gates are served by the waitpoint function (step type ``step_gate``).
         variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))
         _check_compiled(variant)
-        arn = self.control.machines.update(
-            head.state_machine_arn,
-            json.dumps(variant, separators=(",", ":")),
-            **machine_config(head.tenant, workflow),
-            description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
-            "(step-through)",
+        definition = json.dumps(variant, separators=(",", ":"))
+        description = (
+            f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} (step-through)"
         )
+        if head.engine == "express":
+            from relayflow.settings import get_settings
+
+            settings = get_settings()
+            # An Express machine has no callbacks: the variant runs on a Standard sibling.
+            name = step_through_machine_name(settings.stage, head.tenant, head.workflow_id)
+            _, arn = self.control.machines.create(
+                name,
+                definition,
+                **machine_config(head.tenant, workflow),
+                description=description,
+                tags={"relayflow:tenant": head.tenant, "relayflow:workflow": head.workflow_id},
+            )
+        else:
+            arn = self.control.machines.update(
+                head.state_machine_arn,
+                definition,
+                **machine_config(head.tenant, workflow),
+                description=description,
+            )
         self.control.dal.set_step_through_version(head.tenant, head.workflow_id, item.version, arn)
         return arn
 

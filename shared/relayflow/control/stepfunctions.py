@@ -75,16 +75,18 @@ def _translate(exc: Exception, action: str) -> StepFunctionsError:
     return StepFunctionsError(message)
 
 
-def logging_configuration(*, step_events: bool = False) -> dict[str, Any]:
-    """``create_state_machine``'s logging arguments. By default errors only, to the stack's
-    log group, without step payloads (which may hold personal data; the execution history
-    still shows them). With ``step_events`` (a workflow's ``events: {steps: true}``) every
-    event, still without payloads, to the step-events log group, whose subscription filter
-    turns them into ``relayflow.step.*`` events. Nothing when no log group is configured."""
+def logging_configuration(*, step_events: bool = False, express: bool = False) -> dict[str, Any]:
+    """``create_state_machine``'s logging arguments, never with step payloads (which may hold
+    personal data). By default errors only, to the stack's log group (the execution history
+    shows the rest). Express has no execution history, so its log is every state's entry and
+    exit (``ALL``): the only record of its steps besides their own (docs/engines.md). With
+    ``step_events`` (a workflow's ``events: {steps: true}``) every event goes to the
+    step-events log group, whose subscription filter turns them into ``relayflow.step.*``
+    events. Nothing when no log group is configured (local runs)."""
     from relayflow.settings import get_settings
 
     settings = get_settings()
-    level, group = "ERROR", settings.state_machine_log_group_arn
+    level, group = "ALL" if express else "ERROR", settings.state_machine_log_group_arn
     if step_events and settings.step_events_log_group_arn:
         level, group = "ALL", settings.step_events_log_group_arn
     if not group:
@@ -164,22 +166,23 @@ class StateMachines:
         description: str,
         tags: dict[str, str],
         step_events: bool = False,
+        express: bool = False,
     ) -> tuple[str, str]:
-        """Create the state machine and publish its first version; returns both ARNs. When
-        the machine exists already (a request that failed half way), update it instead.
-        ``step_events`` logs every event for per-step lifecycle events
-        (:func:`logging_configuration`)."""
+        """Create the state machine (``EXPRESS`` with ``express``, else ``STANDARD``) and
+        publish its first version; returns both ARNs. When the machine exists already (a
+        request that failed half way), update it instead. ``step_events`` logs every event
+        for per-step lifecycle events (:func:`logging_configuration`)."""
         try:
             response = self._call_with_role(
                 "create_state_machine",
                 name=name,
                 definition=definition,
                 roleArn=role_arn,
-                type="STANDARD",
+                type="EXPRESS" if express else "STANDARD",
                 publish=True,
                 versionDescription=description,
                 tracingConfiguration={"enabled": True},
-                **logging_configuration(step_events=step_events),
+                **logging_configuration(step_events=step_events, express=express),
                 tags=[{"key": k, "value": v} for k, v in tags.items()],
             )
         except MachineExists:
@@ -190,6 +193,7 @@ class StateMachines:
                 role_arn=role_arn,
                 description=description,
                 step_events=step_events,
+                express=express,
             )
         return str(response["stateMachineArn"]), str(response["stateMachineVersionArn"])
 
@@ -209,9 +213,10 @@ class StateMachines:
         role_arn: str,
         description: str,
         step_events: bool = False,
+        express: bool = False,
     ) -> str:
         """Update the definition (and the logging, see :meth:`create`) and publish it as a new
-        version; returns the version ARN."""
+        version; returns the version ARN. ``express``: the machine is Express."""
         response = self._call_with_role(
             "update_state_machine",
             stateMachineArn=arn,
@@ -219,7 +224,7 @@ class StateMachines:
             roleArn=role_arn,
             publish=True,
             versionDescription=description,
-            **logging_configuration(step_events=step_events),
+            **logging_configuration(step_events=step_events, express=express),
         )
         return str(response["stateMachineVersionArn"])
 

@@ -56,6 +56,7 @@ SCHEDULE_MARKS = "TENANT#*#SCHED#*"  # a cron trigger's last started tick (catch
 EVENT_WAITS = "TENANT#*#WAIT#EVENT.*"  # wait_for_event registrations
 WORKFLOW_RUNS = "TENANT#*#WF#*#RUNS"  # GSI1: a workflow's runs
 STEP_TRACES = "TENANT#*#STEPEV#*"  # per-step lifecycle events: where each state stands
+EXPRESS_DUE = "EXPRESS#DUE"  # running Express runs by deadline (relayflow.dal.express)
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,18 @@ _TOOL = (
 )
 # Starting a run: read the workflow and version, skip when its breaker is open, create the
 # run item (deleted again when the execution cannot be created), record the execution.
+# An Express run's start writes its deadline marker (docs/engines.md).
+_EXPRESS_START = TableGrant("ExpressDeadlines", (PUT,), (EXPRESS_DUE,))
 _START_RUNS = (
     TableGrant("ReadWorkflows", (GET,), (WORKFLOWS, BREAKERS)),
     TableGrant("RunItems", (GET, PUT, UPDATE, DELETE), (RUNS,)),
+    _EXPRESS_START,
 )
+#: An Express run's timeline is what its steps recorded (relayflow.control.express_timeline).
+_READ_STEP_RESULTS = TableGrant("ReadStepResults", (QUERY,), (STEP_RESULTS,))
+#: The compiled state machines' role (``StateMachineRole``): an Express machine records its
+#: run's end on the run item (relayflow.compiler.recording), nothing else in the table.
+STATE_MACHINE_ACCESS: tuple[TableGrant, ...] = (TableGrant("RecordRunEnds", (UPDATE,), (RUNS,)),)
 
 #: Function folder (``functions/<name>``) → its grants in the table.
 TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
@@ -126,6 +135,8 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant("ApiKeyLookup", (GET,), (API_KEYS,)),
         _ADMISSION,
         _SCHEDULE_MARKS,
+        _EXPRESS_START,
+        _READ_STEP_RESULTS,
         TableGrant(
             "Listings",
             (QUERY,),
@@ -144,6 +155,7 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
         # A run's end frees its admission slot and starts the next queued run.
         TableGrant("AdmissionGates", (GET, PUT, UPDATE, DELETE, QUERY), (GATES,)),
+        _EXPRESS_START,
     ),
     # Starts runs (schedules, events, admission deadlines), cancels runs (cancel_on) and
     # completes wait_for_event waits (read, then deleted as claimed).
@@ -170,13 +182,18 @@ TABLE_ACCESS: dict[str, tuple[TableGrant, ...]] = {
         *_START_RUNS,
         _ADMISSION,
     ),
-    # Every minute: the due automatic retries, each restarting its run.
+    # Every minute: the due automatic retries, each restarting its run; and the Express runs
+    # past their deadline, settled as the recorder settles a run's end (breaker, admission).
     "maintenance": (
         TableGrant("ReadWorkflows", (GET,), (WORKFLOWS,)),
         TableGrant("RunItems", (GET, UPDATE), (RUNS,)),
         TableGrant("DlqEntries", (GET, PUT, UPDATE), (DLQ_ENTRIES,)),
         TableGrant("DlqRetries", (PUT, DELETE, QUERY), (DLQ_DUE,)),
         TableGrant("DlqDepth", (GET, UPDATE), (DLQ_STATS,)),
+        TableGrant("ExpressDeadlines", (PUT, DELETE, QUERY), (EXPRESS_DUE,)),
+        _READ_STEP_RESULTS,
+        TableGrant("BreakerItems", (GET, PUT, UPDATE), (BREAKERS,)),
+        TableGrant("AdmissionGates", (GET, PUT, UPDATE, DELETE, QUERY), (GATES,)),
     ),
     # Per-step lifecycle events: one trace per open state entry, listed once per batch, written
     # and deleted when the state exits (relayflow.dal.step_trace).

@@ -116,6 +116,9 @@ class WorkflowItem(_Item):
     alias_arn: str | None = Field(None, description="The `live` alias, for callers outside.")
     created_at: str
     updated_at: str
+    engine: str = Field(
+        "standard", description="Type of its state machine: standard or express (fixed)."
+    )
     live_engine_version: str | None = Field(
         None, description="Engine version that compiled live_version (copied onto each run)."
     )
@@ -149,6 +152,8 @@ class VersionItem(_Item):
     engine_version: str | None = Field(
         None, description="The Relayflow engine version that compiled this state machine."
     )
+    engine: str = Field("standard", description="The machine type it was compiled for.")
+    engine_reason: str | None = Field(None, description="Why (relayflow.compiler.engine).")
     step_through_version_arn: str | None = Field(
         None,
         description="The step-through variant of this version (a version of the same state "
@@ -204,6 +209,10 @@ class RunItem(_Item):
     step_through: bool = Field(False, description="Pauses before each step until continued.")
     step_mode: str | None = Field(
         None, description="'to_end' once a step-through run was told to run to its end."
+    )
+    engine: str = Field("standard", description="standard or express (its state machine's).")
+    native_status: str | None = Field(
+        None, description="The end an Express machine recorded itself (the sweep settles it)."
     )
     flow_key: str | None = Field(
         None,

@@ -32,6 +32,7 @@ from relayflow.definition.admission import (
     SingletonSettings,
 )
 from relayflow.definition.compensation import Compensable
+from relayflow.definition.engine_setting import EngineSetting
 from relayflow.definition.errors_model import OnError
 from relayflow.definition.for_each import ForEachScale
 from relayflow.definition.policies import (
@@ -831,7 +832,7 @@ class ErrorSettings(_Model):
     )
 
 
-class Workflow(_Model):
+class Workflow(_Model, EngineSetting):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")

@@ -706,6 +706,9 @@ def validate_data(
     if workflow is not None and not problems:
         # Only a sound definition compiles; its size is the last thing to check.
         problems.extend(compiled_size_problems(workflow, file))
+        from relayflow.compiler.engine import engine_problems
+
+        problems.extend(engine_problems(workflow, file))
     unique = sorted(set(problems), key=lambda p: (p.path, p.rule, p.message))
     return (workflow if not unique else None), unique
 

@@ -1851,4 +1851,8 @@ def _json_default(value: Any) -> Any:
 fix = _fix
 Patches = _Patches
 
-from relayflow.local import compat_definition, compat_distributed  # noqa: E402, F401
+from relayflow.local import (  # noqa: E402, F401  (their fixes)
+    compat_definition,
+    compat_distributed,
+    compat_express,
+)

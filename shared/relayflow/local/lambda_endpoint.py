@@ -225,6 +225,9 @@ class LambdaEndpoint:
         self._host = host
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        #: At-least-once simulation (Express): every Invoke runs its handler twice with the
+        #: same payload, one after the other, and answers with the second result.
+        self.duplicate_invocations = False
 
     @property
     def url(self) -> str:
@@ -310,6 +313,14 @@ class LambdaEndpoint:
         request.send_json(status, body, headers)
 
     def _invoke(
+        self, handler: Handler, name: str, qualifier: str | None, payload: Any
+    ) -> tuple[int, bytes, dict[str, str]]:
+        if self.duplicate_invocations:
+            # The duplicate sees the payload as sent: a handler may not change it in place.
+            self._invoke_once(handler, name, qualifier, json.loads(json.dumps(payload)))
+        return self._invoke_once(handler, name, qualifier, payload)
+
+    def _invoke_once(
         self, handler: Handler, name: str, qualifier: str | None, payload: Any
     ) -> tuple[int, bytes, dict[str, str]]:
         arn = self.registry.function_arn(name)

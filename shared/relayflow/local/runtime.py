@@ -256,6 +256,19 @@ class LocalRuntime:
         if self._mock is not None:
             timescale.set_time_scale(value)
 
+    @property
+    def duplicate_invocations(self) -> bool:
+        """At-least-once simulation (what Express may do): while true, every Lambda Invoke
+        runs its handler twice with the same payload and the state machine gets the second
+        result. Both show in :attr:`invocations`."""
+        return self._endpoint is not None and self._endpoint.duplicate_invocations
+
+    @duplicate_invocations.setter
+    def duplicate_invocations(self, value: bool) -> None:
+        self._require_open()
+        assert self._endpoint is not None
+        self._endpoint.duplicate_invocations = value
+
     def register_handler(self, function_name: str, handler: Handler) -> None:
         """Serve ``function_name`` with ``handler`` from now on (also while open)."""
         self.handlers[function_name] = handler

@@ -377,10 +377,11 @@ class _Delivery:
         deadline = self.started + budget
         run = _storage(self.control.dal.get_run, endpoint.tenant, run_id)
         arn = run.execution_arn if run is not None else None
+        express = run is not None and run.engine == "express"
         interval = _POLL_FIRST
         while arn is not None:
             try:
-                described = self.control.machines.describe(arn) or {}
+                described = self._described(endpoint, run_id, arn, express=express)
             except StepFunctionsError:
                 break  # the run has started; the sender learns its end some other way
             status = str(described.get("status", "RUNNING"))
@@ -398,6 +399,18 @@ class _Delivery:
             self.sleep(min(interval, left))
             interval = min(interval * 2, _POLL_MAX)
         return 202, {"run_id": run_id, "status": "running"}
+
+    def _described(
+        self, endpoint: Endpoint, run_id: str, arn: str, *, express: bool
+    ) -> dict[str, Any]:
+        """The execution's status, output and error. An Express execution cannot be described
+        (docs/engines.md); its machine records its end on the run item, which is read instead."""
+        if not express:
+            return self.control.machines.describe(arn) or {}
+        run = _storage(self.control.dal.get_run, endpoint.tenant, run_id)
+        if run is None or run.status == "running":
+            return {"status": "RUNNING"}
+        return {"status": run.status.upper(), "output": run.output, "error": run.error}
 
     def _remember(
         self, endpoint: Endpoint, delivery_id: str, status: int, answer: dict[str, Any]
