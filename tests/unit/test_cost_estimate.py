@@ -31,6 +31,10 @@ BARE = Platform(
     recorder_read_units=0,
     recorder_events=0,
     native_record_write_units=0,
+    express_marker_write_units=0,
+    sweep_write_units=0,
+    sweep_read_units=0,
+    sweep_events=0,
 )
 
 

@@ -133,10 +133,14 @@ class RunSummary(BaseModel):
     lambda_ms: float | None = Field(
         None, description="Step Lambda time of the run, each invocation rounded up to 1 ms."
     )
+    engine: str = Field(
+        "standard", description="The run's Step Functions engine: standard or express."
+    )
     estimated_cost_usd: float | None = Field(
         None,
-        description="Estimated AWS cost of the run at list prices (docs/cost.md): its state "
-        "transitions, step Lambdas and recording; null without counts.",
+        description="Estimated AWS cost of the run at list prices (docs/cost.md). Standard: "
+        "its state transitions, step Lambdas and recording; null without counts. Express: "
+        "its request, duration and recording (step Lambdas when counted); null while running.",
     )
 
     outcome: Outcome | None = Field(
@@ -156,7 +160,11 @@ class RunSummary(BaseModel):
             from relayflow.cost.runs import run_cost_usd
 
             self.estimated_cost_usd = run_cost_usd(
-                self.transitions, self.lambda_invocations, self.lambda_ms
+                self.transitions,
+                self.lambda_invocations,
+                self.lambda_ms,
+                duration_ms=self.duration_ms,
+                engine="express" if self.engine == "express" else "standard",
             )
         # A run ended by a path that records no verdict (a cancel, a refused start) reads the
         # plain verdict of its status.

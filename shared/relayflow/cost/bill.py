@@ -3,8 +3,9 @@
 A run's usage (:class:`RunUsage`) is what its state machine and step Lambdas consumed; the
 engine decides how the state machine is billed (Standard: per transition; Express: per
 request plus duration). :class:`Platform` is what a run costs around its state machine: the
-start through the control API, and recording its end (the recorder Lambda on Standard; a
-native DynamoDB ``UpdateItem`` in the machine on Express). :func:`price_run` adds them up.
+start through the control API, and recording its end (the recorder Lambda on Standard; on
+Express a native DynamoDB ``UpdateItem`` in the machine, the start's deadline marker and the
+maintenance sweep that settles the run). :func:`price_run` adds them up.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ class Platform:
     #: function, and the DynamoDB units the start uses (the run item; the key, workflow and
     #: version reads).
     api_requests: int = 1
+    #: What API Gateway charges per request (REST; the bench's what-ifs price others).
+    api_per_request: float = prices.API_GATEWAY_REST_PER_REQUEST
+    #: Authorizer invocations per request: 1 without result caching (today), 0 for a start
+    #: that needs none (a cached or built-in authorizer, a start without the API).
+    authorizer_invocations: float = 1.0
     authorizer_ms: float = 12.0
     api_ms: float = 82.0
     start_write_units: float = 1.0
@@ -64,8 +70,20 @@ class Platform:
     recorder_read_units: float = 3.0
     #: Lifecycle events the recorder publishes (started, and the end) on the Relayflow bus.
     recorder_events: int = 2
-    #: Express: the machine's own terminal ``UpdateItem`` (no recorder invocation).
+    #: Express: the machine's own terminal ``UpdateItem`` (no recorder invocation) ...
     native_record_write_units: float = 1.0
+    #: ... and the time its recording states add to the execution (Express bills it).
+    native_record_ms: float = 0.0
+    #: Express: the deadline marker the start writes (``relayflow.dal.express``) ...
+    express_marker_write_units: float = 1.0
+    #: ... and the maintenance sweep's work per run once the deadline passed: the marker
+    #: query, the run item read, the settle (``recorded_status``) and the marker delete, its
+    #: Lambda time (the schedule's invocations themselves are per minute, not per run) and the
+    #: lifecycle event it publishes.
+    sweep_ms: float = 0.0
+    sweep_write_units: float = 2.0
+    sweep_read_units: float = 1.0
+    sweep_events: int = 1
 
 
 PLATFORM = Platform()
@@ -148,14 +166,17 @@ def platform_lines(
             Line(
                 "API Gateway (start)",
                 f"{platform.api_requests} request",
-                platform.api_requests * prices.API_GATEWAY_REST_PER_REQUEST,
+                platform.api_requests * platform.api_per_request,
             ),
             Line(
                 "Lambda: authorizer + API (start)",
-                f"{2 * platform.api_requests} invocations",
+                f"{platform.api_requests * (1 + platform.authorizer_invocations):g} invocations",
                 # Each request runs the authorizer (no result caching) and the API function.
                 lambda_dollars(
-                    platform.api_requests, platform.api_requests * platform.authorizer_ms
+                    platform.api_requests * platform.authorizer_invocations,
+                    platform.api_requests
+                    * platform.authorizer_invocations
+                    * platform.authorizer_ms,
                 )
                 + lambda_dollars(
                     platform.api_requests, platform.api_requests * platform.api_ms, API_MEMORY_MB
@@ -189,13 +210,29 @@ def platform_lines(
             ),
         ]
     else:
-        lines.append(
+        writes = platform.express_marker_write_units + platform.sweep_write_units
+        lines += [
             Line(
                 "DynamoDB (native record)",
                 f"{platform.native_record_write_units:g} WRU",
                 _dynamodb(platform.native_record_write_units, 0.0),
-            )
-        )
+            ),
+            Line(
+                "DynamoDB (deadline marker + sweep)",
+                f"{writes:g} WRU, {platform.sweep_read_units:g} RRU",
+                _dynamodb(writes, platform.sweep_read_units),
+            ),
+            Line(
+                "Lambda: maintenance sweep",
+                f"{platform.sweep_ms:g} ms",
+                lambda_dollars(0, platform.sweep_ms),
+            ),
+            Line(
+                "EventBridge (lifecycle events, sweep)",
+                f"{platform.sweep_events} events",
+                platform.sweep_events * prices.EVENTS_PER_EVENT,
+            ),
+        ]
     return lines
 
 

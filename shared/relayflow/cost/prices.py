@@ -15,7 +15,8 @@ Sources (read November 2026):
 - Lambda, https://aws.amazon.com/lambda/pricing/ : $0.20 per 1M requests; arm64 duration
   $0.0000133334 per GB-second (first 7.5 billion GB-s a month), billed per 1 ms.
 - API Gateway, https://aws.amazon.com/api-gateway/pricing/ : REST APIs $3.50 per 1M calls
-  (first 333 million a month).
+  (first 333 million a month); HTTP APIs $1.00 per 1M requests (first 300 million a month;
+  priced only in the bench's what-ifs, Relayflow deploys a REST API).
 - DynamoDB on-demand, https://aws.amazon.com/dynamodb/pricing/on-demand/ : $0.625 per 1M
   write request units, $0.125 per 1M read request units (since November 2024).
 - EventBridge, https://aws.amazon.com/eventbridge/pricing/ : custom events $1.00 per 1M
@@ -29,6 +30,7 @@ from __future__ import annotations
 from relayflow.ai.prices import estimate_cost as ai_token_cost
 
 __all__ = [
+    "API_GATEWAY_HTTP_PER_REQUEST",
     "API_GATEWAY_REST_PER_REQUEST",
     "DYNAMODB_PER_READ_UNIT",
     "DYNAMODB_PER_WRITE_UNIT",
@@ -65,6 +67,8 @@ LAMBDA_PER_REQUEST = 0.20 / 1_000_000
 LAMBDA_PER_GB_SECOND = 0.0000133334
 #: API Gateway REST API: $3.50 per 1M calls.
 API_GATEWAY_REST_PER_REQUEST = 3.50 / 1_000_000
+#: API Gateway HTTP API: $1.00 per 1M requests (of up to 512 KB).
+API_GATEWAY_HTTP_PER_REQUEST = 1.00 / 1_000_000
 #: DynamoDB on-demand: $0.625 per 1M write request units (1 KB each).
 DYNAMODB_PER_WRITE_UNIT = 0.625 / 1_000_000
 #: DynamoDB on-demand: $0.125 per 1M read request units (4 KB strongly consistent).

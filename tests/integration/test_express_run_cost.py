@@ -1,0 +1,94 @@
+"""An Express run's estimated cost on the local runtime: the machine records its own end (no
+recorder, no history, so no counts), and ``GET /runs/{id}`` still prices it by its request,
+its duration and its recording; a Standard run keeps its count-based estimate."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from relayflow.adapters.aws import client
+from relayflow.control.service import ControlPlane
+from relayflow.cost import prices
+from relayflow.cost.bill import PLATFORM, express_billed_ms, platform_lines
+from relayflow.cost.runs import run_cost_usd
+from relayflow.dal import create_table
+from relayflow.local import LocalRuntime
+from relayflow.settings import get_settings
+
+pytestmark = pytest.mark.integration
+
+SHORT: dict[str, Any] = {
+    "id": "quick",
+    "start": "shape",
+    "steps": {"shape": {"type": "transform", "mapping": {"greeting": "hi {{ trigger.name }}"}}},
+}
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LocalRuntime]:
+    with LocalRuntime(time_scale=0.001) as rt:
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+        yield rt
+
+
+@pytest.fixture
+def plane(runtime: LocalRuntime) -> ControlPlane:
+    runtime.reset_invocations()
+    return ControlPlane()
+
+
+def finished(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
+    run = plane.dal.get_run(tenant, run_id)
+    assert run is not None and run.execution_arn
+    runtime.wait(run.execution_arn, timeout=30)
+    return plane.get_run(tenant, run_id)
+
+
+def test_an_express_run_gets_an_estimate_from_its_duration(runtime, plane):
+    # Given a short workflow on an Express machine / When a run ends (recorded natively)
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    plane.put_workflow(tenant, "quick", SHORT)
+    started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    run = finished(runtime, plane, tenant, started.run_id)
+    # Then the run says Express, has no counts (no history) but a duration and an estimate
+    assert (run.status, run.engine) == ("succeeded", "express")
+    assert run.transitions is None and run.lambda_invocations is None
+    assert run.duration_ms is not None
+    recording = sum(line.dollars for line in platform_lines("express", PLATFORM, start=False))
+    billed_gb_s = express_billed_ms(run.duration_ms) / 1000 * 64 / 1024
+    expected = prices.EXPRESS_PER_REQUEST + billed_gb_s * prices.EXPRESS_PER_GB_SECOND + recording
+    assert run.estimated_cost_usd == pytest.approx(round(expected, 6))
+    # And the list shows the same estimate
+    listed = plane.list_runs(tenant, "quick").items
+    assert [(r.engine, r.estimated_cost_usd) for r in listed] == [
+        ("express", run.estimated_cost_usd)
+    ]
+
+
+def test_an_express_estimate_is_cheaper_than_the_same_run_on_standard(runtime, plane):
+    # The same recorded run priced per engine: Standard by its 4 transitions (_run wrapper
+    # included), Express by its request and duration.
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    plane.put_workflow(tenant, "quick", SHORT)
+    started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    run = finished(runtime, plane, tenant, started.run_id)
+    standard = run_cost_usd(4, 0, 0.0)
+    assert standard is not None and run.estimated_cost_usd is not None
+    assert run.estimated_cost_usd < standard
+
+
+def test_a_running_express_run_has_no_estimate_and_standard_needs_counts():
+    assert run_cost_usd(None, None, None, engine="express") is None
+    assert run_cost_usd(None, None, None, duration_ms=500.0) is None
+    # Counted step Lambdas are added to an Express estimate
+    bare = run_cost_usd(None, None, None, duration_ms=50.0, engine="express")
+    counted = run_cost_usd(None, 2, 200.0, duration_ms=50.0, engine="express")
+    assert bare is not None and counted is not None
+    assert counted - bare == pytest.approx(
+        2 * prices.LAMBDA_PER_REQUEST + 0.2 * 0.5 * prices.LAMBDA_PER_GB_SECOND, abs=2e-6
+    )
