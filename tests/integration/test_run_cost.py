@@ -17,8 +17,11 @@ pytestmark = pytest.mark.integration
 
 #: Compiles to: double (Lambda Task) → each.size (Pass) → each.check (Choice) → each (Map:
 #: price, a Lambda Task, per item) → done (Pass).
+#: Standard (``auto`` would pick Express, whose wrapper adds 3 states: see
+#: test_express_run_cost.py for Express runs' estimate).
 PRICED = {
     "id": "priced",
+    "engine": "standard",
     "start": "double",
     "steps": {
         "double": {
@@ -41,6 +44,7 @@ PRICED = {
 #: route record_failure (Pass).
 RETRIED = {
     "id": "retried",
+    "engine": "standard",
     "start": "charge",
     "errors": {"on_failure": "record_failure"},
     "steps": {
