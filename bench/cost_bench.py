@@ -640,10 +640,12 @@ def main() -> None:
     for usage, example in zip(runs, examples, strict=True):
         basis = print_example(usage, example[5])
         assert usage.workflow is not None and usage.compiled is not None
-        bills = cost_engines.engine_bills(usage, platform)
-        choice = cost_engines.auto_engine(usage.workflow, usage.compiled)
+        bills = cost_engines.engine_bills(
+            usage, platform, cost_engines.express_machine(usage.workflow)
+        )
+        choice = cost_engines.auto_engine(usage.workflow)
         cost_engines.print_engines(usage, bills, choice)
-        rows.append((usage.label, choice[0], basis * RUNS, bills))
+        rows.append((usage.label, choice.engine, basis * RUNS, bills))
     cost_engines.print_platform(platform)
     all_ok = print_step_types(runs)
     print(f"\nAWS calls outside any step (provisioning, setup; excluded): {outside}")

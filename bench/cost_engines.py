@@ -10,9 +10,10 @@ their handler times are measured. Express runs record themselves with a native D
 ``UpdateItem`` in the machine (no recorder invocation): 1 write unit, per
 ``relayflow.cost.bill.Platform``.
 
-Which engine ``auto`` would pick comes through one seam, :func:`auto_engine`: it calls
-``relayflow.compiler.engine.choose_engine`` when that exists, and otherwise a conservative
-stand-in (:func:`stand_in_auto_choice`) that lives here, in the bench, and nowhere else.
+Which engine ``auto`` picks is ``relayflow.compiler.engine.choose_engine``
+(:func:`auto_engine`). Express is priced on the machine Express really runs
+(:func:`express_machine`, ``CompileOptions(express=True)``): its definition size sets the
+memory, and its recording states' time is measured and added to the duration.
 """
 
 from __future__ import annotations
@@ -20,117 +21,63 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from relayflow.compiler import CompiledWorkflow
+from relayflow.compiler import CompileOptions, compile_workflow
+from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
+from relayflow.compiler.recording import RUN_STATE, with_native_recording
 from relayflow.cost import bill
 from relayflow.cost.bill import ENGINES, Bill, Engine, Platform, price_run
-from relayflow.cost.estimate import back_edges
 from relayflow.definition.models import Workflow
+from relayflow.settings import get_settings
 
 #: Runs the platform overhead is averaged over.
 PLATFORM_RUNS = 20
-#: Express's limit on an execution's duration.
-EXPRESS_MAX_SECONDS = 300
-#: Timeout of the step functions (template.yaml Globals), for a Task that sets none.
-FUNCTION_TIMEOUT_SECONDS = 30
-_CALLBACKS = (".waitForTaskToken", ".sync")
 _DDB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 _DDB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
 _RECORDER_THREAD = "relayflow-recorder"
 
 
-# -- the auto choice --------------------------------------------------------------------------
+# -- the auto choice and the Express machine ---------------------------------------------------
 
 
-def auto_engine(workflow: Workflow, compiled: CompiledWorkflow) -> tuple[Engine, str]:
-    """The engine ``engine: auto`` picks for ``workflow`` and why. The one seam: the
-    compiler's ``choose_engine`` once it exists, else :func:`stand_in_auto_choice`."""
-    try:
-        from relayflow.compiler.engine import choose_engine  # type: ignore[import-not-found]
-    except ImportError:
-        engine, reason = stand_in_auto_choice(compiled.asl)
-        return engine, f"stand-in: {reason}"
-    choice = choose_engine(workflow, compiled)
-    return choice.engine, choice.reason
+def auto_engine(workflow: Workflow) -> EngineChoice:
+    """The engine ``engine: auto`` picks for ``workflow`` and why: the compiler's own choice
+    (:func:`relayflow.compiler.engine.choose_engine`, judged on the machine compiled for a
+    target that runs Express machines). The bench prices the definition as ``auto``, whatever
+    ``engine:`` it names."""
+    as_auto = workflow.model_copy(update={"engine": "auto"})
+    compiled = compile_workflow(as_auto, CompileOptions(express=True))
+    return choose_engine(as_auto, compiled)
 
 
-def stand_in_auto_choice(asl: Mapping[str, Any]) -> tuple[Engine, str]:
-    """A conservative stand-in for the engine choice, for this bench only: Express only when
-    no state waits for a callback or a ``.sync`` child, and the sum over ALL states (not one
-    path: an upper bound) of every Wait, every Task's timeout (a Lambda Task without one: the
-    functions' 30 s) times its attempts, and every retry interval stays under 5 minutes.
-    Retriers of Lambda's own service errors (``Lambda.*``) are left out of that sum: they fire
-    on AWS's faults, not the workflow's. A loop at the top level makes it Standard (its length
-    depends on data). It does not check step idempotency."""
-    loops = back_edges(asl.get("States") or {}, str(asl.get("StartAt", "")))
-    if loops:
-        source, target = sorted(loops)[0]
-        return "standard", f"a loop ({source} -> {target}) makes the run's length depend on data"
-    worst = 0.0
-    for name, state in _all_states(asl):
-        resource = str(state.get("Resource", ""))
-        if any(marker in resource for marker in _CALLBACKS):
-            return "standard", f"{name} waits for a callback or a child ({resource})"
-        if state.get("Type") == "Wait":
-            if "Seconds" not in state:
-                return "standard", f"{name} waits for a time known only at run time"
-            worst += float(state["Seconds"])
-        if state.get("Type") == "Task":
-            retriers = [
-                r
-                for r in state.get("Retry") or []
-                if not all(str(e).startswith("Lambda.") for e in r.get("ErrorEquals") or [])
-            ]
-            attempts, waits = _retry_worst(retriers)
-            timeout = state.get("TimeoutSeconds") or FUNCTION_TIMEOUT_SECONDS
-            worst += float(timeout) * attempts + waits
-    if worst >= EXPRESS_MAX_SECONDS:
-        return "standard", f"the longest run could take {worst:g} s (Express: under 300 s)"
-    return "express", f"no callbacks or .sync, the longest run at most {worst:g} s"
-
-
-def _all_states(machine: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    found: list[tuple[str, Mapping[str, Any]]] = []
-    for name, state in (machine.get("States") or {}).items():
-        found.append((name, state))
-        for branch in state.get("Branches") or []:
-            found += _all_states(branch)
-        inner = state.get("ItemProcessor") or state.get("Iterator")
-        if inner:
-            found += _all_states(inner)
-    return found
-
-
-def _retry_worst(retriers: list[Mapping[str, Any]]) -> tuple[int, float]:
-    """Attempts and the sum of retry intervals if every retrier ran out (an upper bound)."""
-    attempts, waits = 1, 0.0
-    for retrier in retriers:
-        interval = float(retrier.get("IntervalSeconds", 1))
-        rate = float(retrier.get("BackoffRate", 2.0))
-        cap = retrier.get("MaxDelaySeconds")
-        for n in range(int(retrier.get("MaxAttempts", 3))):
-            delay = interval * rate**n
-            waits += min(delay, float(cap)) if cap is not None else delay
-            attempts += 1
-    return attempts, waits
+def express_machine(workflow: Workflow) -> dict[str, Any]:
+    """The machine Express would run for ``workflow``: compiled with
+    ``CompileOptions(express=True)`` (the workflow wrapped in ``_run`` and the native
+    recording states) when Express is its choice; else the same wrapper around its Standard
+    machine, to price what it would cost if it could run on Express."""
+    compiled = compile_workflow(
+        workflow.model_copy(update={"engine": "auto"}), CompileOptions(express=True)
+    )
+    if RUN_STATE in compiled.asl["States"]:
+        return compiled.asl
+    return with_native_recording(compiled.asl, get_settings().table_name, EXPRESS_MAX_SECONDS)
 
 
 # -- the platform overhead, measured ----------------------------------------------------------
 
 
 def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
-    """Start ``PLATFORM_RUNS`` runs of a one-step native workflow through the local server's
-    control API and let the recorder record them; ``calls()`` returns every AWS call counted
-    so far (``cost_bench.AwsCall``). Returns the per-run averages."""
+    """Start ``PLATFORM_RUNS`` runs of a one-step native workflow on each engine through the
+    local server's control API; ``calls()`` returns every AWS call counted so far
+    (``cost_bench.AwsCall``). Standard runs are recorded by the recorder, as on AWS. Express
+    runs record themselves; the recorder is then stopped (AWS sends it nothing for Express)
+    and the maintenance sweep settles them past their deadline. Returns the per-run averages."""
     from relayflow.local.serve import LocalServer
 
-    definition = {
-        "id": "bench-platform",
-        "start": "done",
-        "steps": {"done": {"type": "transform", "mapping": {"ok": True}}},
-    }
     timings: dict[str, list[float]] = {"api": [], "authorizer": [], "recorder": []}
     with LocalServer(time_scale=0.001) as server:
         server.set_rate_limit(per_second=10_000, burst=10_000)
@@ -141,22 +88,37 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
         assert server.recorder is not None
         server.recorder._recorder = _timed(server.recorder._recorder, timings["recorder"])
         headers = [("X-Api-Key", server.bootstrap_key), ("Content-Type", "application/json")]
-        put = server.dispatch(
-            "PUT", "/workflows/bench-platform", headers, json.dumps(definition).encode()
-        )
-        assert put.status < 300, put.body
+        for engine in ENGINES:
+            _put(server, headers, engine)
         server.settle()
+        # Standard: started through the API, recorded by the recorder.
         before = len(calls())
-        for _ in (timings["api"], timings["authorizer"], timings["recorder"]):
-            _.clear()
-        for _ in range(PLATFORM_RUNS):
-            started = server.dispatch("POST", "/workflows/bench-platform/runs", headers, b"{}")
-            assert started.status < 300, started.body
-        server.settle()
+        for sink in timings.values():
+            sink.clear()
+        _start_runs(server, headers, "standard")
         deadline = time.monotonic() + 30
         while len(timings["recorder"]) < 2 * PLATFORM_RUNS and time.monotonic() < deadline:
             server.settle()
         measured = [c for c in calls()[before:] if c.step is None]
+        standard_ms = _durations(server, "standard")
+        # Express: the recorder stopped, the runs recorded by their machines, then swept.
+        server.recorder.stop()
+        server.recorder = None
+        before = len(calls())
+        express_runs = _start_runs(server, headers, "express")
+        express_start = [c for c in calls()[before:] if c.step is None]
+        _wait_ended(server, express_runs)
+        express_ms = _durations(server, "express")
+        from relayflow.control.engines import sweep_express_runs
+
+        before = len(calls())
+        started = time.perf_counter()
+        swept = sweep_express_runs(
+            server.control(), now=datetime.now(UTC) + timedelta(hours=1), limit=10 * PLATFORM_RUNS
+        )
+        sweep_ms = (time.perf_counter() - started) * 1000
+        assert len(swept["settled"]) == PLATFORM_RUNS, swept
+        sweep = [c for c in calls()[before:] if c.step is None]
     recorder = [c for c in measured if c.thread == _RECORDER_THREAD]
     start = [c for c in measured if c.thread != _RECORDER_THREAD]
     n = PLATFORM_RUNS
@@ -170,11 +132,65 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
         recorder_ms=_billed_mean(timings["recorder"]),
         recorder_write_units=_units(recorder, _DDB_WRITES) / n,
         recorder_read_units=_read_units(recorder) / n,
-        recorder_events=round(
-            sum(c.units for c in recorder if (c.service, c.operation) == ("events", "PutEvents"))
-            / n
-        ),
+        recorder_events=round(_events(recorder) / n),
+        native_record_ms=max(0.0, express_ms - standard_ms),
+        express_marker_write_units=(_units(express_start, _DDB_WRITES) - _units(start, _DDB_WRITES))
+        / n,
+        sweep_ms=math.ceil(sweep_ms) / n,
+        sweep_write_units=_units(sweep, _DDB_WRITES) / n,
+        sweep_read_units=_read_units(sweep) / n,
+        sweep_events=round(_events(sweep) / n),
     )
+
+
+def _put(server: Any, headers: list[tuple[str, str]], engine: Engine) -> None:
+    definition = {
+        "id": f"bench-platform-{engine}",
+        "engine": engine,
+        "start": "done",
+        "steps": {"done": {"type": "transform", "mapping": {"ok": True}}},
+    }
+    put = server.dispatch(
+        "PUT", f"/workflows/{definition['id']}", headers, json.dumps(definition).encode()
+    )
+    assert put.status < 300, put.body
+
+
+def _start_runs(server: Any, headers: list[tuple[str, str]], engine: Engine) -> list[str]:
+    run_ids = []
+    for _ in range(PLATFORM_RUNS):
+        started = server.dispatch(
+            "POST", f"/workflows/bench-platform-{engine}/runs", headers, b"{}"
+        )
+        assert started.status < 300, started.body
+        run_ids.append(json.loads(started.body)["run_id"])
+    server.settle()
+    return run_ids
+
+
+def _wait_ended(server: Any, run_ids: list[str]) -> None:
+    control = server.control()
+    tenant = control.authenticate(server.bootstrap_key)
+    for run_id in run_ids:
+        run = control.dal.get_run(tenant, run_id)
+        assert run is not None and run.execution_arn
+        server.runtime.wait(run.execution_arn, timeout=30)
+
+
+def _durations(server: Any, engine: Engine) -> float:
+    """Mean duration (ms) of the platform workflow's executions on ``engine``."""
+    found = []
+    for arn in server.runtime.list_executions():
+        if f"bench-platform-{engine}" not in arn:
+            continue
+        described = server.runtime.sfn_client.describe_execution(executionArn=arn)
+        if "stopDate" in described:
+            found.append((described["stopDate"] - described["startDate"]).total_seconds() * 1000)
+    return sum(found) / len(found) if found else 0.0
+
+
+def _events(calls: list[Any]) -> float:
+    return float(sum(c.units for c in calls if (c.service, c.operation) == ("events", "PutEvents")))
 
 
 def _timed(handler: Any, sink: list[float]) -> Callable[[Any, Any], Any]:
@@ -208,7 +224,7 @@ def _read_units(calls: list[Any]) -> float:
 
 
 def print_platform(platform: Platform) -> None:
-    print(f"\nplatform overhead per run, measured on the local server ({PLATFORM_RUNS} runs):")
+    print(f"\nplatform overhead per run, measured on the local server ({PLATFORM_RUNS} runs each):")
     print(
         f"  start: 1 API Gateway REST request, authorizer {platform.authorizer_ms:.1f} ms + API "
         f"function {platform.api_ms:.1f} ms, DynamoDB {platform.start_write_units:g} WRU / "
@@ -221,7 +237,11 @@ def print_platform(platform: Platform) -> None:
     )
     print(
         f"  Express recording: the machine's own UpdateItem, "
-        f"{platform.native_record_write_units:g} WRU (no recorder invocation)"
+        f"{platform.native_record_write_units:g} WRU, its states add "
+        f"{platform.native_record_ms:.1f} ms; the deadline marker "
+        f"{platform.express_marker_write_units:g} WRU; the sweep {platform.sweep_ms:.1f} ms, "
+        f"{platform.sweep_write_units:g} WRU / {platform.sweep_read_units:g} RRU, "
+        f"{platform.sweep_events} lifecycle events (no recorder invocation)"
     )
     for engine in ENGINES:
         lines = bill.platform_lines(engine, platform)
@@ -232,8 +252,10 @@ def print_platform(platform: Platform) -> None:
 # -- one example on both engines --------------------------------------------------------------
 
 
-def engine_bills(usage: Any, platform: Platform) -> dict[Engine, Bill]:
-    """``usage`` (``cost_bench.RunUsage``) priced on both engines, all-in."""
+def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) -> dict[Engine, Bill]:
+    """``usage`` (``cost_bench.RunUsage``, a run of the Standard machine) priced on both
+    engines, all-in. Express is priced on ``express_asl`` (:func:`express_machine`): its size
+    sets the memory, and its recording states' measured time is added to the duration."""
     writes = usage.units("dynamodb", _DDB_WRITES)
     other = sum(d or 0.0 for service, _, d in usage.costs() if ":" in service)
     run = bill.RunUsage(
@@ -248,10 +270,22 @@ def engine_bills(usage: Any, platform: Platform) -> dict[Engine, Bill]:
             usage.definition_bytes, usage.data_bytes, usage.fan_out
         ),
     )
-    return {engine: price_run(run, engine, platform) for engine in ENGINES}
+    express_bytes = len(json.dumps(express_asl, separators=(",", ":")).encode())
+    express = replace(
+        run,
+        duration_ms=usage.duration_ms + platform.native_record_ms,
+        # The _run Parallel is one more Parallel state holding the execution data.
+        express_memory_mb=bill.express_memory_mb(
+            express_bytes, usage.data_bytes, usage.fan_out + 1
+        ),
+    )
+    return {
+        "standard": price_run(run, "standard", platform),
+        "express": price_run(express, "express", platform),
+    }
 
 
-def print_engines(usage: Any, bills: dict[Engine, Bill], choice: tuple[Engine, str]) -> None:
+def print_engines(usage: Any, bills: dict[Engine, Bill], choice: EngineChoice) -> None:
     standard, express = bills["standard"], bills["express"]
     print(
         f"  on both engines, all-in (Express duration {usage.duration_ms:,.0f} ms: the local "
@@ -275,7 +309,7 @@ def print_engines(usage: Any, bills: dict[Engine, Bill], choice: tuple[Engine, s
         f"  {'total':<34} {standard.per_million():>14,.2f} {express.per_million():>13,.2f}"
         f"   {verdict}"
     )
-    print(f"  auto picks {choice[0]}: {choice[1]}")
+    print(f"  auto picks {choice.engine}: {choice.reason}")
 
 
 #: Bill lines that are the steps' own work (the same on both engines).

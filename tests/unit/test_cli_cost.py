@@ -7,7 +7,7 @@ import json
 import yaml
 
 from relayflow.cli import main
-from relayflow.compiler import compile_workflow
+from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.cost.estimate import estimate
 from relayflow.definition import validate_data
 
@@ -45,17 +45,51 @@ def test_compile_cost_prints_both_paths_on_both_engines(tmp_path, capsys):
     assert rows["dearest"][1:3] == ["8", "4"]
     workflow, _ = validate_data(PRICED)
     assert workflow is not None
-    found = estimate(compile_workflow(workflow).asl, items=3)
-    assert rows["cheapest"][4] == f"${found.per_million('cheapest', 'standard'):,.2f}"
-    assert rows["cheapest"][5] == f"${found.per_million('cheapest', 'express'):,.2f}"
+    # Standard priced on the Standard machine, Express on the machine Express runs (the
+    # workflow wrapped in _run and its native recording states)
+    standard = estimate(compile_workflow(workflow).asl, items=3)
+    express_asl = compile_workflow(workflow, CompileOptions(express=True)).asl
+    assert "_run" in express_asl["States"]
+    express = estimate(express_asl, items=3)
+    assert rows["cheapest"][4] == f"${standard.per_million('cheapest', 'standard'):,.2f}"
+    assert rows["cheapest"][5] == f"${express.per_million('cheapest', 'express'):,.2f}"
+    # (the wrapper's 3 states are Express time, not transitions in the Standard columns)
+    assert express.cheapest.transitions == standard.cheapest.transitions + 3
     assert "{" not in out  # the report replaces the ASL on stdout
+
+
+def test_compile_cost_marks_the_engine_auto_picks_and_why(tmp_path, capsys):
+    # Given a short workflow (Express) and one with an approval (Standard)
+    short = tmp_path / "priced.yaml"
+    short.write_text(yaml.safe_dump(PRICED))
+    approval = {
+        "id": "review",
+        "start": "ask",
+        "steps": {"ask": {"type": "approval", "title": "ok?"}},
+    }
+    gated = tmp_path / "review.yaml"
+    gated.write_text(yaml.safe_dump(approval))
+    # When each is priced / Then the column auto picks is starred and the reason is given
+    assert main(["compile", str(short), "--cost"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("path"))
+    assert "express *" in header and "standard *" not in header
+    assert "engine: auto picks express (*): short (" in out
+    assert main(["compile", str(gated), "--cost"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("path"))
+    assert "standard *" in header and "express *" not in header
+    assert "engine: auto picks standard (*): step 'ask' (approval) waits for a decision" in out
 
 
 def test_compile_cost_with_output_writes_the_asl_too(tmp_path, capsys):
     source, target = tmp_path / "priced.yaml", tmp_path / "priced.asl.json"
     source.write_text(yaml.safe_dump(PRICED))
     assert main(["compile", str(source), "--cost", "-o", str(target)]) == 0
-    assert json.loads(target.read_text())["StartAt"] == "double"
+    # The machine a new workflow would deploy: Express, so wrapped in its recording states
+    written = json.loads(target.read_text())
+    assert written["StartAt"] == "_run"
+    assert written["States"]["_run"]["Branches"][0]["StartAt"] == "double"
     assert "per 1,000,000 runs" in capsys.readouterr().out
 
 

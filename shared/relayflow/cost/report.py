@@ -3,37 +3,65 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relayflow.cost.bill import ENGINES
-from relayflow.cost.estimate import DEFAULT_ITEMS, estimate
+from relayflow.cost.bill import ENGINES, Engine
+from relayflow.cost.estimate import DEFAULT_ITEMS, Estimate, estimate
+
+if TYPE_CHECKING:
+    from relayflow.compiler.engine import EngineChoice
 
 
-def cost_report(asl: Mapping[str, Any], *, items: int = DEFAULT_ITEMS) -> str:
-    """The estimated cost per 1,000,000 runs of ``asl`` on both engines, for its cheapest and
-    its dearest path, with the counts and assumptions behind it (docs/cost.md)."""
-    found = estimate(asl, items=items)
+def cost_report(
+    asl: Mapping[str, Any],
+    *,
+    express_asl: Mapping[str, Any] | None = None,
+    choice: EngineChoice | None = None,
+    items: int = DEFAULT_ITEMS,
+) -> str:
+    """The estimated cost per 1,000,000 runs on both engines, for the cheapest and the
+    dearest path, with the counts and assumptions behind it (docs/cost.md). ``asl`` is the
+    Standard machine; ``express_asl`` the machine Express runs (the workflow wrapped in its
+    native recording states), priced for the Express column when given. ``choice``, when
+    given, marks the engine ``auto`` picks and says why."""
+    standard = estimate(asl, items=items)
+    express = estimate(express_asl, items=items) if express_asl is not None else standard
+    picked = choice.engine if choice is not None else None
     lines = [
         f"estimated cost of '{asl.get('Comment', '')}' per 1,000,000 runs, us-east-1 list "
         "prices, all-in (API start and recording included)",
         f"assumed: steps succeed at their first attempt, each loop body runs once, each "
-        f"for_each runs {found.items} items, a step Lambda takes {found.lambda_ms:g} ms and "
-        f"other states {found.state_ms:g} ms (the Express duration)",
+        f"for_each runs {standard.items} items, a step Lambda takes {standard.lambda_ms:g} ms "
+        f"and other states {standard.state_ms:g} ms (the Express duration)",
         f"{'path':<9} {'transitions':>11} {'lambdas':>7} {'waits':>8} "
-        + " ".join(f"{engine:>12}" for engine in ENGINES)
+        + " ".join(f"{_header(engine, picked):>12}" for engine in ENGINES)
         + f" {'saving':>8}",
     ]
-    for name, cost in (("cheapest", found.cheapest), ("dearest", found.dearest)):
-        standard = found.per_million(name, "standard")
-        express = found.per_million(name, "express")
+    for name, cost in (("cheapest", standard.cheapest), ("dearest", standard.dearest)):
+        dollars = {engine: _found(standard, express, name, engine) for engine in ENGINES}
         lines.append(
             f"{name:<9} {cost.transitions:>11} {cost.lambda_invocations:>7} "
             f"{cost.wait_seconds:>7g}s "
-            + " ".join(f"{'$' + format(found.per_million(name, e), ',.2f'):>12}" for e in ENGINES)
-            + f" {standard / express:>7.1f}x"
+            + " ".join(f"{'$' + format(dollars[e], ',.2f'):>12}" for e in ENGINES)
+            + f" {dollars['standard'] / dollars['express']:>7.1f}x"
         )
+    if express_asl is not None:
+        lines.append(
+            "transitions and lambdas are the Standard machine's; Express is priced on its own "
+            "machine (the workflow in a _run Parallel with the native recording states)"
+        )
+    if choice is not None:
+        lines.append(f"engine: auto picks {choice.engine} (*): {choice.reason}")
     lines.append(
         "Express runs at most 5 minutes, at least once, without an execution history: "
-        "whether this workflow may use it is the engine choice's call (docs/cost.md)."
+        "whether this workflow may use it is the engine choice's call (docs/engines.md)."
     )
     return "\n".join(lines) + "\n"
+
+
+def _header(engine: Engine, picked: Engine | None) -> str:
+    return f"{engine} *" if engine == picked else engine
+
+
+def _found(standard: Estimate, express: Estimate, path: str, engine: Engine) -> float:
+    return (standard if engine == "standard" else express).per_million(path, engine)
