@@ -35,6 +35,7 @@ BARE = Platform(
     sweep_write_units=0,
     sweep_read_units=0,
     sweep_events=0,
+    sweep_ms=0,
 )
 
 
