@@ -644,7 +644,7 @@ def main() -> None:
             usage, platform, cost_engines.express_machine(usage.workflow)
         )
         choice = cost_engines.auto_engine(usage.workflow)
-        cost_engines.print_engines(usage, bills, choice)
+        cost_engines.print_engines(usage, bills, choice, platform)
         rows.append((usage.label, choice.engine, basis * RUNS, bills))
     cost_engines.print_platform(platform)
     all_ok = print_step_types(runs)
@@ -654,6 +654,7 @@ def main() -> None:
         "listed but not added"
     )
     cost_engines.print_summary(rows)
+    cost_engines.print_what_if(rows, platform)
     failed = [u.label for u in runs if u.status != "succeeded"]
     verdict = "met by every step type" if all_ok else "MISSED (see the rows marked MISSED)"
     print(

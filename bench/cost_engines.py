@@ -29,7 +29,7 @@ from typing import Any
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
 from relayflow.compiler.recording import RUN_STATE, with_native_recording
-from relayflow.cost import bill
+from relayflow.cost import bill, prices
 from relayflow.cost.bill import ENGINES, Bill, Engine, Platform, price_run
 from relayflow.definition.models import Workflow
 from relayflow.settings import get_settings
@@ -285,11 +285,14 @@ def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) ->
     }
 
 
-def print_engines(usage: Any, bills: dict[Engine, Bill], choice: EngineChoice) -> None:
+def print_engines(
+    usage: Any, bills: dict[Engine, Bill], choice: EngineChoice, platform: Platform
+) -> None:
     standard, express = bills["standard"], bills["express"]
     print(
         f"  on both engines, all-in (Express duration {usage.duration_ms:,.0f} ms: the local "
-        "run with its waits and retry intervals at their configured length)"
+        "run with its waits and retry intervals at their configured length, + "
+        f"{platform.native_record_ms:.0f} ms of recording states)"
     )
     print(f"  {'item':<34} {'Standard $/1M':>14} {'Express $/1M':>13}")
     items = list(dict.fromkeys([line.item for line in standard.lines + express.lines]))
@@ -343,3 +346,79 @@ def print_summary(rows: list[tuple[str, Engine, float, dict[Engine, Bill]]]) -> 
 
 def _ratio(standard: float, express: float) -> float:
     return standard / express if express else math.inf
+
+
+# -- what would reach 20x: the start and the recording, priced differently ----------------------
+
+#: The acceptance target of issue 19: Express-eligible examples this many times cheaper.
+TARGET_SAVING = 20.0
+
+
+def start_variants(platform: Platform) -> list[tuple[str, Platform]]:
+    """What-ifs for the per-run work outside the machine, from the measured ``platform``:
+    (label, platform). None of them is deployed; docs/cost.md says what each would take."""
+    http = replace(platform, api_per_request=prices.API_GATEWAY_HTTP_PER_REQUEST)
+    return [
+        ("today (REST + authorizer)", platform),
+        ("HTTP API", http),
+        ("HTTP API, no authorizer call", replace(http, authorizer_invocations=0.0)),
+        (
+            # An EventBridge event or schedule ($1.00 per 1M) invokes the start function.
+            "EventBridge start",
+            replace(
+                platform,
+                api_per_request=prices.EVENTS_PER_EVENT,
+                authorizer_invocations=0.0,
+            ),
+        ),
+        (
+            "no start at all",
+            replace(platform, api_requests=0, start_write_units=0.0, start_read_units=0.0),
+        ),
+        (
+            "no start, no marker/sweep",
+            replace(
+                platform,
+                api_requests=0,
+                start_write_units=0.0,
+                start_read_units=0.0,
+                express_marker_write_units=0.0,
+                sweep_ms=0.0,
+                sweep_write_units=0.0,
+                sweep_read_units=0.0,
+                sweep_events=0,
+            ),
+        ),
+    ]
+
+
+def print_what_if(
+    rows: list[tuple[str, Engine, float, dict[Engine, Bill]]], platform: Platform
+) -> None:
+    """The Express saving of each example under each :func:`start_variants` (Standard kept
+    as measured today, so the ratios show what the change buys Express alone)."""
+    variants = start_variants(platform)
+    today = sum(line.dollars for line in bill.platform_lines("express", platform))
+    print(
+        f"\nwhat would reach {TARGET_SAVING:g}x (Express all-in under other starts and "
+        "recordings; Standard as today; none of these is deployed):"
+    )
+    print(
+        f"  {'example':<26} {'auto':<9} {'Std $/1M':>9} {'20x needs':>9}  "
+        + "  ".join(f"{label:>14.14}" for label, _ in variants)
+    )
+    for label, pick, _, bills in rows:
+        standard, express = bills["standard"].total, bills["express"].total
+        cells = []
+        for _, variant in variants:
+            other = sum(line.dollars for line in bill.platform_lines("express", variant))
+            total = express - today + other
+            cells.append(f"{total * 1e6:>7.2f} {_ratio(standard, total):>5.1f}x")
+        print(
+            f"  {label:<26} {pick:<9} {standard * 1e6:>9.2f} "
+            f"{standard / TARGET_SAVING * 1e6:>9.2f}  " + "  ".join(f"{c:>14}" for c in cells)
+        )
+    print(
+        "  each cell: Express $ per 1M runs and the saving; '20x needs': the most Express may "
+        "cost all-in"
+    )

@@ -59,13 +59,13 @@ class Platform:
     #: Authorizer invocations per request: 1 without result caching (today), 0 for a start
     #: that needs none (a cached or built-in authorizer, a start without the API).
     authorizer_invocations: float = 1.0
-    authorizer_ms: float = 19.0
-    api_ms: float = 108.0
+    authorizer_ms: float = 8.0
+    api_ms: float = 53.0
     start_write_units: float = 1.0
     start_read_units: float = 3.0
     #: Standard: the recorder runs for the RUNNING and for the terminal status change.
     recorder_invocations: int = 2
-    recorder_ms: float = 139.0
+    recorder_ms: float = 67.0
     recorder_write_units: float = 2.0
     recorder_read_units: float = 3.0
     #: Lifecycle events the recorder publishes (started, and the end) on the Relayflow bus.
@@ -73,14 +73,14 @@ class Platform:
     #: Express: the machine's own terminal ``UpdateItem`` (no recorder invocation) ...
     native_record_write_units: float = 1.0
     #: ... and the time its recording states add to the execution (Express bills it).
-    native_record_ms: float = 99.0
+    native_record_ms: float = 18.0
     #: Express: the deadline marker the start writes (``relayflow.dal.express``) ...
     express_marker_write_units: float = 1.0
     #: ... and the maintenance sweep's work per run once the deadline passed: the marker
     #: query, the run item read, the settle (``recorded_status``) and the marker delete, its
     #: Lambda time (the schedule's invocations themselves are per minute, not per run) and the
     #: lifecycle event it publishes.
-    sweep_ms: float = 102.0
+    sweep_ms: float = 118.0
     sweep_write_units: float = 2.0
     sweep_read_units: float = 3.0
     sweep_events: int = 1
