@@ -42,10 +42,14 @@ Counting rules and assumptions:
 - Both engines, all-in (``bench/cost_engines.py``): each run is then priced on Step Functions
   Standard and Express with ``relayflow.cost.bill.price_run``, adding what ``run_workflow``
   does not exercise: the start through the control API and the recording of the run's end
-  (the recorder on Standard, a native ``UpdateItem`` on Express), measured on the local server.
-  Express duration is the local run with every scaled Wait and retry interval at its
-  configured length (``relayflow.cost.counts.real_duration_ms``). The summary prints both
-  totals, the saving, and which engine ``auto`` picks (``cost_engines.auto_engine``).
+  (the recorder on Standard; on Express a native ``UpdateItem``, the deadline marker and the
+  maintenance sweep), measured on the local server. Express is priced on the machine it runs
+  (``CompileOptions(express=True)``, ``cost_engines.express_machine``); its duration is the
+  local run with every scaled Wait and retry interval at its configured length
+  (``relayflow.cost.counts.real_duration_ms``) plus the recording states' measured time. The
+  summary prints both totals, the saving, and which engine ``auto`` picks
+  (``relayflow.compiler.engine.choose_engine``); a last table prices Express under other
+  starts and recordings against issue 19's 20x target (none of them deployed).
 - Not included: CloudWatch Logs, X-Ray, data transfer, free tiers.
 
 Run: ``make bench`` or ``.venv/bin/python bench/cost_bench.py``.

@@ -13,6 +13,7 @@ from relayflow.cost.bill import (
     RunUsage,
     express_billed_ms,
     express_memory_mb,
+    platform_lines,
     price_run,
 )
 from relayflow.cost.estimate import PathCost, estimate, machine_paths
@@ -216,3 +217,49 @@ def test_express_memory_is_billed_in_64_mb_chunks():
     # AWS's example: 50 KB definition, 400 map steps of 32 KB → 62.85 MB → 64 MB
     assert express_memory_mb(50 * 1024, 32 * 1024, 400) == 64
     assert express_memory_mb(50 * 1024, 256 * 1024, 100) == 128
+
+
+def test_express_recording_prices_the_native_write_the_deadline_marker_and_the_sweep():
+    platform = Platform(
+        native_record_write_units=1,
+        express_marker_write_units=1,
+        sweep_write_units=2,
+        sweep_read_units=3,
+        sweep_ms=100,
+        sweep_events=1,
+    )
+    lines = {line.item: line.dollars for line in platform_lines("express", platform, start=False)}
+    assert lines == pytest.approx(
+        {
+            "DynamoDB (native record)": prices.DYNAMODB_PER_WRITE_UNIT,
+            "DynamoDB (deadline marker + sweep)": 3 * prices.DYNAMODB_PER_WRITE_UNIT
+            + 3 * prices.DYNAMODB_PER_READ_UNIT,
+            # The sweep's time only: its invocations come from the schedule, not the runs
+            "Lambda: maintenance sweep": 0.1 * 0.5 * prices.LAMBDA_PER_GB_SECOND,
+            "EventBridge (lifecycle events, sweep)": prices.EVENTS_PER_EVENT,
+        }
+    )
+
+
+def test_a_start_without_an_authorizer_call_pays_only_the_api_and_its_function():
+    with_authorizer = Platform(authorizer_ms=10, api_ms=50)
+    without = Platform(
+        authorizer_ms=10,
+        api_ms=50,
+        authorizer_invocations=0,
+        api_per_request=prices.API_GATEWAY_HTTP_PER_REQUEST,
+    )
+
+    def start(platform: Platform) -> float:
+        return sum(
+            line.dollars
+            for line in platform_lines("standard", platform)
+            if line.item.endswith("(start)") and not line.item.startswith("DynamoDB")
+        )
+
+    assert start(with_authorizer) - start(without) == pytest.approx(
+        prices.API_GATEWAY_REST_PER_REQUEST
+        - prices.API_GATEWAY_HTTP_PER_REQUEST
+        + prices.LAMBDA_PER_REQUEST
+        + 0.01 * 0.5 * prices.LAMBDA_PER_GB_SECOND
+    )
