@@ -70,6 +70,27 @@ def test_an_express_run_gets_an_estimate_from_its_duration(runtime, plane):
     ]
 
 
+def test_a_failed_express_run_is_priced_too(runtime, plane):
+    # Given an Express workflow whose code step raises / When its run fails (recorded by the
+    # machine's catch-all path)
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    failing = {
+        "id": "failing",
+        "start": "boom",
+        "steps": {"boom": {"type": "code", "code": "raise ValueError('no stock')"}},
+    }
+    plane.put_workflow(tenant, "failing", failing)
+    started = plane.start_run(tenant, "failing", {})
+    run = finished(runtime, plane, tenant, started.run_id)
+    # Then it has a duration and an estimate from it
+    assert (run.status, run.engine) == ("failed", "express")
+    assert run.duration_ms is not None
+    assert run.estimated_cost_usd == run_cost_usd(
+        None, None, None, duration_ms=run.duration_ms, engine="express"
+    )
+    assert run.estimated_cost_usd is not None and run.estimated_cost_usd > 0
+
+
 def test_an_express_estimate_is_cheaper_than_the_same_run_on_standard(runtime, plane):
     # The same recorded run priced per engine: Standard by its 4 transitions (_run wrapper
     # included), Express by its request and duration.
