@@ -54,6 +54,7 @@ def test_an_express_run_gets_an_estimate_from_its_duration(runtime, plane):
     tenant = f"t-{uuid.uuid4().hex[:10]}"
     plane.put_workflow(tenant, "quick", SHORT)
     started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    assert started.engine == "express"
     run = finished(runtime, plane, tenant, started.run_id)
     # Then the run says Express, has no counts (no history) but a duration and an estimate
     assert (run.status, run.engine) == ("succeeded", "express")

@@ -605,6 +605,7 @@ def _answer(run: RunItem, *, admission: str | None, created: bool) -> StartRunRe
         version=run.version,
         status=run.status,
         started_at=run.started_at,
+        engine=run.engine,
         created=created,
         admission=admission,
     )
