@@ -26,13 +26,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
-from relayflow.compiler.recording import RUN_STATE, with_native_recording
+from relayflow.compiler.engine import EngineChoice
 from relayflow.cost import bill, prices
 from relayflow.cost.bill import ENGINES, Bill, Engine, Platform, price_run
+from relayflow.cost.report import priced_machines
 from relayflow.definition.models import Workflow
-from relayflow.settings import get_settings
 
 #: Runs the platform overhead is averaged over.
 PLATFORM_RUNS = 20
@@ -46,25 +44,16 @@ _RECORDER_THREAD = "relayflow-recorder"
 
 def auto_engine(workflow: Workflow) -> EngineChoice:
     """The engine ``engine: auto`` picks for ``workflow`` and why: the compiler's own choice
-    (:func:`relayflow.compiler.engine.choose_engine`, judged on the machine compiled for a
-    target that runs Express machines). The bench prices the definition as ``auto``, whatever
-    ``engine:`` it names."""
-    as_auto = workflow.model_copy(update={"engine": "auto"})
-    compiled = compile_workflow(as_auto, CompileOptions(express=True))
-    return choose_engine(as_auto, compiled)
+    (``relayflow.compiler.engine.choose_engine``, via ``relayflow.cost.report.priced_machines``),
+    whatever ``engine:`` the definition names."""
+    return priced_machines(workflow)[2]
 
 
 def express_machine(workflow: Workflow) -> dict[str, Any]:
-    """The machine Express would run for ``workflow``: compiled with
-    ``CompileOptions(express=True)`` (the workflow wrapped in ``_run`` and the native
-    recording states) when Express is its choice; else the same wrapper around its Standard
-    machine, to price what it would cost if it could run on Express."""
-    compiled = compile_workflow(
-        workflow.model_copy(update={"engine": "auto"}), CompileOptions(express=True)
-    )
-    if RUN_STATE in compiled.asl["States"]:
-        return compiled.asl
-    return with_native_recording(compiled.asl, get_settings().table_name, EXPRESS_MAX_SECONDS)
+    """The machine Express runs for ``workflow`` (``CompileOptions(express=True)``: the
+    workflow wrapped in ``_run`` and the native recording states; for a workflow Express
+    cannot run, the same wrapper around its Standard machine)."""
+    return priced_machines(workflow)[1]
 
 
 # -- the platform overhead, measured ----------------------------------------------------------

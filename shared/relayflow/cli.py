@@ -86,7 +86,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.cost and not args.output:
         # The cost report takes stdout; the ASL is still compiled and checked (and written
         # with -o).
-        sys.stdout.write(_cost_report(workflow, compiled, args.items))
+        sys.stdout.write(_cost_report(workflow, args.items))
         return EXIT_OK
     if args.output:
         try:
@@ -104,26 +104,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(json.dumps(compiled.iam_statements, indent=2), file=sys.stderr)
     _print_defaults_note(workflow, sys.stderr)
     if args.cost:
-        sys.stdout.write(_cost_report(workflow, compiled, args.items))
+        sys.stdout.write(_cost_report(workflow, args.items))
     return EXIT_OK
 
 
-def _cost_report(workflow: Any, compiled: Any, items: int) -> str:
+def _cost_report(workflow: Any, items: int) -> str:
     """The cost report of ``workflow``: Standard priced on its Standard machine, Express on
     the machine Express runs, and the engine ``auto`` picks marked, with its reason."""
-    from relayflow.compiler import compile_workflow
-    from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, choose_engine
-    from relayflow.compiler.recording import RUN_STATE, with_native_recording
-    from relayflow.cost.report import cost_report
-    from relayflow.settings import get_settings
+    from relayflow.cost.report import cost_report, priced_machines
 
-    as_auto = workflow.model_copy(update={"engine": "auto"})
-    choice = choose_engine(as_auto, compiled)
-    standard = compile_workflow(workflow).asl
-    express = compiled.asl
-    if RUN_STATE not in express["States"]:
-        # Not Express as compiled: price the Express column on the wrapper it would get.
-        express = with_native_recording(standard, get_settings().table_name, EXPRESS_MAX_SECONDS)
+    standard, express, choice = priced_machines(workflow)
     return cost_report(standard, express_asl=express, choice=choice, items=items)
 
 

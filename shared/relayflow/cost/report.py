@@ -10,6 +10,28 @@ from relayflow.cost.estimate import DEFAULT_ITEMS, Estimate, estimate
 
 if TYPE_CHECKING:
     from relayflow.compiler.engine import EngineChoice
+    from relayflow.definition.models import Workflow
+
+
+def priced_machines(workflow: Workflow) -> tuple[dict[str, Any], dict[str, Any], EngineChoice]:
+    """What the cost report prices ``workflow`` on: its Standard machine, the machine Express
+    runs, and the engine ``engine: auto`` picks (whatever ``engine:`` the definition names).
+    The Express machine is compiled with ``CompileOptions(express=True)`` (the workflow in a
+    ``_run`` Parallel with its native recording states); for a workflow Express cannot run,
+    the same wrapper around its Standard machine, to price what Express would cost."""
+    from relayflow.compiler import CompileOptions, compile_workflow
+    from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, choose_engine
+    from relayflow.compiler.recording import RUN_STATE, with_native_recording
+    from relayflow.settings import get_settings
+
+    as_auto = workflow.model_copy(update={"engine": "auto"})
+    compiled = compile_workflow(as_auto, CompileOptions(express=True))
+    choice = choose_engine(as_auto, compiled)
+    standard = compile_workflow(workflow).asl
+    express = compiled.asl
+    if RUN_STATE not in express["States"]:
+        express = with_native_recording(standard, get_settings().table_name, EXPRESS_MAX_SECONDS)
+    return standard, express, choice
 
 
 def cost_report(
