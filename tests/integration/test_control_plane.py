@@ -366,6 +366,7 @@ def test_list_runs_pages_newest_first_and_filters_by_status(runtime, plane, tena
 
 FAILING = {
     "id": "failing",
+    "engine": "standard",  # its timeline is folded from the execution history
     "start": "prepare",
     "steps": {
         "prepare": {"type": "transform", "mapping": {"ok": True}, "on_success": "flaky"},

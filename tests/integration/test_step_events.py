@@ -127,6 +127,8 @@ def three_steps(steps: bool = True) -> dict[str, Any]:
     }
     if steps:
         data["events"] = {"steps": True}
+    # Standard, whose log level the opt-in switches (an Express machine logs ALL anyway).
+    data["engine"] = "standard"
     return data
 
 
