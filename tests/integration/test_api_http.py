@@ -655,7 +655,9 @@ def test_an_unexpected_error_is_500_without_a_stack_trace(api, server, monkeypat
 
 
 def test_requests_over_the_rate_limit_are_429_with_retry_after(server):
-    server.set_rate_limit(per_second=1, burst=2)
+    # A refill slow enough that no request's latency (this machine may be loaded) earns a
+    # token back: the first two pass, the rest of the burst is refused.
+    server.set_rate_limit(per_second=0.01, burst=2)
     try:
         headers = {"X-Api-Key": server.bootstrap_key}
         statuses = [
