@@ -418,6 +418,11 @@ class ControlPlane:
                 )
         except sfn_api.DefinitionRejected as exc:
             raise Unprocessable(f"Step Functions refused the compiled definition: {exc}") from exc
+        from relayflow.control.cancel_compensation import publish_variant
+
+        compensation_arn = publish_variant(
+            self.machines, tenant, workflow, compiled.asl, version=version
+        )
         item = VersionItem(
             tenant=tenant,
             workflow_id=workflow_id,
@@ -432,6 +437,7 @@ class ControlPlane:
             engine_version=ENGINE_VERSION,
             engine=engine,
             engine_reason=compiled.engine.reason if compiled.engine else None,
+            compensation_version_arn=compensation_arn,
         )
         new_head = WorkflowItem(
             workflow_id=workflow_id,
