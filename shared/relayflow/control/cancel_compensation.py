@@ -143,9 +143,17 @@ def start_compensation(
     if not target:
         return None
     document = last_saga_document(history)
-    saga = document.get("saga") if document else None
+    if document is None:
+        # Every run that got past _saga.init has one: the history was not read, or its
+        # documents were truncated (over the event size limit).
+        logger.warning(
+            "no state document with $.saga in the history: the run is not compensated",
+            extra={"run_id": run.run_id, "history_events": len(history or [])},
+        )
+        return None
+    saga = document.get("saga")
     todo = saga.get("todo") if isinstance(saga, dict) else None
-    if document is None or not isinstance(todo, dict) or "key" not in todo:
+    if not isinstance(todo, dict) or "key" not in todo:
         return None  # nothing had succeeded that declares a compensation
     error = {
         "Error": CANCELLED if run.status == "aborted" else TIMEOUT,
