@@ -29,7 +29,9 @@ from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.control.stepfunctions import execution_arn
 from relayflow.dal import RunItem, create_table
+from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
+from relayflow.runner import run_workflow
 from relayflow.settings import get_settings
 from relayflow.triggers.sync import TENANT_FIELD
 
@@ -388,3 +390,19 @@ def test_a_park_that_times_out_runs_the_compensations(runtime, plane, tenant, re
         "compensated",
     )
     assert stored.compensation == UNDONE
+
+
+# --------------------------------------------------------------------------- relayflow run
+
+
+def test_relayflow_run_compensates_a_run_that_times_out(runtime, receiver):
+    # Given the saga with a run timeout (real seconds) that falls while it waits at step three
+    workflow, problems = validate_data(saga(receiver.url, LONG_DELAY, run_timeout_seconds=2))
+    assert workflow is not None, problems
+    # When it runs with the local runner (relayflow run FILE)
+    result = run_workflow(workflow, {"order": "o-1"}, runtime=runtime)
+    # Then it times out, and the two steps are undone newest first by the compensation variant
+    assert paths(receiver) == ["/reserve/r1", "/charge/c1", "/undo/charge", "/undo/reserve/r1"]
+    assert (result.status, result.error) == ("timed_out", "States.Timeout")
+    assert result.compensation == UNDONE
+    assert result.outcome == "compensated"

@@ -123,6 +123,35 @@ def last_saga_document(history: Iterable[dict[str, Any]] | None) -> dict[str, An
     return None
 
 
+def compensation_input(
+    history: Iterable[dict[str, Any]] | None, error: str, cause: str | None
+) -> dict[str, Any] | None:
+    """The variant's input for a run stopped with ``error`` (``Relayflow.Cancelled`` or
+    ``States.Timeout``): ``{run, trigger, saga, error}`` from the run's last document in
+    ``history``; ``None`` when nothing that declares a compensation had succeeded, or (logged)
+    when no document holds ``$.saga``."""
+    events = list(history or [])
+    document = last_saga_document(events)
+    if document is None:
+        # Every run that got past _saga.init has one: the history was not read, or its
+        # documents were truncated (over the event size limit).
+        logger.warning(
+            "no state document with $.saga in the history: the run is not compensated",
+            extra={"history_events": len(events)},
+        )
+        return None
+    saga = document["saga"]
+    todo = saga.get("todo")
+    if not isinstance(todo, dict) or "key" not in todo:
+        return None  # nothing had succeeded that declares a compensation
+    return {
+        "run": document["run"],
+        "trigger": document.get("trigger"),
+        "saga": saga,
+        "error": {"Error": error, "Cause": cause or ""},
+    }
+
+
 def start_compensation(
     control: ControlPlane,
     run: RunItem,
@@ -142,36 +171,20 @@ def start_compensation(
     target = version.compensation_version_arn if version is not None else None
     if not target:
         return None
-    document = last_saga_document(history)
-    if document is None:
-        # Every run that got past _saga.init has one: the history was not read, or its
-        # documents were truncated (over the event size limit).
-        logger.warning(
-            "no state document with $.saga in the history: the run is not compensated",
-            extra={"run_id": run.run_id, "history_events": len(history or [])},
-        )
+    payload = compensation_input(
+        history, CANCELLED if run.status == "aborted" else TIMEOUT, run.cause
+    )
+    if payload is None:
         return None
-    saga = document.get("saga")
-    todo = saga.get("todo") if isinstance(saga, dict) else None
-    if not isinstance(todo, dict) or "key" not in todo:
-        return None  # nothing had succeeded that declares a compensation
-    error = {
-        "Error": CANCELLED if run.status == "aborted" else TIMEOUT,
-        "Cause": run.cause or "",
-    }
-    payload = {
-        "run": document["run"],
-        "trigger": document.get("trigger"),
-        "saga": saga,
-        "error": error,
-    }
     name = f"{execution_name}{EXECUTION_SUFFIX}"
     try:
         arn = control.machines.start(target, name, json.dumps(payload, separators=(",", ":")))
     except sfn_api.ExecutionExists:
         logger.info("compensation already started", extra={"execution": name})
         return None
-    logger.info("compensation started", extra={"execution": name, "error": error["Error"]})
+    logger.info(
+        "compensation started", extra={"execution": name, "error": payload["error"]["Error"]}
+    )
     return arn
 
 
