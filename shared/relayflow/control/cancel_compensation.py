@@ -167,6 +167,10 @@ def start_compensation(
 
     if run.status not in STOPPED_STATUSES or run.version is None:
         return None
+    if run.engine == "express":
+        # Cannot be stopped, keeps no history, and a saga that can time out is Standard
+        # (relayflow.compiler.engine): an Express end has nothing to compensate here.
+        return None
     version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
     target = version.compensation_version_arn if version is not None else None
     if not target:

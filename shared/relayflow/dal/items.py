@@ -187,8 +187,8 @@ class RunItem(_Item):
     failing_step: str | None = None
     compensation: dict[str, Any] | None = Field(
         None,
-        description="A failed run's saga compensation: {status, steps, errors} "
-        "(relayflow.control.compensation).",
+        description="A failed, cancelled or timed-out run's saga compensation: {status, "
+        "steps, errors} (relayflow.control.compensation).",
     )
     started_at: str
     ended_at: str | None = None
