@@ -406,3 +406,29 @@ def test_relayflow_run_compensates_a_run_that_times_out(runtime, receiver):
     assert (result.status, result.error) == ("timed_out", "States.Timeout")
     assert result.compensation == UNDONE
     assert result.outcome == "compensated"
+
+
+def test_each_saga_version_has_its_variant_on_the_one_sibling_machine(
+    runtime, plane, tenant, receiver
+):
+    # Given a saga workflow published three times: the walk unchanged, then changed
+    first = saga(receiver.url, LONG_DELAY)
+    second = saga(receiver.url, {**LONG_DELAY, "seconds": 500_000})
+    third = saga(receiver.url, LONG_DELAY)
+    third["steps"]["refund"]["url"] = f"{receiver.url}/undo/charge/v3"
+    for definition in (first, second, third):
+        plane.put_workflow(tenant, definition["id"], definition)
+    arns = []
+    for number in (1, 2, 3):
+        version = plane.dal.get_version(tenant, "cancel-saga", number)
+        assert version is not None and version.compensation_version_arn
+        arns.append(version.compensation_version_arn)
+    # Then an unchanged walk shares its variant's version, a changed one gets its own
+    assert arns[0] == arns[1] != arns[2]
+    # And all are versions of the workflow's one .saga machine
+    name = f"relayflow-{get_settings().stage}-{tenant}_cancel-saga.saga"
+    assert {arn.rsplit(":", 1)[0].rsplit(":", 1)[1] for arn in arns} == {name}
+    # And a workflow without compensation has none
+    plane.put_workflow(tenant, "plain", {"id": "plain", "start": "a", "steps": {"a": LONG_DELAY}})
+    plain = plane.dal.get_version(tenant, "plain", 1)
+    assert plain is not None and plain.compensation_version_arn is None

@@ -37,7 +37,6 @@ from relayflow.observability import logger
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
-    from relayflow.control.stepfunctions import StateMachines
     from relayflow.dal import RunItem
     from relayflow.definition.models import Workflow
 
@@ -63,34 +62,47 @@ def compensation_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
 
 
 def publish_variant(
-    machines: StateMachines,
+    control: ControlPlane,
     tenant: str,
+    machine_arn: str,
     workflow: Workflow,
     asl: dict[str, Any],
-    *,
     version: int,
 ) -> str | None:
-    """Publish the compensation variant of ``asl`` (version ``version`` of ``workflow``) on
-    the workflow's sibling machine; returns its version ARN, ``None`` when ``asl`` has no
-    walk."""
+    """Publish the compensation variant of ``asl`` (version ``version`` of ``workflow``, whose
+    own machine is ``machine_arn``) on the workflow's sibling machine; returns its version
+    ARN, ``None`` when ``asl`` has no walk. A variant that fails the compiler's check is a
+    compiler bug (500 ``compiler_bug``), never a deployed machine."""
     from relayflow.compiler.compensation_variant import compensation_variant
+    from relayflow.control import stepfunctions as sfn_api
+    from relayflow.control.errors import Unprocessable
     from relayflow.control.machine_config import machine_config
+    from relayflow.control.service import _check_compiled
     from relayflow.settings import get_settings
 
     variant = compensation_variant(asl)
     if variant is None:
         return None
+    _check_compiled(variant)
+    definition = json.dumps(variant, separators=(",", ":"))
     config = machine_config(tenant, workflow)
-    # The variant runs no step that logs step events: its own executions are not runs.
+    # The variant's executions are not runs: they publish no step events of their own.
     config["step_events"] = False
-    _, arn = machines.create(
-        compensation_machine_name(get_settings().stage, tenant, workflow.id),
-        json.dumps(variant, separators=(",", ":")),
-        **config,
-        description=f"Relayflow {tenant}/{workflow.id} version {version} (compensation)",
-        tags={"relayflow:tenant": tenant, "relayflow:workflow": workflow.id},
-    )
-    return arn
+    name = compensation_machine_name(get_settings().stage, tenant, workflow.id)
+    description = f"Relayflow {tenant}/{workflow.id} version {version} (compensation)"
+    # The sibling lives beside the workflow's machine: same account, region and prefix.
+    arn = f"{machine_arn.rsplit(':', 1)[0]}:{name}"
+    try:
+        try:
+            return control.machines.update(arn, definition, **config, description=description)
+        except sfn_api.ResourceMissing:  # the first saga version of this workflow
+            tags = {"relayflow:tenant": tenant, "relayflow:workflow": workflow.id}
+            _, version_arn = control.machines.create(
+                name, definition, **config, description=description, tags=tags
+            )
+            return version_arn
+    except sfn_api.DefinitionRejected as exc:
+        raise Unprocessable(f"Step Functions refused the compensation variant: {exc}") from exc
 
 
 def is_compensation_execution(name: str) -> bool:
