@@ -14,7 +14,8 @@ Instead:
    undo, starts the variant with ``{run, trigger, saga, error}`` (``error`` is
    ``Relayflow.Cancelled`` or ``States.Timeout``). The execution is named after the run's
    (``<execution name>_compensate``), so a repeated or retried recorder delivery never starts
-   two: Step Functions refuses the second name.
+   two: Step Functions starts a name once (a repeat gets the same execution, or is refused
+   once it ended).
 3. **Record.** The variant's own end comes back to the recorder (its input carries the run's
    ``$.run``), which writes the run's ``compensation`` record and turns its ``outcome`` into
    ``compensated`` / ``partially_compensated``, once. The run's status stays ``aborted`` /
@@ -22,7 +23,7 @@ Instead:
 
 Each compensation keeps its step key ``<key>.compensate``, hence its idempotency record: a
 compensation that already ran for the run (a cancel that arrived while the run's own walk was
-under way) does not act twice.
+under way) answers from its record instead of acting again.
 """
 
 from __future__ import annotations
