@@ -265,6 +265,40 @@ def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
     return version_arn
 
 
+def _compensate_timed_out(
+    runtime: LocalRuntime,
+    workflow: Workflow,
+    compiled: CompiledWorkflow,
+    record: ExecutionRecord,
+    timeout: float,
+) -> dict[str, Any] | None:
+    """Compensate a run that reached its ``run_timeout_seconds`` as the recorder does on AWS
+    (:mod:`relayflow.control.cancel_compensation`): the compensation variant, started with the
+    run's last ``$.saga``. Its ``compensation`` record, or ``None`` when nothing was undone."""
+    from relayflow.compiler.compensation_variant import compensation_variant
+    from relayflow.control.cancel_compensation import (
+        EXECUTION_SUFFIX,
+        MACHINE_SUFFIX,
+        TIMEOUT,
+        compensation_input,
+    )
+    from relayflow.control.compensation import compensation_record
+
+    variant = compensation_variant(compiled.asl)
+    payload = compensation_input(record.events, TIMEOUT, record.cause) if variant else None
+    if variant is None or payload is None:
+        return None
+    ended = runtime.run(
+        local_state_machine_name(f"{workflow.id}{MACHINE_SUFFIX}"),
+        variant,
+        payload,
+        execution_name=f"{record.name}{EXECUTION_SUFFIX}",
+        timeout=timeout,
+    )
+    output = ended.output if isinstance(ended.output, dict) else {}
+    return compensation_record(output.get("done")) if ended.succeeded else None
+
+
 def _run(
     runtime: LocalRuntime,
     workflow: Workflow,
@@ -292,6 +326,8 @@ def _run(
         duration = (record.stopped_at - record.started_at).total_seconds() * 1000
     # A run that compensated carries its compensation report in the cause.
     cause, compensation = split_cause(record.cause)
+    if record.status == "TIMED_OUT":
+        compensation = _compensate_timed_out(runtime, workflow, compiled, record, timeout)
     return RunResult(
         run_id=run_id,
         workflow_id=workflow.id,

@@ -261,6 +261,11 @@ def longest_run_seconds(workflow: Workflow) -> tuple[int | None, str | None]:
     return min(total, workflow.run_timeout_seconds), longest_key
 
 
+def _compensates(workflow: Workflow) -> bool:
+    """Whether a step declares ``compensate`` (directly, or as a for_each's item step)."""
+    return any(getattr(step, "compensate", None) is not None for step in workflow.steps.values())
+
+
 def _auto(workflow: Workflow, compiled: CompiledWorkflow | None) -> EngineChoice:
     for check in (
         lambda: _callback_blocker(workflow, compiled),
@@ -280,6 +285,17 @@ def _auto(workflow: Workflow, compiled: CompiledWorkflow | None) -> EngineChoice
             "standard",
             f"a run may last {bound} s (step '{key}' is the longest), over Express's "
             f"{EXPRESS_MAX_SECONDS} s",
+            key,
+            bound,
+        )
+    if bound >= workflow.run_timeout_seconds and _compensates(workflow):
+        # A timed-out saga run is compensated from its execution history (its last $.saga),
+        # and Express keeps none (docs/reliability.md, saga compensation).
+        return EngineChoice(
+            "standard",
+            f"a run may reach run_timeout_seconds ({workflow.run_timeout_seconds} s), and a "
+            "timed-out saga run is compensated from its execution history, which Express "
+            "does not keep",
             key,
             bound,
         )

@@ -89,7 +89,7 @@ class CompensationError(BaseModel):
 
 
 class Compensation(BaseModel):
-    """What a failed run undid (saga compensation, docs/reliability.md)."""
+    """What a failed, cancelled or timed-out run undid (saga compensation, docs/reliability.md)."""
 
     status: Literal["compensated", "partially_compensated"]
     steps: list[str] = Field(description="The compensated steps, in the order they were undone.")
@@ -151,7 +151,9 @@ class RunSummary(BaseModel):
     parked: ParkInfo | None = Field(None, description="While parked: where and why.")
 
     compensation: Compensation | None = Field(
-        None, description="A failed run's saga compensation, when it undid any step."
+        None,
+        description="A failed, cancelled or timed-out run's saga compensation, when it undid "
+        "any step.",
     )
 
     @model_validator(mode="after")

@@ -39,6 +39,7 @@ def outcome_of(status: str, *, fallbacks_used: bool, compensation: str | None = 
       (``$.run_flags.fallbacks``), else ``succeeded``;
     * failed or timed out after compensation ran: ``compensation`` (``compensated`` or
       ``partially_compensated``, the run's ``compensation.status``);
+    * aborted (cancelled) after compensation ran: ``compensation`` too;
     * otherwise ``failed`` / ``timed_out``; ``aborted`` is ``cancelled``.
 
     Raises ``ValueError`` for a status that is not an end (``running``, ``parked``, …) or a
@@ -52,7 +53,8 @@ def outcome_of(status: str, *, fallbacks_used: bool, compensation: str | None = 
     if status in ("failed", "timed_out"):
         return compensation or status
     if status == "aborted":
-        return "cancelled"
+        # A cancelled saga run is compensated after it stopped (cancel_compensation).
+        return compensation or "cancelled"
     raise ValueError(f"a run in status {status!r} has not ended, so it has no outcome")
 
 

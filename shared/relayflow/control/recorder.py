@@ -35,6 +35,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from relayflow.control.cancel_compensation import (
+    is_compensation_execution,
+    record_compensation_end,
+    start_compensation,
+)
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.compensation import split_cause
 from relayflow.control.service import (
@@ -165,6 +170,8 @@ def record_status_change(
             extra={"execution_arn": detail.execution_arn, "tenant": ref.tenant},
         )
         return _ignored("the state machine does not belong to the run's tenant")
+    if is_compensation_execution(detail.name):
+        return _record_compensation(control, ref, detail)
     logger.thread_safe_append_keys(run_id=ref.id, workflow_id=ref.workflow_id, tenant=ref.tenant)
     try:
         run = _run_item(control, ref, detail)
@@ -392,6 +399,9 @@ def _record_end(
     detail_type = LIFECYCLE_TYPES[detail.status]
     try:
         _settle_dlq(control, updated, steps)
+        # A cancelled or timed-out saga run is compensated by its version's variant (once:
+        # the execution is named after the run's).
+        start_compensation(control, updated, detail.name, history)
         # The run's admission slot passes to its key's next queued run (once: repeats find
         # the slot freed).
         control.admission.release(updated)
@@ -405,6 +415,35 @@ def _record_end(
     _settle_breaker(control, updated)
     _notify(control, updated)
     return detail_type
+
+
+def _record_compensation(
+    control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail
+) -> dict[str, Any]:
+    """The end of a cancelled or timed-out run's compensation execution
+    (:mod:`relayflow.control.cancel_compensation`): the run's ``compensation`` and outcome."""
+    if detail.status == "RUNNING":
+        return _ignored("a compensation execution started")
+    output = detail.output
+    if detail.status == "SUCCEEDED" and (output is None or not _included(detail.output_details)):
+        output = (control.machines.describe(detail.execution_arn) or {}).get("output")
+    written = record_compensation_end(
+        control,
+        ref.tenant,
+        ref.id,
+        execution_name=detail.name,
+        status=detail.status,
+        output=output,
+        error=detail.error,
+        cause=detail.cause,
+    )
+    return {
+        "recorded": written,
+        "run_id": ref.id,
+        "status": "compensation",
+        "published": None,
+        "reason": None if written else "compensation already recorded, or nothing to record",
+    }
 
 
 def _history(control: ControlPlane, execution_arn: str) -> list[dict[str, Any]] | None:

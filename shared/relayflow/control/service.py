@@ -418,6 +418,9 @@ class ControlPlane:
                 )
         except sfn_api.DefinitionRejected as exc:
             raise Unprocessable(f"Step Functions refused the compiled definition: {exc}") from exc
+        from relayflow.control.cancel_compensation import publish_variant as saga_variant
+
+        variant_arn = saga_variant(self, tenant, machine_arn, workflow, compiled.asl, version)
         item = VersionItem(
             tenant=tenant,
             workflow_id=workflow_id,
@@ -432,6 +435,7 @@ class ControlPlane:
             engine_version=ENGINE_VERSION,
             engine=engine,
             engine_reason=compiled.engine.reason if compiled.engine else None,
+            compensation_version_arn=variant_arn,
         )
         new_head = WorkflowItem(
             workflow_id=workflow_id,

@@ -159,6 +159,11 @@ class VersionItem(_Item):
         description="The step-through variant of this version (a version of the same state "
         "machine), published on the first step-through run.",
     )
+    compensation_version_arn: str | None = Field(
+        None,
+        description="The compensation variant of this version (a version of the workflow's "
+        "<id>.saga machine), started when a saga run is cancelled or times out.",
+    )
 
     def key(self) -> keys.Key:
         return keys.version_key(self.tenant, self.workflow_id, self.version)
@@ -182,8 +187,8 @@ class RunItem(_Item):
     failing_step: str | None = None
     compensation: dict[str, Any] | None = Field(
         None,
-        description="A failed run's saga compensation: {status, steps, errors} "
-        "(relayflow.control.compensation).",
+        description="A failed, cancelled or timed-out run's saga compensation: {status, "
+        "steps, errors} (relayflow.control.compensation).",
     )
     started_at: str
     ended_at: str | None = None

@@ -848,7 +848,9 @@ def _stop_blocked_task(patches: _Patches) -> None:
         TMP_THREADS.append(thread)
         thread.start()
 
-        finished_on_time = timescale.wait_event(env, done, timeout_seconds)
+        # A park's timeout is scaled like a Wait (timescale.task_timeout).
+        limit = timescale.task_timeout(self.name, timeout_seconds)
+        finished_on_time = timescale.wait_event(env, done, limit)
         frame.set_ended()
         env.close_frame(frame)
         if not env.is_running():

@@ -6,7 +6,9 @@ Wait states and Retry back-off sleeps are multiplied by one process-wide factor,
 or fails elsewhere, so ``stop_execution`` never waits for a timer to run out.
 
 Task ``TimeoutSeconds``, ``HeartbeatSeconds`` and the state machine's ``TimeoutSeconds`` are not
-scaled: they bound real work (a handler that really runs), so they stay in real seconds.
+scaled: they bound real work (a handler that really runs), so they stay in real seconds. One
+exception, :func:`task_timeout`: a park's callback Task (``<step>.park``), whose timeout is a
+person's deadline (``park_timeout``), not a bound on work, is scaled like a Wait.
 """
 
 from __future__ import annotations
@@ -37,6 +39,22 @@ def get_time_scale() -> float:
 def scaled(seconds: float) -> float:
     """``seconds`` of ASL time expressed in wall-clock seconds."""
     return max(0.0, seconds) * _time_scale
+
+
+#: A park's callback Task is named ``<step key>.park`` (:mod:`relayflow.compiler.on_error`);
+#: step keys hold no ``.``, so no other state ends so.
+PARK_STATE_SUFFIX = ".park"
+#: A scaled park timeout lasts at least this many real seconds (or its own length when
+#: shorter): the waitpoint function's invocation that stores the park runs inside it.
+PARK_FLOOR_SECONDS = 1.0
+
+
+def task_timeout(state_name: str, timeout_seconds: float | None) -> float | None:
+    """The real seconds the Task ``state_name`` may take before it times out: its
+    ``TimeoutSeconds`` as is, except a park's, which is scaled (see the module docstring)."""
+    if timeout_seconds is None or not state_name.endswith(PARK_STATE_SUFFIX):
+        return timeout_seconds
+    return max(scaled(timeout_seconds), min(float(timeout_seconds), PARK_FLOOR_SECONDS))
 
 
 def _waiters(env: Any) -> set[threading.Event]:
