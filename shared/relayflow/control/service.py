@@ -353,6 +353,7 @@ class ControlPlane:
         concurrent PUT won.
         """
         from relayflow.compiler import compile_workflow
+        from relayflow.control.run_input import with_child_schemas
         from relayflow.definition import validate_data
 
         _check_tenant(tenant)
@@ -376,7 +377,8 @@ class ControlPlane:
         settings = get_settings()
         self._check_sub_workflows(tenant, workflow)
         head = self.dal.get_workflow(tenant, workflow_id)
-        compiled = compile_workflow(workflow, compile_options(tenant, head))
+        options = with_child_schemas(compile_options(tenant, head), self.dal, tenant, workflow)
+        compiled = compile_workflow(workflow, options)
         engine = check_machine_type(workflow, compiled, head)
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
@@ -672,6 +674,7 @@ class ControlPlane:
         half-open one lets this run through as its trial.
         """
         from relayflow.control.admission import Decision
+        from relayflow.control.run_input import check_run_input
         from relayflow.document import new_run_id
 
         head = self._workflow(tenant, workflow_id)
@@ -687,6 +690,7 @@ class ControlPlane:
         else:
             pinned = self._version(tenant, workflow_id, version)
             target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
+        check_run_input(self.dal, head, version, input)  # 422 invalid_input, before admission
         if step_through:
             from relayflow.control.step_through import StepThrough
 
