@@ -343,6 +343,8 @@ def _log(result: DispatchResult) -> None:
         logger.warning("trigger filter failed; this subscription is skipped", extra=extra)
     elif result.status == "skipped":
         logger.warning("trigger skipped", extra=extra)
+    elif result.status == "invalid_input":
+        logger.warning("trigger refused by the input_schema; recorded as a failed run", extra=extra)
     else:
         logger.info(f"trigger {result.status}", extra=extra)
 
