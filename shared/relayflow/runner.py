@@ -92,9 +92,10 @@ def compile_checked(
     """Compile ``workflow`` and check the machine (:mod:`relayflow.compiler.check`) before the
     local runtime sees it. Raises ``CompiledMachineInvalid`` (a compiler bug) instead of
     running a machine Step Functions would refuse. ``workflows`` (by id) are the children
-    whose ``input_schema`` its agents' workflow tools offer as their arguments."""
+    whose ``input_schema`` its agents' workflow tools offer as their arguments and its
+    sub_workflow steps check their child's input against."""
     from relayflow.compiler import CompileOptions
-    from relayflow.definition.children import child_input_schemas
+    from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
     from relayflow.settings import get_settings
 
     children = workflows or {}
@@ -104,6 +105,10 @@ def compile_checked(
         CompileOptions(
             payload_bucket=get_settings().payload_bucket,
             workflow_input_schemas=child_input_schemas(workflow, children.get),
+            # Locally every child runs the definition given (a pinned version is not kept).
+            sub_workflow_input_schemas=sub_workflow_input_schemas(
+                workflow, lambda workflow_id, _version: children.get(workflow_id)
+            ),
         ),
     )
     assert_valid_machine(compiled.asl)

@@ -125,3 +125,50 @@ def test_relayflow_run_exits_2_naming_each_violation(tmp_path, capsys):
     assert "--input does not match workflow 'sized-lookup's input_schema" in err
     assert "(the input): 'sku' is a required property [required]" in err
     assert "/qty: 0 is less than the minimum of 1 [minimum]" in err
+
+
+CALLER = """
+id: sized-caller
+start: call
+steps:
+  call:
+    type: sub_workflow
+    workflow_id: sized-lookup
+    input: {sku: "{{ trigger.sku }}", qty: "{{ trigger.qty }}"}
+    retry: {max_attempts: 3, retry_on: [States.ALL]}
+    on_failure: handle
+  handle:
+    type: transform
+    mapping: {error: "{{ error.Error }}"}
+"""
+
+
+def test_a_sub_workflow_whose_input_breaks_the_childs_schema_fails_with_invalid_input(runtime):
+    # Given a parent whose sub_workflow step renders the child's input from its trigger
+    child = load_workflow_text(CHILD, "child.yaml")
+    parent = load_workflow_text(CALLER, "caller.yaml")
+    before = child_runs(runtime)
+    # When it runs with a qty the child's schema refuses
+    result = run_workflow(
+        parent, {"sku": "A-1", "qty": 0}, runtime=runtime, workflows={child.id: child}, timeout=60
+    )
+    # Then no child started, the step's retries did not repeat it, and the failure route
+    # saw Relayflow.InvalidInput naming the violation
+    assert result.succeeded, (result.error, result.cause)
+    assert result.output["steps"]["handle"]["output"] == {"error": "Relayflow.InvalidInput"}
+    assert child_runs(runtime) == before
+    calls = [s for s in result.steps if s.key == "call"]
+    assert len(calls) == 1 and calls[0].status == "failed"
+    assert "/qty: 0 is less than the minimum of 1" in json.dumps(result.output["error"])
+
+
+def test_a_sub_workflow_whose_input_matches_starts_the_child(runtime):
+    child = load_workflow_text(CHILD, "child.yaml")
+    parent = load_workflow_text(CALLER, "caller.yaml")
+    before = child_runs(runtime)
+    result = run_workflow(
+        parent, {"sku": "A-1", "qty": 4}, runtime=runtime, workflows={child.id: child}, timeout=60
+    )
+    assert result.succeeded, (result.error, result.cause)
+    assert result.output["steps"]["call"]["output"]["steps"]["quote"]["output"] == {"price": 20}
+    assert child_runs(runtime) == before + 1

@@ -65,19 +65,25 @@ def with_child_schemas(
     options: CompileOptions, dal: Dal, tenant: str, workflow: Any
 ) -> CompileOptions:
     """``options`` with the ``input_schema`` of each workflow ``workflow``'s agents run as
-    tools, read from the tenant's live versions (a child published later is seen when the
-    parent is published again)."""
-    from relayflow.definition.children import child_input_schemas
+    tools and its sub_workflow steps start, read from the tenant's live versions (or a
+    step's pinned one). A child whose schema changes later is seen when the parent is
+    published again."""
+    from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
 
-    def live_definition(workflow_id: str) -> dict[str, Any] | None:
-        head = dal.get_workflow(tenant, workflow_id)
-        if head is None:
-            return None
-        item = dal.get_version(tenant, workflow_id, head.live_version)
+    def definition(workflow_id: str, version: int | None = None) -> dict[str, Any] | None:
+        if version is None:
+            head = dal.get_workflow(tenant, workflow_id)
+            if head is None:
+                return None
+            version = head.live_version
+        item = dal.get_version(tenant, workflow_id, version)
         return json.loads(item.definition) if item is not None else None
 
-    schemas = child_input_schemas(workflow, live_definition)
-    return dataclasses.replace(options, workflow_input_schemas=schemas) if schemas else options
+    return dataclasses.replace(
+        options,
+        workflow_input_schemas=child_input_schemas(workflow, definition),
+        sub_workflow_input_schemas=sub_workflow_input_schemas(workflow, definition),
+    )
 
 
 def record_refused_run(

@@ -62,3 +62,28 @@ def child_input_schemas(
         if isinstance(declared, dict):
             schemas[child.workflow_id] = declared
     return schemas
+
+
+def sub_workflow_input_schemas(
+    workflow: Any, lookup: Callable[[str, int | None], Mapping[str, Any] | None]
+) -> dict[str, dict[str, Any]]:
+    """The ``input_schema`` of the child each ``sub_workflow`` step with a literal target
+    starts, by step key (templated targets and children without one are left out).
+    ``lookup(id, version)`` gives the definition of a pinned version, or of the live one for
+    ``None``; the workflow itself answers for its own id when not pinned."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for child in child_workflows(workflow):
+        if not child.path.endswith(".workflow_id") or child.templated:
+            continue
+        if child.workflow_id == workflow.id and child.version is None:
+            found: Any = workflow
+        else:
+            found = lookup(child.workflow_id, child.version)
+        declared = (
+            found.get("input_schema")
+            if isinstance(found, Mapping)
+            else getattr(found, "input_schema", None)
+        )
+        if isinstance(declared, dict):
+            schemas[child.step_key] = declared
+    return schemas
