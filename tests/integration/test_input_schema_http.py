@@ -138,6 +138,8 @@ def test_an_event_that_breaks_the_schema_is_kept_as_a_failed_run_once(server, ap
     # Then nothing ran, and one failed run records the refusal with the payload
     assert (first.status, again.status) == ("invalid_input", "invalid_input")
     assert first.run_id == again.run_id
+    # (the logged reason names where and which rule, never the payload's values)
+    assert first.reason == "the input breaks the workflow's input_schema at /detail/order (type)"
     (listed,) = runs(api, "orders-event")
     assert listed["run_id"] == first.run_id and listed["status"] == "failed"
     detail = api.get(f"/runs/{first.run_id}").json()

@@ -277,7 +277,10 @@ class Dispatcher:
             run_id = record_refused_run(
                 self.control, delivery.tenant, delivery.workflow_id, payload, key, trigger_type, exc
             )
-            return _result(delivery, "invalid_input", run_id=run_id, reason=exc.message)
+            # The reason is logged: pointers and rules only, never the payload's values.
+            broken = ", ".join(f"{d['pointer'] or '/'} ({d['rule']})" for d in exc.details or [])
+            reason = f"the input breaks the workflow's input_schema at {broken}"
+            return _result(delivery, "invalid_input", run_id=run_id, reason=reason)
         except ApiError as exc:
             if exc.status >= 500 or exc.status == 429:
                 raise  # transient: let the invocation be retried
