@@ -177,3 +177,23 @@ def test_publishing_a_parent_resolves_the_childs_schema_into_its_agent_tool(serv
     asl = json.loads(described["definition"])
     config = json.loads(asl["States"]["ask"]["Parameters"]["Payload"]["step"]["config"])
     assert config["workflow_schemas"] == {"orders-child": SCHEMA}
+
+
+def test_batched_triggers_are_each_checked_on_arrival_and_the_batch_starts(server, api):
+    # Given a webhook whose workflow batches two deliveries per run and declares its input
+    slug = f"orders-batch-{uuid.uuid4().hex[:8]}"
+    definition = orders("orders-batch", [{"type": "webhook", "slug": slug}])
+    definition["batch"] = {"max_size": 2}
+    put(api, definition)
+    with httpx.Client(base_url=server.url) as public:
+        first = public.post(f"/hooks/{slug}", json={"order": 1})
+        refused = public.post(f"/hooks/{slug}", json={"order": "two"})
+        second = public.post(f"/hooks/{slug}", json={"order": 3})
+    # Then the bad one was refused on arrival, and the batch (a list) started unchecked
+    assert refused.status_code == 422 and refused.json()["code"] == "invalid_input"
+    assert (first.status_code, second.status_code) == (202, 202)
+    assert first.json()["admission"] == second.json()["admission"] == "batched"
+    (run,) = runs(api, "orders-batch")
+    stored = server.control().dal.get_run("local", run["run_id"])
+    assert stored is not None and json.loads(stored.input) == [{"order": 1}, {"order": 3}]
+    assert stored.trigger_type == "batch"

@@ -4,8 +4,10 @@ workflows they run as tools, resolved when the parent is published.
 
 Every start goes through :meth:`ControlPlane.start_run`, which calls :func:`check_run_input`
 before admission: an input that breaks the schema of the version being started raises
-:class:`InvalidInput` (422 ``invalid_input``) and nothing is queued, recorded or started. What
-each trigger makes of that refusal (docs/api.md#invalid-input):
+:class:`InvalidInput` (422 ``invalid_input``) and nothing is queued, recorded or started. (A
+debounced or batched run's own deferred start is not checked again: each trigger it holds
+was checked when it arrived, and a batch's input is their list.) What each trigger makes of
+that refusal (docs/api.md#invalid-input):
 
 * API: the 422 answer, ``details`` listing ``{pointer, rule, message}``;
 * webhook: the same 422 answer to the sender (the delivery was not accepted, so the sender

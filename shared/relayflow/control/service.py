@@ -690,7 +690,8 @@ class ControlPlane:
         else:
             pinned = self._version(tenant, workflow_id, version)
             target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
-        check_run_input(self.dal, head, version, input)  # 422 invalid_input, before admission
+        if collapse:  # a debounce's or batch's own start: each trigger was checked on arrival
+            check_run_input(self.dal, head, version, input)  # 422 invalid_input
         if step_through:
             from relayflow.control.step_through import StepThrough
 
