@@ -197,3 +197,33 @@ def test_batched_triggers_are_each_checked_on_arrival_and_the_batch_starts(serve
     stored = server.control().dal.get_run("local", run["run_id"])
     assert stored is not None and json.loads(stored.input) == [{"order": 1}, {"order": 3}]
     assert stored.trigger_type == "batch"
+
+
+def test_publishing_a_sub_workflow_parent_compiles_the_childs_input_check(server, api):
+    # Given a child with an input_schema published as version 1, then changed to take anything
+    put(api, orders("orders-pinned"))
+    loose = {**orders("orders-pinned"), "input_schema": {"type": "object"}}
+    put(api, loose)
+    # (a change of input_schema alone publishes a new version, whose schema starts check)
+    detail = api.get("/workflows/orders-pinned").json()
+    assert detail["live_version"] == 2, detail
+    answer = api.post("/workflows/orders-pinned/runs", json={"input": {"order": "x"}})
+    assert answer.status_code == 201, answer.text
+    pinned = api.post("/workflows/orders-pinned/runs", json={"input": {"order": "x"}, "version": 1})
+    assert pinned.status_code == 422 and pinned.json()["code"] == "invalid_input"
+    step = {"type": "sub_workflow", "workflow_id": "orders-pinned", "input": {"order": 1}}
+
+    def published_check(parent_id: str, **pin: Any) -> Any:
+        put(api, {"id": parent_id, "start": "call", "steps": {"call": {**step, **pin}}})
+        head = server.control().dal.get_workflow("local", parent_id)
+        assert head is not None
+        described = client("stepfunctions").describe_state_machine(
+            stateMachineArn=head.state_machine_arn
+        )
+        check = json.loads(described["definition"])["States"]["call.check_input"]
+        return json.loads(check["Parameters"]["Payload"]["step"]["config"])["input_check"]
+
+    # When parents start the live version and the pinned version 1
+    # Then each checks against the schema of the version it starts
+    assert published_check("orders-live-parent")["schema"] == {"type": "object"}
+    assert published_check("orders-pinned-parent", version=1)["schema"] == SCHEMA

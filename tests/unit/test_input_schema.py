@@ -18,7 +18,7 @@ from relayflow.ai.providers.openai import OpenAIProvider
 from relayflow.ai.tools import Toolbox, workflow_argument_schema
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.definition import load_workflow_text, validate_data
-from relayflow.definition.children import child_input_schemas
+from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES, input_violations
 
 ORDER = {
@@ -214,3 +214,82 @@ def test_http_providers_send_the_childs_schema(provider: str):
         tools = {t["function"]["name"]: t["function"]["parameters"] for t in body["tools"]}
     assert tools["workflow_price-lookup"] == ORDER
     json.dumps(body)  # the wire body is plain JSON
+
+
+# --------------------------------------------------------------------------- sub_workflow
+
+CALLER = """
+id: caller
+start: call
+steps:
+  call:
+    type: sub_workflow
+    workflow_id: price-lookup
+    input: {sku: "{{ trigger.sku }}"}
+    retry: {max_attempts: 4, retry_on: [States.ALL]}
+    on_success: dynamic
+    on_failure: handle
+  handle: {type: noop}
+  dynamic:
+    type: sub_workflow
+    workflow_id: "{{ trigger.kind }}"
+    on_success: handle
+"""
+
+
+def test_sub_workflow_schemas_are_resolved_per_step_for_literal_targets_only():
+    caller = load_workflow_text(CALLER, "caller.yaml")
+    asked: list[tuple[str, int | None]] = []
+
+    def lookup(workflow_id: str, version: int | None) -> dict[str, Any]:
+        asked.append((workflow_id, version))
+        return {"input_schema": ORDER}
+
+    assert sub_workflow_input_schemas(caller, lookup) == {"call": ORDER}
+    assert asked == [("price-lookup", None)]
+
+
+def test_a_sub_workflow_with_a_known_schema_checks_its_input_before_the_child_starts():
+    caller = load_workflow_text(CALLER, "caller.yaml")
+    compiled = compile_workflow(caller, CompileOptions(sub_workflow_input_schemas={"call": ORDER}))
+    states = compiled.asl["States"]
+    # The depth guard leads to the check, the check to the child's start
+    assert states["call.depth"]["Default"] == "call.check_input"
+    check = states["call.check_input"]
+    assert check["Next"] == "call.prepare"
+    config = json.loads(check["Parameters"]["Payload"]["step"]["config"])
+    assert config == {
+        "mapping": {"sku": "{{ trigger.sku }}"},
+        "input_check": {"workflow_id": "price-lookup", "schema": ORDER},
+    }
+    # A mismatch takes the step's failure route; the step's States.ALL retry is not applied
+    assert check["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "handle"}
+    ]
+    assert all("States.ALL" not in r["ErrorEquals"] for r in check.get("Retry", []))
+    # The machine's role may invoke the transform function
+    assert "transform" in json.dumps(compiled.iam_statements)
+    # A templated target has no check; without a schema nothing changes
+    assert "dynamic.check_input" not in states
+    plain = compile_workflow(caller, CompileOptions()).asl["States"]
+    assert plain["call.depth"]["Default"] == "call.prepare" and "call.check_input" not in plain
+
+
+def test_the_transform_function_refuses_a_child_input_that_breaks_the_schema():
+    from relayflow.errors import InvalidRunInput
+    from relayflow.steps import transform
+
+    def event(sku: Any) -> dict[str, Any]:
+        config = {
+            "mapping": {"sku": "{{ trigger.sku }}", "qty": 1},
+            "input_check": {"workflow_id": "price-lookup", "schema": ORDER},
+        }
+        return {
+            "step": {"key": "call", "type": "transform", "config": json.dumps(config)},
+            "doc": {"run": {"id": "r1"}, "trigger": {"sku": sku}, "steps": {}},
+            "context": {"execution_id": "e", "state": "call.check_input", "attempt": 0},
+        }
+
+    assert transform.run(event("A-1"))["output"] == {"checked": True}
+    with pytest.raises(InvalidRunInput, match=r"/sku: '' should be non-empty \(rule minLength\)"):
+        transform.run(event(""))

@@ -281,6 +281,7 @@ _OUTSIDE_ASL = (
     "batch",
     "cancel_on",
     "events",
+    "input_schema",  # checked by the control plane at each start (control/run_input.py)
 )
 
 
