@@ -319,12 +319,25 @@ def _spent(args: argparse.Namespace) -> float:
     return max(0.0, time.monotonic() - getattr(args, "called_at", time.monotonic()))
 
 
+def _check_input(workflow: Workflow, trigger: Any) -> None:
+    """Raise :class:`UsageError` listing how ``--input`` breaks the ``input_schema``."""
+    from relayflow.definition.input_schema import input_violations
+
+    violations = input_violations(workflow.input_schema, trigger)
+    if violations:
+        lines = [f"  {v.pointer or '(the input)'}: {v.message} [{v.rule}]" for v in violations]
+        raise UsageError(
+            f"--input does not match workflow '{workflow.id}'s input_schema:\n" + "\n".join(lines)
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow_within
 
     workflow = _load(args.file)
     trigger = _read_input(args.input)
+    _check_input(workflow, trigger)
     resources = None
     if args.resources:
         import yaml

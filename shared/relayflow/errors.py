@@ -135,6 +135,14 @@ class SubWorkflowFailed(RelayflowError):
     error_name = "Relayflow.SubWorkflowFailed"
 
 
+class InvalidRunInput(RelayflowError):
+    """A run's input (a trigger payload, a child run's input, an agent's workflow tool
+    arguments) breaks the workflow's declared ``input_schema``
+    (:mod:`relayflow.definition.input_schema`)."""
+
+    error_name = "Relayflow.InvalidInput"
+
+
 class WorkflowNotFound(RelayflowError):
     """A sub_workflow step with a templated ``workflow_id`` rendered the id of no workflow of
     the run's tenant. Raised by the compiled state machine (the child's start was refused);

@@ -86,16 +86,30 @@ class RunResult:
         }
 
 
-def compile_checked(workflow: Workflow) -> CompiledWorkflow:
+def compile_checked(
+    workflow: Workflow, workflows: Mapping[str, Workflow] | None = None
+) -> CompiledWorkflow:
     """Compile ``workflow`` and check the machine (:mod:`relayflow.compiler.check`) before the
     local runtime sees it. Raises ``CompiledMachineInvalid`` (a compiler bug) instead of
-    running a machine Step Functions would refuse."""
+    running a machine Step Functions would refuse. ``workflows`` (by id) are the children
+    whose ``input_schema`` its agents' workflow tools offer as their arguments and its
+    sub_workflow steps check their child's input against."""
     from relayflow.compiler import CompileOptions
+    from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
     from relayflow.settings import get_settings
 
+    children = workflows or {}
     # The bucket the local runtime creates: distributed for_each steps write results there.
     compiled = compile_workflow(
-        workflow, CompileOptions(payload_bucket=get_settings().payload_bucket)
+        workflow,
+        CompileOptions(
+            payload_bucket=get_settings().payload_bucket,
+            workflow_input_schemas=child_input_schemas(workflow, children.get),
+            # Locally every child runs the definition given (a pinned version is not kept).
+            sub_workflow_input_schemas=sub_workflow_input_schemas(
+                workflow, lambda workflow_id, _version: children.get(workflow_id)
+            ),
+        ),
     )
     assert_valid_machine(compiled.asl)
     return compiled
@@ -135,12 +149,21 @@ def run_workflow(
     the call they would make instead (:mod:`relayflow.steps.dry_run`). With ``step`` the run
     steps through (the step-through variant, :mod:`relayflow.compiler.debug`): before each
     top-level step ``step(<step key>)`` is called, and the step starts when it returns;
-    once it returns ``False`` the run goes on to its end without asking again."""
+    once it returns ``False`` the run goes on to its end without asking again. A ``trigger``
+    that breaks the workflow's ``input_schema`` raises ``InvalidRunInput`` before anything
+    runs."""
     from relayflow.definition.children import child_workflows
+    from relayflow.definition.input_schema import describe, input_violations
+    from relayflow.errors import InvalidRunInput
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
 
-    compiled = compile_checked(workflow)
+    violations = input_violations(workflow.input_schema, trigger)
+    if violations:
+        raise InvalidRunInput(
+            f"the trigger does not match the input_schema: {describe(violations)}"
+        )
+    compiled = compile_checked(workflow, workflows)
     run_id = run_id or new_run_id()
     document = execution_input(workflow.id, trigger, run_id=run_id, dry_run=dry_run)
     published = dict(workflows or {})
@@ -151,12 +174,12 @@ def run_workflow(
             if resources is not None:
                 provision(resources)
             for item in published.values():
-                publish_local(owned, item)
+                publish_local(owned, item, published)
             return _run(owned, workflow, compiled, document, run_id, timeout, on_event, step)
     if resources is not None:
         provision(resources)
     for item in published.values():
-        publish_local(runtime, item)
+        publish_local(runtime, item, published)
     return _run(runtime, workflow, compiled, document, run_id, timeout, on_event, step)
 
 
@@ -232,15 +255,18 @@ def run_workflow_within(
     return result
 
 
-def publish_local(runtime: LocalRuntime, workflow: Workflow) -> str:
+def publish_local(
+    runtime: LocalRuntime, workflow: Workflow, workflows: Mapping[str, Workflow] | None = None
+) -> str:
     """Create or update ``workflow``'s local state machine, publish its definition as a
     version (an unchanged definition keeps its version) and point the ``live`` alias at it;
-    returns the version ARN. A sub_workflow step without a pinned version starts ``live``."""
+    returns the version ARN. A sub_workflow step without a pinned version starts ``live``.
+    ``workflows`` (by id) resolve its agents' workflow tools' schemas."""
     import json
 
     from relayflow.local.runtime import LOCAL_ROLE_ARN
 
-    definition = json.dumps(compile_checked(workflow).asl)
+    definition = json.dumps(compile_checked(workflow, workflows).asl)
     name = local_state_machine_name(workflow.id)
     sfn = runtime.sfn_client
     arn = f"arn:aws:states:{runtime.region}:{runtime.account}:stateMachine:{name}"

@@ -55,6 +55,19 @@ def workflow_tools(config: Mapping[str, Any]) -> list[str]:
     return [w for t in permitted if (w := workflow_tool_id(t)) is not None]
 
 
+def workflow_argument_schema(declared: Any) -> dict[str, Any]:
+    """A workflow tool's argument schema: the child's ``input_schema`` when it declares an
+    object one (tool arguments are always an object, so any other declared shape is wrapped
+    as ``allOf`` under ``type: object``, which a provider accepts and a mismatch still
+    fails), else any object."""
+    if not isinstance(declared, Mapping):
+        return {"type": "object", "additionalProperties": True}
+    schema = {k: v for k, v in declared.items() if k != "$schema"}
+    if schema.get("type") == "object":
+        return schema
+    return {"type": "object", "allOf": [schema]}
+
+
 def wire_name(tool: str) -> str:
     """A catalogue name as providers accept it (``^[A-Za-z0-9_-]{1,64}$``):
     ``aws.dynamodb.get_item`` → ``aws_dynamodb_get_item``."""
@@ -72,19 +85,24 @@ def permitted_tools(
     return [t for t in dict.fromkeys(candidates) if t not in denied]
 
 
-def tool_schema(tool: str, http_tools: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def tool_schema(
+    tool: str,
+    http_tools: Mapping[str, Any],
+    workflow_schemas: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """``(description, JSON Schema of the arguments)`` of a catalogue tool.
 
     AWS tools: the schema of their args model. An HTTP operation: one property per ``args.<x>``
     its templates read (all required). A generic HTTP call: method, path, query, headers,
-    body. A workflow: any object (workflows declare no input schema in this build), which
-    becomes the child run's trigger."""
+    body. A workflow: its declared ``input_schema`` (from ``workflow_schemas``, resolved when
+    the calling workflow was published), else any object; the arguments become the child
+    run's trigger."""
     workflow_id = workflow_tool_id(tool)
     if workflow_id is not None:
         return (
             f"Run the workflow {workflow_id!r} with these arguments as its trigger; the "
             "result is the output of each of its steps.",
-            {"type": "object", "additionalProperties": True},
+            workflow_argument_schema((workflow_schemas or {}).get(workflow_id)),
         )
     if tool.startswith("aws."):
         from relayflow.tools.aws import AWS_TOOLS
@@ -159,7 +177,7 @@ class Toolbox:
             while wire in box.by_wire or wire == FINAL_ANSWER:
                 wire = f"{wire[:60]}_{len(box.by_wire)}"
             box.by_wire[wire] = tool
-            description, schema = tool_schema(tool, http_tools)
+            description, schema = tool_schema(tool, http_tools, config.get("workflow_schemas"))
             box.specs.append(ToolSpec(wire, description, schema))
         if answer_schema is not None:
             box.specs.append(

@@ -19,6 +19,8 @@ status  code                       when
 415     ``unsupported_media_type`` a body that is neither JSON nor (for PUT) YAML
 422     ``unprocessable``          a request body that breaks its model (field paths)
 422     ``invalid_definition``     a workflow definition with problems (every one)
+422     ``invalid_input``          a run's input breaks the workflow's input_schema
+                                   (details: every ``{pointer, rule, message}``)
 429     ``too_many_requests``      throttled (API Gateway; the local server's rate limit)
 500     ``internal_error``         anything unexpected: logged with the request id,
                                    never a stack trace in the response
@@ -487,7 +489,9 @@ def rollback_workflow(
     "/workflows/<workflow_id>/runs",
     summary="Start a run",
     description="Runs the live version, or `version`. With an Idempotency-Key header, a repeat "
-    "returns the run the first request started (200) instead of starting another.",
+    "returns the run the first request started (200) instead of starting another. An input "
+    "that breaks the version's `input_schema` is 422 `invalid_input` (details: each JSON "
+    "pointer, rule and message); nothing starts.",
     responses=_docs(
         {
             201: "Started",

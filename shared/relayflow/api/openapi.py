@@ -31,7 +31,8 @@ ERROR_DESCRIPTIONS = {
     409: "conflict: the workflow is disabled, or the run has already finished",
     413: "payload_too_large: the body is over 256 KB",
     415: "unsupported_media_type: the body is neither JSON nor (for PUT) YAML",
-    422: "unprocessable (a body that breaks its model) or invalid_definition (every problem)",
+    422: "unprocessable (a body that breaks its model), invalid_definition (every problem) or "
+    "invalid_input (a run's input breaks the workflow's input_schema: every pointer and rule)",
     429: "too_many_requests: throttled; retry after the Retry-After header",
     500: "internal_error: logged with the request id, which details carries; compiler_bug: "
     "the compiled state machine breaks an ASL rule (details: every violation)",

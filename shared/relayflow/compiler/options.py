@@ -37,6 +37,12 @@ class CompileOptions:
     #: whose engine is Express compiles with native recording. Off (the sizing check, the
     #: golden files), every workflow compiles for Standard; ``engine`` still says the choice.
     express: bool = False
+    #: Workflow id → its declared ``input_schema``, for the workflows the agents run as
+    #: tools (the tools' argument schemas); resolved by the control plane or the local runner.
+    workflow_input_schemas: Mapping[str, Any] = field(default_factory=dict)
+    #: sub_workflow step key → its (literal) target's ``input_schema``: the step checks the
+    #: child's input before starting it (``<key>.check_input``).
+    sub_workflow_input_schemas: Mapping[str, Any] = field(default_factory=dict)
 
     def arn(self, kind: str) -> str:
         return self.function_arns.get(kind) or naming.function_arn(kind, self.region, self.account)

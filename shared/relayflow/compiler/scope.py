@@ -419,7 +419,7 @@ class ScopeContext:
         if step.type == "agent":
             from relayflow.compiler.kinds.agent import agent_config
 
-            agent_config(config, step, self.c.wf.http_tools)
+            agent_config(config, step, self.c.wf.http_tools, self.c.options.workflow_input_schemas)
         return config
 
     def lambda_task(

@@ -281,6 +281,7 @@ _OUTSIDE_ASL = (
     "batch",
     "cancel_on",
     "events",
+    "input_schema",  # checked by the control plane at each start (control/run_input.py)
 )
 
 
@@ -353,6 +354,7 @@ class ControlPlane:
         concurrent PUT won.
         """
         from relayflow.compiler import compile_workflow
+        from relayflow.control.run_input import with_child_schemas
         from relayflow.definition import validate_data
 
         _check_tenant(tenant)
@@ -376,7 +378,8 @@ class ControlPlane:
         settings = get_settings()
         self._check_sub_workflows(tenant, workflow)
         head = self.dal.get_workflow(tenant, workflow_id)
-        compiled = compile_workflow(workflow, compile_options(tenant, head))
+        options = with_child_schemas(compile_options(tenant, head), self.dal, tenant, workflow)
+        compiled = compile_workflow(workflow, options)
         engine = check_machine_type(workflow, compiled, head)
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
@@ -676,6 +679,7 @@ class ControlPlane:
         half-open one lets this run through as its trial.
         """
         from relayflow.control.admission import Decision
+        from relayflow.control.run_input import check_run_input
         from relayflow.document import new_run_id
 
         head = self._workflow(tenant, workflow_id)
@@ -691,6 +695,8 @@ class ControlPlane:
         else:
             pinned = self._version(tenant, workflow_id, version)
             target_arn, engine_version = pinned.state_machine_version_arn, pinned.engine_version
+        if collapse:  # a debounce's or batch's own start: each trigger was checked on arrival
+            check_run_input(self.dal, head, version, input)  # 422 invalid_input
         if step_through:
             from relayflow.control.step_through import StepThrough
 

@@ -135,7 +135,9 @@ def fold_steps(
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"
-        elif state.status == "failed" or state.type == "Fail":
+        elif state.status in ("failed", "caught") or state.type == "Fail":
+            # An auxiliary state's caught failure (a sub_workflow's input check) fails the
+            # step too; a later run of the main state (an agent resuming) overrides it.
             entry.status = "failed"
             entry.error, entry.cause = state.error, public_cause(state.cause)
     return steps

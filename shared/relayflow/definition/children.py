@@ -4,6 +4,7 @@ local ``relayflow run`` publishes them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,3 +39,51 @@ def child_workflows(workflow: Any) -> list[ChildRef]:
                 for workflow_id in workflow_tools(step.model_dump(exclude_none=True))
             ]
     return found
+
+
+def child_input_schemas(
+    workflow: Any, lookup: Callable[[str], Mapping[str, Any] | None]
+) -> dict[str, dict[str, Any]]:
+    """The declared ``input_schema`` of each workflow ``workflow``'s agents run as tools, by
+    id (those without one are left out). ``lookup(id)`` gives a child's definition (a model
+    or its JSON) or ``None``; the workflow itself answers for its own id. The control plane
+    looks children up among the tenant's live versions when the parent is published, the
+    local runner among the definitions it publishes."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for child in child_workflows(workflow):
+        if not child.path.endswith(".tools") or child.workflow_id in schemas:
+            continue
+        found = workflow if child.workflow_id == workflow.id else lookup(child.workflow_id)
+        declared = (
+            found.get("input_schema")
+            if isinstance(found, Mapping)
+            else getattr(found, "input_schema", None)
+        )
+        if isinstance(declared, dict):
+            schemas[child.workflow_id] = declared
+    return schemas
+
+
+def sub_workflow_input_schemas(
+    workflow: Any, lookup: Callable[[str, int | None], Mapping[str, Any] | None]
+) -> dict[str, dict[str, Any]]:
+    """The ``input_schema`` of the child each ``sub_workflow`` step with a literal target
+    starts, by step key (templated targets and children without one are left out).
+    ``lookup(id, version)`` gives the definition of a pinned version, or of the live one for
+    ``None``; the workflow itself answers for its own id when not pinned."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for child in child_workflows(workflow):
+        if not child.path.endswith(".workflow_id") or child.templated:
+            continue
+        if child.workflow_id == workflow.id and child.version is None:
+            found: Any = workflow
+        else:
+            found = lookup(child.workflow_id, child.version)
+        declared = (
+            found.get("input_schema")
+            if isinstance(found, Mapping)
+            else getattr(found, "input_schema", None)
+        )
+        if isinstance(declared, dict):
+            schemas[child.step_key] = declared
+    return schemas

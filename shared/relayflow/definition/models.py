@@ -35,6 +35,7 @@ from relayflow.definition.compensation import Compensable
 from relayflow.definition.engine_setting import EngineSetting
 from relayflow.definition.errors_model import OnError
 from relayflow.definition.for_each import ForEachScale
+from relayflow.definition.input_schema import InputSchemaSetting
 from relayflow.definition.policies import (
     FAIL_WHEN_HELP,
     SETTLE_HELP,
@@ -832,7 +833,7 @@ class ErrorSettings(_Model):
     )
 
 
-class Workflow(_Model, EngineSetting):
+class Workflow(_Model, EngineSetting, InputSchemaSetting):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")

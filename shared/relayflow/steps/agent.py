@@ -233,7 +233,7 @@ class AgentLoop:
                 if replayed is not None:
                     results.append(self.settle(turn, call, tool, replayed))
                     continue
-                refused = refuse_child(self, tool)
+                refused = refuse_child(self, tool, call)
                 if refused is not None:
                     results.append(self.settle(turn, call, tool, refused))
                     continue

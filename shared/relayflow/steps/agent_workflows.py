@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from relayflow.ai.messages import ToolCall
 from relayflow.ai.tools import workflow_tool_id
-from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed
+from relayflow.errors import InvalidRunInput, SubWorkflowDepth, SubWorkflowFailed
 
 if TYPE_CHECKING:
     from relayflow.steps.agent import AgentLoop
@@ -51,11 +51,27 @@ def recorded_call(loop: AgentLoop, turn: int, call: ToolCall) -> dict[str, Any] 
     return outcome if isinstance(outcome, dict) else None
 
 
-def refuse_child(loop: AgentLoop, tool: str) -> dict[str, Any] | None:
-    """An outcome for a call that must not start a child: one nested too deep (runaway
-    recursion through agents). ``None`` when the child may start."""
+def refuse_child(loop: AgentLoop, tool: str, call: ToolCall) -> dict[str, Any] | None:
+    """An outcome for a call that must not start a child: arguments that break the child's
+    ``input_schema`` (``Relayflow.InvalidInput`` naming each violation, so the model can
+    correct the call), or one nested too deep (runaway recursion through agents). ``None``
+    when the child may start."""
     from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH
+    from relayflow.definition.input_schema import describe, input_violations
 
+    workflow_id = workflow_tool_id(tool)
+    schemas = loop.config.get("workflow_schemas") or {}
+    violations = input_violations(schemas.get(workflow_id), child_input(call))
+    if violations:
+        return {
+            "ok": False,
+            "error": {
+                "error": InvalidRunInput.error_name,
+                "message": f"the arguments do not match workflow {workflow_id!r}'s "
+                f"input_schema: {describe(violations)}",
+                "violations": [v.to_dict() for v in violations],
+            },
+        }
     depth = (loop.doc.get("run") or {}).get("depth") or 0
     if isinstance(depth, int) and depth >= MAX_SUB_WORKFLOW_DEPTH:
         return {
@@ -90,12 +106,17 @@ def child_pending(
     pending: dict[str, Any] = {
         "workflow_id": workflow_id,
         "run_id": child_run_id(loop, turn, call),
-        # The child's trigger: the arguments must be an object (the tool's schema says so).
-        "input": call.input if isinstance(call.input, dict) else {"value": call.input},
+        "input": child_input(call),
     }
     if approved_by is not None:
         pending["approved_by"] = approved_by
     return pending
+
+
+def child_input(call: ToolCall) -> dict[str, Any]:
+    """The child's trigger: the call's arguments, which must be an object (the tool's schema
+    says so; anything else is wrapped as ``{"value": ...}``)."""
+    return call.input if isinstance(call.input, dict) else {"value": call.input}
 
 
 def child_outcome(pending: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,9 @@ A disabled or unknown workflow, a trigger the live version no longer declares, a
 another tenant: nothing starts, the result says why, and a log line records it. A workflow
 whose circuit breaker is open skips the run too, and the skip is also recorded as an item
 beside the breaker and counted in the ``RunSkipped`` metric; a half-open breaker lets one run
-through as its trial. AWS failures
+through as its trial. A trigger whose payload breaks the workflow's ``input_schema`` starts
+nothing either: it is kept as a run that ended ``failed`` with ``Relayflow.InvalidInput``
+(:func:`relayflow.control.run_input.record_refused_run`), result ``invalid_input``. AWS failures
 raise, so that Lambda's asynchronous retries deliver again (the idempotency key makes that
 safe).
 """
@@ -37,7 +39,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from relayflow.triggers.sync import TENANT_FIELD
 
 DispatchStatus = Literal[
-    "started", "duplicate", "filtered", "filter_error", "skipped", "queued", "debounced", "batched"
+    "started",
+    "duplicate",
+    "filtered",
+    "filter_error",
+    "skipped",
+    "queued",
+    "debounced",
+    "batched",
+    "invalid_input",
 ]
 
 
@@ -243,6 +253,7 @@ class Dispatcher:
         overlap: tuple[str, str] | None = None,
     ) -> DispatchResult:
         from relayflow.control.errors import ApiError, Conflict, NotFound
+        from relayflow.control.run_input import InvalidInput, record_refused_run
         from relayflow.control.service import BreakerOpen
 
         # Only a schedule with an overlap rule passes one (docs/flow-control.md).
@@ -262,6 +273,14 @@ class Dispatcher:
         except (Conflict, NotFound) as exc:
             # Disabled or deleted between the check and the start.
             return _result(delivery, "skipped", reason=exc.message)
+        except InvalidInput as exc:
+            run_id = record_refused_run(
+                self.control, delivery.tenant, delivery.workflow_id, payload, key, trigger_type, exc
+            )
+            # The reason is logged: pointers and rules only, never the payload's values.
+            broken = ", ".join(f"{d['pointer'] or '/'} ({d['rule']})" for d in exc.details or [])
+            reason = f"the input breaks the workflow's input_schema at {broken}"
+            return _result(delivery, "invalid_input", run_id=run_id, reason=reason)
         except ApiError as exc:
             if exc.status >= 500 or exc.status == 429:
                 raise  # transient: let the invocation be retried
@@ -327,6 +346,8 @@ def _log(result: DispatchResult) -> None:
         logger.warning("trigger filter failed; this subscription is skipped", extra=extra)
     elif result.status == "skipped":
         logger.warning("trigger skipped", extra=extra)
+    elif result.status == "invalid_input":
+        logger.warning("trigger refused by the input_schema; recorded as a failed run", extra=extra)
     else:
         logger.info(f"trigger {result.status}", extra=extra)
 

@@ -23,10 +23,17 @@ if TYPE_CHECKING:
     from relayflow.compiler.scope import ScopeContext
 
 
-def agent_config(config: dict[str, Any], step: AgentStep, http_tools: Mapping[str, Any]) -> None:
+def agent_config(
+    config: dict[str, Any],
+    step: AgentStep,
+    http_tools: Mapping[str, Any],
+    workflow_schemas: Mapping[str, Any] | None = None,
+) -> None:
     """Complete an agent step's Lambda config: the outcome *names* (their targets are
-    routing) and the declarations of the HTTP tools it may call (as a tool step carries its
-    own)."""
+    routing), the declarations of the HTTP tools it may call (as a tool step carries its
+    own) and the ``input_schema`` of each workflow it may run as a tool (resolved by the
+    caller: the control plane or the local runner,
+    :func:`relayflow.definition.children.child_input_schemas`)."""
     config.pop("approval_channels", None)  # the approval state's, not the Lambda's
     if step.outcomes:
         config["outcomes"] = sorted(step.outcomes)
@@ -41,6 +48,15 @@ def agent_config(config: dict[str, Any], step: AgentStep, http_tools: Mapping[st
             for name in sorted(names)
             if name in http_tools
         }
+    from relayflow.ai.tools import workflow_tools
+
+    schemas = {
+        workflow_id: (workflow_schemas or {})[workflow_id]
+        for workflow_id in workflow_tools(config)
+        if (workflow_schemas or {}).get(workflow_id) is not None
+    }
+    if schemas:
+        config["workflow_schemas"] = schemas
 
 
 def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler.asl import (
+    LAMBDA_INVOKE,
     LAMBDA_SERVICE_ERRORS,
     LIVE_ALIAS,
     MAX_SUB_WORKFLOW_DEPTH,
@@ -14,6 +15,7 @@ from relayflow.compiler.asl import (
 )
 from relayflow.compiler.states import Choice, Pass, Task, Wait
 from relayflow.definition.models import SubWorkflowStep
+from relayflow.document import StepRef, task_parameters
 from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed, WorkflowNotFound
 from relayflow.expressions import template_to_parameters
 
@@ -49,6 +51,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     ctx.c.children.add("*" if dynamic else step.workflow_id)
     failure = ctx.failure_target(key)
     guard, too_deep, prepare = f"{key}.depth", f"{key}.too_deep", f"{key}.prepare"
+    checked = ctx.c.options.sub_workflow_input_schemas.get(key) is not None and not dynamic
     ctx.machine.add(
         guard,
         Choice(
@@ -59,7 +62,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
                     "Next": too_deep,
                 }
             ],
-            default=prepare,
+            default=f"{key}.check_input" if checked else prepare,
         ),
     )
     ctx.raise_error(
@@ -69,6 +72,9 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
         f"{MAX_SUB_WORKFLOW_DEPTH} levels of nesting",
         failure,
     )
+    schema = ctx.c.options.sub_workflow_input_schemas.get(key)
+    if schema is not None and not dynamic:
+        emit_input_check(ctx, key, step, schema, failure)
     prepared: dict[str, Any] = {"run_id.$": "States.UUID()", "status": "started"}
     if dynamic:
         prepared["workflow_id.$"] = dynamic
@@ -148,6 +154,35 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
         # A linear retry starts a fresh child (a new run id), like an ASL retry does.
         wait.next = prepare
     ctx.machine.add(key, ctx.flow(task, key, step.on_success))
+
+
+def emit_input_check(
+    ctx: ScopeContext, key: str, step: SubWorkflowStep, schema: Any, failure: str | None
+) -> None:
+    """``<key>.check_input``: the transform function renders the child's input and checks it
+    against the child's ``input_schema`` (resolved when this workflow was published), before
+    any child starts. A mismatch is ``Relayflow.InvalidInput`` on the step's failure route;
+    the step's retry policy does not apply (the same input fails the same way)."""
+    ctx.c.functions.add("transform")
+    onward = failure or ctx.reraise_state(key)
+    config = {
+        "mapping": step.input,
+        "input_check": {"workflow_id": step.workflow_id, "schema": schema},
+    }
+    ctx.machine.add(
+        f"{key}.check_input",
+        Task(
+            resource=LAMBDA_INVOKE,
+            parameters=task_parameters(
+                ctx.c.options.arn("transform"), StepRef(key=key, type="transform", config=config)
+            ),
+            result_selector={"checked.$": "$.Payload.output.checked"},
+            result_path=f"$.steps.{key}",
+            retry=ctx.retriers(None),
+            catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": onward}],
+            next=f"{key}.prepare",
+        ),
+    )
 
 
 def target_id_path(step: SubWorkflowStep) -> str | None:
