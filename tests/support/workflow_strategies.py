@@ -36,116 +36,54 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-#: The trigger a runnable definition's templates read (every path they name exists in it).
-RUNNABLE_TRIGGER: dict[str, Any] = {
-    "name": "ada",
-    "count": 3,
-    "flag": True,
-    "items": [1, 2, 3],
-    "when": "2020-01-01T00:00:00Z",
-    "wait": 1,
-    "nested": {"value": "x", "list": ["a", "b"]},
-}
-TRIGGER_PATHS = (
-    "trigger",
-    "trigger.name",
-    "trigger.count",
-    "trigger.flag",
-    "trigger.items",
-    "trigger.nested",
-    "trigger.nested.value",
-    "trigger.nested.list",
-)
-RUN_PATHS = ("run.id", "run.workflow_id", "run.tenant", "run.started_at")
-#: CEL expressions with no native form (they make a transform or condition run its Lambda).
-LAMBDA_EXPRESSIONS = (
-    "trigger.count * 2",
-    "trigger.name + '!'",
-    "size(trigger.items)",
-    "trigger.count > 1 ? 'many' : 'few'",
-    "[trigger.count, trigger.count + 1]",
-)
-NATIVE_CONDITIONS = (
-    "trigger.count > 2",
-    "trigger.flag",
-    "trigger.name == 'ada'",
-    "!(trigger.count <= 1)",
-    "trigger.name.startsWith('a') && trigger.count >= 1",
-    "trigger.count in [1, 2, 3]",
-    "has(trigger.nested.value) || trigger.flag == false",
-)
-LAMBDA_CONDITIONS = (
-    "size(trigger.items) > 1",
-    "trigger.count * 2 > 5",
-    "trigger.items.exists(x, x > 2)",
-)
-#: wait_for_event matches: CEL over the run's data and the awaited event.
-WAIT_MATCHES = (
-    "event.detail.order_id == trigger.order_id",
-    "event.source == 'billing' && size(event.detail) > 0",
-    "trigger.count in [1, 2, 3]",
-)
-AGENT_MODELS = (
-    "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
-    "anthropic:claude-haiku-4-5",
-    "openai:gpt-4o-mini",
-    "scripted:triage",
-)
-BATCH_MODELS = (
-    "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
-    "anthropic:claude-haiku-4-5",
-    "openai:gpt-4o-mini",
-    "scripted:summaries",
-)
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-CODE_BODIES = ("return input", "return {'n': len(str(trigger))}", "return 1")
-AWS_TOOLS: dict[str, tuple[str, ...]] = {
-    "aws.dynamodb.put_item": ("table", "item"),
-    "aws.sqs.send_message": ("queue_url", "body"),
-    "aws.sns.publish": ("topic_arn", "message"),
-    "aws.s3.put_object": ("bucket", "key", "body"),
-}
-ERROR_NAMES = (
-    "Relayflow.Transient",
-    "Relayflow.Throttled",
-    "States.Timeout",
-    "States.TaskFailed",
-    "Custom.Error_1",
-)
-#: Text without ``{``, ``}`` or ``\\`` (those start template syntax); quotes, ``$``, dots,
-#: spaces and non-ASCII letters stay in.
-_TEXT = st.text(
-    alphabet=st.characters(
-        codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters="{}\\"
-    ),
-    max_size=12,
-)
-_KEY_TEXT = st.one_of(
-    st.text(alphabet=string.ascii_letters + string.digits + "_-. $", min_size=1, max_size=10),
-    _TEXT.filter(bool),
-)
-#: User object keys; ``.$`` suffixes are valid user data and must survive compilation.
-_USER_KEYS = st.one_of(
-    _KEY_TEXT, _KEY_TEXT, _KEY_TEXT, _KEY_TEXT.map(lambda k: f"{k}.$"), st.just("$")
+from workflow_vocabulary import (
+    AGENT_MODELS,
+    AWS_TOOLS,
+    BATCH_MODELS,
+    CODE_BODIES,
+    ERROR_NAMES,
+    HTTP_METHODS,
+    KEY_TEXT,
+    LAMBDA_CONDITIONS,
+    LAMBDA_EXPRESSIONS,
+    LONG_DELAY,
+    MAX_WAIT_SECONDS,
+    NATIVE_CONDITIONS,
+    RARE,
+    RUN_PATHS,
+    RUNNABLE_TRIGGER,
+    TEXT,
+    TRIGGER_PATHS,
+    USER_KEYS,
+    WAIT_MATCHES,
+    finite_numbers,
 )
 
-
-def _finite_numbers() -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.integers(-(2**63), 2**63),
-        st.floats(allow_nan=False, allow_infinity=False),
-    )
-
-
-#: Values at the edge of what validation accepts today (non-finite numbers, delays past
-#: Step Functions' limit, timestamps that only match the pattern) are drawn about once in
-#: RARE times, so that most of the corpus stays valid when validation refuses them.
-RARE = 25
-#: Step Functions' longest Wait, and a delay longer than any run may last (a year): drawn
-#: often enough that every corpus holds valid long delays.
-MAX_WAIT_SECONDS = 99_999_999
-LONG_DELAY = 31_536_001
+#: Kept importable from here (tests import them with the strategies).
+__all__ = [
+    "AGENT_MODELS",
+    "AWS_TOOLS",
+    "BATCH_MODELS",
+    "CODE_BODIES",
+    "ERROR_NAMES",
+    "HTTP_METHODS",
+    "KEY_TEXT",
+    "LAMBDA_CONDITIONS",
+    "LAMBDA_EXPRESSIONS",
+    "LONG_DELAY",
+    "MAX_WAIT_SECONDS",
+    "NATIVE_CONDITIONS",
+    "RARE",
+    "RUNNABLE_TRIGGER",
+    "RUN_PATHS",
+    "TEXT",
+    "TRIGGER_PATHS",
+    "USER_KEYS",
+    "WAIT_MATCHES",
+    "draw_corpus",
+    "finite_numbers",
+    "workflow_definitions",
+]
 
 
 def _rare(draw: Callable[[st.SearchStrategy[Any]], Any]) -> bool:
@@ -209,7 +147,7 @@ class _Builder:
         kinds = ["literal", "path", "mixed"] + ([] if native else ["expression"])
         kind = self.draw(st.sampled_from(kinds))
         if kind == "literal":
-            text = self.draw(_TEXT)
+            text = self.draw(TEXT)
             # A quote in literal text has no native form in a sub_workflow input.
             return text.replace("'", "") if native else text
         if kind == "path":
@@ -233,7 +171,7 @@ class _Builder:
             if not self.runnable and _rare(self.draw):
                 # YAML's .inf / .nan parse to these; a definition may hold them.
                 return self.draw(st.sampled_from([float("inf"), float("-inf"), float("nan")]))
-            return self.draw(_finite_numbers())
+            return self.draw(finite_numbers())
         if kind == "string":
             return self.template_string(others)
         if kind == "list":
@@ -241,13 +179,13 @@ class _Builder:
         return self.json_object(others, depth - 1)
 
     def json_object(self, others: list[str], depth: int = 2) -> dict[str, Any]:
-        keys = self.draw(st.lists(_USER_KEYS, max_size=4, unique=True))
+        keys = self.draw(st.lists(USER_KEYS, max_size=4, unique=True))
         return {k: self.json_value(others, depth) for k in keys}
 
     def native_input(self, others: list[str]) -> dict[str, Any]:
         """A sub_workflow input: literals and plain-path placeholders only (built in ASL)."""
         keys = self.draw(
-            st.lists(_KEY_TEXT.filter(lambda k: not k.endswith(".$")), max_size=3, unique=True)
+            st.lists(KEY_TEXT.filter(lambda k: not k.endswith(".$")), max_size=3, unique=True)
         )
         out: dict[str, Any] = {}
         for k in keys:
@@ -365,7 +303,7 @@ class _Builder:
     def step(self, kind: str, slot: _Slot) -> dict[str, Any]:
         step: dict[str, Any] = {"type": kind}
         if self.draw(st.integers(0, 5)) == 0:
-            step["name"] = self.draw(_TEXT)
+            step["name"] = self.draw(TEXT)
         if kind not in ("condition", "approval", "custom") and slot.next is not None:
             step["on_success"] = slot.next
         getattr(self, f"fill_{kind}")(step, slot)
@@ -562,7 +500,7 @@ class _Builder:
         if other is not None:
             step["on_reject"] = other
         if draw(st.booleans()):
-            names = draw(st.lists(_USER_KEYS, max_size=3, unique=True))
+            names = draw(st.lists(USER_KEYS, max_size=3, unique=True))
             step["form_schema"] = {
                 "type": "object",
                 "properties": {k: {"type": "string"} for k in names},
@@ -586,7 +524,7 @@ class _Builder:
     def fill_waitpoint(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw
         if draw(st.booleans()):
-            step["label"] = draw(_TEXT)
+            step["label"] = draw(TEXT)
         if draw(st.booleans()):
             step["idempotency_key"] = self.template_string(slot.others)
         if draw(st.booleans()):
@@ -638,7 +576,7 @@ class _Builder:
                 if draw(st.booleans()):
                     step["approval_channels"] = [{"email": {"to": ["ops@example.com"]}}]
         if draw(st.booleans()):
-            names = draw(st.lists(_USER_KEYS, max_size=3, unique=True))
+            names = draw(st.lists(USER_KEYS, max_size=3, unique=True))
             step["output_schema"] = draw(
                 st.sampled_from(
                     [
@@ -668,7 +606,7 @@ class _Builder:
             step["prompt"] = self.template_string(slot.others)
         else:
             step["items"] = draw(st.sampled_from(["{{ trigger.items }}", "{{ trigger.nested }}"]))
-            step["prompt_template"] = f"Summarise: {{{{ item }}}} ({{{{ index }}}}) {draw(_TEXT)}"
+            step["prompt_template"] = f"Summarise: {{{{ item }}}} ({{{{ index }}}}) {draw(TEXT)}"
         if draw(st.booleans()):
             step["system"] = self.template_string([])
         if draw(st.booleans()):
@@ -709,7 +647,7 @@ class _Builder:
             main = self.scope(0, draw(st.integers(1, 8)))
         definition: dict[str, Any] = {"id": draw(st.sampled_from(["fuzz", "fuzz-wf", "f" * 64]))}
         if draw(st.booleans()):
-            definition["name"] = draw(_TEXT)
+            definition["name"] = draw(TEXT)
         definition["start"] = main[0]
         if draw(st.integers(0, 3)) == 0 and any("on_failure" not in self.steps[k] for k in main):
             # A workflow-wide error route: a handler only errors reach.

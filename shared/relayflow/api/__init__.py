@@ -1,6 +1,8 @@
 """The control plane's HTTP API: API Gateway REST (v1) proxy events in, ControlPlane calls out.
 
-* :mod:`relayflow.api.app` — the Powertools resolver: routes, request models, the error model.
+* :mod:`relayflow.api.app` — the Lambda entry point; includes the routes into the resolver.
+* :mod:`relayflow.api.resolver` — the Powertools resolver, the error model, shared helpers.
+* :mod:`relayflow.api.routes` — the routes and request models, one module per resource.
 * :mod:`relayflow.api.auth` — the REQUEST authorizer: API key → tenant.
 * :mod:`relayflow.api.openapi` — the OpenAPI document the resolver serves.
 

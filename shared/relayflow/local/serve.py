@@ -22,6 +22,9 @@ One process plays every part of the deployed stack:
   ``DELETE /admin/keys/{key_id}``, guarded by the ``X-Admin-Token`` printed on start (what
   ``relayflow keys`` calls for a local server; deployed, it writes to DynamoDB directly).
 
+The HTTP server and throttling are :mod:`relayflow.local.serve_http`, the status recorder
+:mod:`relayflow.local.serve_recorder`.
+
 Tests use :class:`LocalServer` (port 0, in a thread)::
 
     with LocalServer() as server:
@@ -31,7 +34,6 @@ Tests use :class:`LocalServer` (port 0, in a thread)::
 from __future__ import annotations
 
 import base64
-import datetime
 import hashlib
 import hmac
 import json
@@ -43,8 +45,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -53,249 +53,46 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, LambdaContext
 from relayflow.local.runtime import LocalRuntime
+from relayflow.local.serve_http import (
+    DEFAULT_RATE_BURST,
+    DEFAULT_RATE_PER_SECOND,
+    MAX_REQUEST_BYTES,
+    LocalResponse,
+    RateLimiter,
+    _error,
+    _from_proxy_result,
+    _json_response,
+    _RequestHandler,
+    _Server,
+)
+from relayflow.local.serve_recorder import StatusRecorder, status_change_event
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
 from relayflow.naming import function_arn, function_name
 
+#: Kept importable from here (the HTTP side is :mod:`relayflow.local.serve_http`, the status
+#: recorder :mod:`relayflow.local.serve_recorder`).
+__all__ = [
+    "API_ID",
+    "DEFAULT_RATE_BURST",
+    "DEFAULT_RATE_PER_SECOND",
+    "LOCAL_TENANT",
+    "MAX_REQUEST_BYTES",
+    "PROXY_RESOURCE",
+    "WEBHOOK_RESOURCE",
+    "LocalResponse",
+    "LocalServer",
+    "RateLimiter",
+    "StatusRecorder",
+    "status_change_event",
+]
+
 #: The tenant of the key printed on start.
 LOCAL_TENANT = "local"
-#: API Gateway refuses bodies over 10 MB before any function runs.
-MAX_REQUEST_BYTES = 10 * 1024 * 1024
-#: Requests per second per API key, and the burst above it (generous: tests stay far below).
-DEFAULT_RATE_PER_SECOND = 50.0
-DEFAULT_RATE_BURST = 200
 API_ID = "local"
 #: The resource every authorized route comes through (template.yaml: ``/{proxy+}`` ANY).
 PROXY_RESOURCE = "/{proxy+}"
 #: The public webhook route (template.yaml: ``POST /hooks/{slug}``, no authorizer).
 WEBHOOK_RESOURCE = "/hooks/{slug}"
-_TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
-_RECORDER_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class LocalResponse:
-    """What the local server writes back for one request."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-
-def _json_response(
-    status: int, body: Any, headers: Mapping[str, str] | None = None
-) -> LocalResponse:
-    data = json.dumps(body, separators=(",", ":"), default=str).encode()
-    return LocalResponse(
-        status, [("Content-Type", "application/json"), *(headers or {}).items()], data
-    )
-
-
-def _error(
-    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
-) -> LocalResponse:
-    return _json_response(status, {"code": code, "message": message, "details": None}, headers)
-
-
-# ----------------------------------------------------------------------------- rate limit
-
-
-class RateLimiter:
-    """A token bucket per API key: ``per_second`` requests on average, ``burst`` at once."""
-
-    def __init__(
-        self, per_second: float = DEFAULT_RATE_PER_SECOND, burst: int = DEFAULT_RATE_BURST
-    ) -> None:
-        self._lock = threading.Lock()
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self.configure(per_second, burst)
-
-    def configure(self, per_second: float, burst: int) -> None:
-        """Change the limit (and forget every bucket)."""
-        if per_second <= 0 or burst < 1:
-            raise ValueError("per_second must be > 0 and burst >= 1")
-        with self._lock:
-            self.per_second, self.burst = float(per_second), int(burst)
-            self._buckets.clear()
-
-    def acquire(self, key: str) -> float | None:
-        """Take one request from ``key``'s bucket: ``None`` when allowed, else the seconds
-        until the next request would be."""
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.per_second)
-            if tokens >= 1.0:
-                self._buckets[key] = (tokens - 1.0, now)
-                return None
-            self._buckets[key] = (tokens, now)
-            return (1.0 - tokens) / self.per_second
-
-
-# ----------------------------------------------------------------------------- recorder wiring
-
-
-def _epoch_ms(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return int(value.timestamp() * 1000)
-    return int(value)
-
-
-def _state_machine_of(execution_arn: str) -> str:
-    """``arn:…:execution:<machine>:<name>`` → ``arn:…:stateMachine:<machine>``."""
-    parts = execution_arn.split(":")
-    return ":".join([*parts[:5], "stateMachine", parts[6]])
-
-
-def status_change_event(
-    description: Mapping[str, Any], *, status: str | None = None, region: str, account: str
-) -> dict[str, Any]:
-    """The EventBridge event Step Functions sends when an execution changes status, built from
-    a ``DescribeExecution`` answer. ``status="RUNNING"`` gives the start event of an execution
-    that may have ended since (no stop date, output or error then)."""
-    status = status or str(description["status"])
-    running = status == "RUNNING"
-    arn = str(description["executionArn"])
-    output = None if running else description.get("output")
-    detail: dict[str, Any] = {
-        "executionArn": arn,
-        "stateMachineArn": description.get("stateMachineArn") or _state_machine_of(arn),
-        "name": description.get("name") or arn.rsplit(":", 1)[-1],
-        "status": status,
-        "startDate": _epoch_ms(description.get("startDate")),
-        "stopDate": None if running else _epoch_ms(description.get("stopDate")),
-        "input": description.get("input"),
-        "output": output,
-        "inputDetails": {"included": True},
-        "outputDetails": {"included": True} if output is not None else None,
-        "error": None if running else description.get("error"),
-        "cause": None if running else description.get("cause"),
-    }
-    for optional in ("stateMachineVersionArn", "stateMachineAliasArn"):
-        if description.get(optional):
-            detail[optional] = description[optional]
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Step Functions Execution Status Change",
-        "source": "aws.states",
-        "account": account,
-        "time": now,
-        "region": region,
-        "resources": [arn],
-        "detail": detail,
-    }
-
-
-class StatusRecorder:
-    """Calls the recorder for every status change of the runtime's executions: RUNNING when
-    one appears, then its end. Wakes when an execution terminates (the runtime's termination
-    hook) or when :meth:`poke` is called, and polls every ``interval`` seconds otherwise."""
-
-    def __init__(self, runtime: LocalRuntime, recorder: Handler, *, interval: float = 0.05) -> None:
-        self._runtime = runtime
-        self._recorder = recorder
-        self._interval = interval
-        self._reported: dict[str, str] = {}
-        self._failures: dict[tuple[str, str], int] = {}
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="relayflow-recorder", daemon=True)
-        self._idle = threading.Event()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self.poke()
-        self._thread.join(timeout=5)
-
-    def poke(self) -> None:
-        """Look for changes now (after a request that may have started or stopped a run)."""
-        from relayflow.local import compat
-
-        with compat.terminated:
-            compat.terminated.notify_all()
-
-    def settle(self, timeout: float = 5.0) -> None:
-        """Wait until one full pass found nothing left to report (tests)."""
-        self._idle.clear()
-        self.poke()
-        self._idle.wait(timeout)
-
-    def _run(self) -> None:
-        from relayflow.local import compat
-
-        while not self._stopping.is_set():
-            try:
-                pending = self.poll()
-            except Exception as exc:  # the watcher must outlive one bad pass
-                from relayflow.observability import logger
-
-                logger.warning("status poll failed", extra={"reason": str(exc)})
-                pending = True
-            if not pending:
-                self._idle.set()
-            with compat.terminated:
-                if not self._stopping.is_set():
-                    compat.terminated.wait(self._interval)
-
-    def poll(self) -> bool:
-        """Report every change since the last pass; whether a report is still pending."""
-        pending = False
-        for arn in self._runtime.list_executions():
-            reported = self._reported.get(arn)
-            if reported in _TERMINAL:
-                continue
-            description = self._runtime.sfn_client.describe_execution(executionArn=arn)
-            status = str(description["status"])
-            if reported is None:
-                if not self._deliver(arn, description, "RUNNING"):
-                    pending = True
-                    continue
-                self._reported[arn] = "RUNNING"
-            if status != "RUNNING":
-                if self._deliver(arn, description, status):
-                    self._reported[arn] = status
-                else:
-                    pending = True
-        return pending
-
-    def _deliver(self, arn: str, description: Mapping[str, Any], status: str) -> bool:
-        """Call the recorder; after repeated failures give up on this change (EventBridge
-        retries an asynchronous invocation twice, then drops it)."""
-        event = status_change_event(
-            description, status=status, region=self._runtime.region, account=self._runtime.account
-        )
-        context = LambdaContext(
-            function_name=function_name("recorder"),
-            invoked_function_arn=function_arn("recorder", self._runtime.region),
-        )
-        try:
-            self._recorder(event, context)
-        except Exception as exc:
-            from relayflow.observability import logger
-
-            attempts = self._failures.get((arn, status), 0) + 1
-            self._failures[(arn, status)] = attempts
-            logger.warning(
-                "recorder failed",
-                extra={
-                    "execution_arn": arn,
-                    "status": status,
-                    "attempt": attempts,
-                    "reason": str(exc),
-                },
-            )
-            return attempts >= _RECORDER_ATTEMPTS
-        return True
-
-
-# ----------------------------------------------------------------------------- the server
 
 
 def _resource(path: str) -> tuple[str, dict[str, str] | None]:
@@ -759,105 +556,3 @@ def _forget_cached_services() -> None:
         cache_clear: Callable[[], None] | None = getattr(factory, "cache_clear", None)
         if cache_clear is not None:
             cache_clear()
-
-
-def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
-    status = int(result.get("statusCode") or 500)
-    headers: list[tuple[str, str]] = []
-    for name, values in (result.get("multiValueHeaders") or {}).items():
-        headers.extend((name, str(v)) for v in values)
-    seen = {name.lower() for name, _ in headers}
-    headers.extend(
-        (name, str(value))
-        for name, value in (result.get("headers") or {}).items()
-        if name.lower() not in seen
-    )
-    body = result.get("body") or ""
-    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
-    return LocalResponse(status, headers, data)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-    app: LocalServer
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """The server writes its own access log (see LocalServer.log_request)."""
-
-    def _serve(self) -> None:
-        started = time.perf_counter()
-        app = self.server.app
-        try:
-            body = self._read_body()
-        except _TooLarge:
-            response = _error(413, "payload_too_large", "the body is larger than 10 MB")
-            self.close_connection = True
-        except ValueError:
-            response = _error(400, "bad_request", "unreadable request body")
-            self.close_connection = True
-        else:
-            try:
-                response = app.dispatch(
-                    self.command,
-                    self.path,
-                    list(self.headers.items()),
-                    body,
-                    self.client_address[0],
-                )
-            except Exception as exc:
-                from relayflow.observability import logger
-
-                logger.exception("local server error", extra={"reason": str(exc)})
-                response = _error(500, "internal_error", "the local server failed")
-        self._write(response)
-        app.log_request(self.command, self.path, response.status, started)
-
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            return self._read_chunked()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length < 0:
-            raise ValueError("negative Content-Length")
-        if length > MAX_REQUEST_BYTES:
-            raise _TooLarge()
-        return self.rfile.read(length) if length else b""
-
-    def _read_chunked(self) -> bytes:
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                while self.rfile.readline().strip():
-                    pass
-                return b"".join(chunks)
-            total += size
-            if total > MAX_REQUEST_BYTES:
-                raise _TooLarge()
-            chunks.append(self.rfile.read(size))
-            self.rfile.readline()
-
-    def _write(self, response: LocalResponse) -> None:
-        self.send_response(response.status)
-        for name, value in response.headers:
-            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
-
-
-class _TooLarge(Exception):
-    pass

@@ -1,0 +1,158 @@
+"""Run routes: start, list, get, cancel, and release a step-through run's next step
+(parked runs are :mod:`relayflow.api.parks`)."""
+
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from relayflow.api.resolver import (
+    MAX_VERSION,
+    IdempotencyKey,
+    Limit,
+    NextToken,
+    RunId,
+    WorkflowId,
+    _control,
+    _docs,
+    _reply,
+    _tenant,
+)
+from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
+
+router = Router()
+
+
+class StartRunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: Any = Field(
+        default_factory=dict, description="The trigger payload (``trigger`` in expressions)."
+    )
+    version: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_VERSION,
+        description="Run this version instead of the live one (the run stays on it).",
+    )
+    dry_run: bool = Field(
+        False,
+        description="A dry run: steps that act on the world (tool, webhook_out, custom) record "
+        "the call they would make and return their dry_run_output instead; waits and "
+        "approvals still wait, code steps run, and child runs are dry too.",
+    )
+    step_through: bool = Field(
+        False,
+        description="Step through: the run pauses before each step until POST "
+        "/runs/{run_id}/continue (it runs on a separately compiled variant of the version).",
+    )
+
+
+class ContinueRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to_end: bool = Field(
+        False, description="Let the run finish without pausing again (and release its gate)."
+    )
+
+
+@router.post(
+    "/workflows/<workflow_id>/runs",
+    summary="Start a run",
+    description="Runs the live version, or `version`. With an Idempotency-Key header, a repeat "
+    "returns the run the first request started (200) instead of starting another. An input "
+    "that breaks the version's `input_schema` is 422 `invalid_input` (details: each JSON "
+    "pointer, rule and message); nothing starts.",
+    responses=_docs(
+        {
+            201: "Started",
+            200: "An idempotent repeat, or a singleton skip: the existing (running) run",
+            202: "Accepted: queued, debounced or batched; the run starts later",
+        },
+        StartRunResult,
+        404,
+        409,
+        413,
+        415,
+        422,
+    ),
+    tags=["runs"],
+)
+def start_run(
+    workflow_id: WorkflowId,
+    request: Annotated[StartRunRequest | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[StartRunResult]:
+    request = request or StartRunRequest()
+    result = _control().start_run(
+        _tenant(),
+        workflow_id,
+        request.input,
+        version=request.version,
+        idempotency_key=idempotency_key,
+        dry_run=request.dry_run,
+        step_through=request.step_through,
+    )
+    if result.admission in ("queued", "debounced", "batched"):
+        return _reply(202, result)  # accepted: the run starts later (docs/flow-control.md)
+    return _reply(201 if result.created else 200, result)
+
+
+@router.get(
+    "/workflows/<workflow_id>/runs",
+    summary="List a workflow's runs, newest first",
+    responses=_docs({200: "A page of runs"}, Page[RunSummary], 404),
+    tags=["runs"],
+)
+def list_runs(
+    workflow_id: WorkflowId,
+    status: Annotated[
+        Literal["queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"]
+        | None,
+        Query(description="Only runs in this status."),
+    ] = None,
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> Response[Page[RunSummary]]:
+    page = _control().list_runs(
+        _tenant(), workflow_id, status=status, limit=limit, next_token=next_token
+    )
+    return _reply(200, page)
+
+
+@router.get(
+    "/runs/<run_id>",
+    summary="Get a run and its step timeline",
+    responses=_docs({200: "The run"}, RunDetail, 404),
+    tags=["runs"],
+)
+def get_run(run_id: RunId) -> Response[RunDetail]:
+    return _reply(200, _control().get_run(_tenant(), run_id))
+
+
+@router.post(
+    "/runs/<run_id>/cancel",
+    summary="Cancel a running run",
+    responses=_docs({200: "The run, aborted"}, RunSummary, 404, 409),
+    tags=["runs"],
+)
+def cancel_run(run_id: RunId) -> Response[RunSummary]:
+    return _reply(200, _control().cancel_run(_tenant(), run_id))
+
+
+@router.post(
+    "/runs/<run_id>/continue",
+    summary="Release the next step of a step-through run",
+    description="A step-through run waits before each step; this lets exactly one step start. "
+    "409 while a step runs (a second call releases nothing), and for a run that is not a "
+    "running step-through run. With to_end the run finishes without pausing again.",
+    responses=_docs({200: "Released"}, ContinueResult, 404, 409),
+    tags=["runs"],
+)
+def continue_run(
+    run_id: RunId, request: Annotated[ContinueRequest | None, Body()] = None
+) -> Response[ContinueResult]:
+    request = request or ContinueRequest()
+    return _reply(200, _control().continue_run(_tenant(), run_id, to_end=request.to_end))

@@ -1,0 +1,127 @@
+"""Compatibility fixes to moto's service APIs around the interpreter: history paging,
+unnamed executions, atomic DynamoDB requests, and the parse cache.
+
+Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import uuid
+from typing import Any
+
+from relayflow.local.compat import Patches, _aws_error, fix
+
+
+@fix("history_paging", "notes row 13")
+def _history_paging(patches: Patches) -> None:
+    """``GetExecutionHistory`` honours ``maxResults`` (default 100, at most 1000),
+    ``nextToken`` and ``reverseOrder``, as the AWS API does. moto ignored all three."""
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def get_execution_history(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        history = self.stepfunction_backend.get_execution_history(arn)
+        events = list(history["events"])
+        if self._get_param("reverseOrder"):
+            events.reverse()
+        page_size = min(int(self._get_param("maxResults") or 100), 1000)
+        token = self._get_param("nextToken")
+        try:
+            start = int(token) if token else 0
+        except ValueError as exc:
+            raise _aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
+        response: dict[str, Any] = {"events": events[start : start + page_size]}
+        if start + page_size < len(events):
+            response["nextToken"] = str(start + page_size)
+        return ActionResult(response)
+
+    patches.set(StepFunctionResponse, "get_execution_history", get_execution_history)
+
+
+@fix("unnamed_start_execution", "notes row 11")
+def _unnamed_start_execution(patches: Patches) -> None:
+    """``StartExecution`` without a ``name`` gets a generated UUID name on AWS. moto named the
+    execution literally ``None``, so a second unnamed start raised ``ExecutionAlreadyExists``.
+    (:meth:`LocalRuntime.start_execution` always passes a name as well.)"""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+
+    def start_execution(
+        self: Any,
+        state_machine_arn: str,
+        name: str | None = None,
+        execution_input: str | None = None,
+        trace_header: str | None = None,
+    ) -> Any:
+        return original(
+            self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header
+        )
+
+    patches.set(StepFunctionsParserBackend, "start_execution", start_execution)
+
+
+@fix("dynamodb_atomic_requests", "local runtime: concurrent handlers")
+def _dynamodb_atomic_requests(patches: Patches) -> None:
+    """DynamoDB applies each request to an item atomically: a conditional write checks and
+    writes as one step, and a read sees an item before or after a write. moto's handler does
+    neither under threads (the local runtime runs Map iterations, the recorder and API
+    requests in threads): it checks a condition, then writes, and turns an item into its
+    response while another thread changes the same dict, which raised ``RuntimeError:
+    dictionary changed size during iteration`` as a 500 in ``relayflow serve``. One lock
+    around each DynamoDB request makes every request atomic (requests to other items wait a
+    little too; throughput is not what the local runtime measures)."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    patches.set(DynamoHandler, "call_action", call_action)
+
+
+@fix("parse_cache", "notes row 18")
+def _parse_cache(patches: Patches) -> None:
+    """moto re-parses the ASL (ANTLR, about 1 ms per state) on every create and every
+    execution, and re-parses each ``ResultPath`` JSONPath on every use. Parsed programs are
+    now cached by definition text; they are already shared between concurrent Map iterations,
+    so sharing them between executions is safe once the lazily created ``heap_key`` of a
+    component is made thread-safe."""
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.utils import long_uid
+
+    original_parse = AmazonStateLanguageParser.parse
+    heap_lock = threading.Lock()
+    attr = "_EvalComponent__heap_key"
+
+    @functools.lru_cache(maxsize=256)
+    def cached_parse(definition: str) -> Any:
+        return original_parse(definition)
+
+    def heap_key(self: Any) -> str:
+        key = self.__dict__.get(attr)
+        if key is None:
+            with heap_lock:
+                key = self.__dict__.get(attr)
+                if key is None:
+                    key = long_uid()
+                    self.__dict__[attr] = key
+        return key
+
+    @functools.lru_cache(maxsize=4096)
+    def cached_jsonpath_parse(path: str) -> Any:
+        from jsonpath_ng import parse
+
+        return parse(path)
+
+    patches.set(AmazonStateLanguageParser, "parse", staticmethod(cached_parse))
+    patches.set(EvalComponent, "heap_key", property(heap_key))
+    patches.set(result_path, "parse", cached_jsonpath_parse)

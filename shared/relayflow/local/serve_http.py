@@ -1,0 +1,184 @@
+"""The HTTP side of ``relayflow serve``: responses, the per-key token bucket (API Gateway's
+throttling, locally) and the threaded HTTP server that hands each request to
+:meth:`relayflow.local.serve.LocalServer.dispatch`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relayflow.local.serve import LocalServer
+
+#: API Gateway refuses bodies over 10 MB before any function runs.
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
+#: Requests per second per API key, and the burst above it (generous: tests stay far below).
+DEFAULT_RATE_PER_SECOND = 50.0
+DEFAULT_RATE_BURST = 200
+
+
+@dataclass(frozen=True)
+class LocalResponse:
+    """What the local server writes back for one request."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def _json_response(
+    status: int, body: Any, headers: Mapping[str, str] | None = None
+) -> LocalResponse:
+    data = json.dumps(body, separators=(",", ":"), default=str).encode()
+    return LocalResponse(
+        status, [("Content-Type", "application/json"), *(headers or {}).items()], data
+    )
+
+
+def _error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> LocalResponse:
+    return _json_response(status, {"code": code, "message": message, "details": None}, headers)
+
+
+# ----------------------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """A token bucket per API key: ``per_second`` requests on average, ``burst`` at once."""
+
+    def __init__(
+        self, per_second: float = DEFAULT_RATE_PER_SECOND, burst: int = DEFAULT_RATE_BURST
+    ) -> None:
+        self._lock = threading.Lock()
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self.configure(per_second, burst)
+
+    def configure(self, per_second: float, burst: int) -> None:
+        """Change the limit (and forget every bucket)."""
+        if per_second <= 0 or burst < 1:
+            raise ValueError("per_second must be > 0 and burst >= 1")
+        with self._lock:
+            self.per_second, self.burst = float(per_second), int(burst)
+            self._buckets.clear()
+
+    def acquire(self, key: str) -> float | None:
+        """Take one request from ``key``'s bucket: ``None`` when allowed, else the seconds
+        until the next request would be."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.per_second)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                return None
+            self._buckets[key] = (tokens, now)
+            return (1.0 - tokens) / self.per_second
+
+
+def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+    status = int(result.get("statusCode") or 500)
+    headers: list[tuple[str, str]] = []
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers.extend((name, str(v)) for v in values)
+    seen = {name.lower() for name, _ in headers}
+    headers.extend(
+        (name, str(value))
+        for name, value in (result.get("headers") or {}).items()
+        if name.lower() not in seen
+    )
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    return LocalResponse(status, headers, data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    app: LocalServer
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """The server writes its own access log (see LocalServer.log_request)."""
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        app = self.server.app
+        try:
+            body = self._read_body()
+        except _TooLarge:
+            response = _error(413, "payload_too_large", "the body is larger than 10 MB")
+            self.close_connection = True
+        except ValueError:
+            response = _error(400, "bad_request", "unreadable request body")
+            self.close_connection = True
+        else:
+            try:
+                response = app.dispatch(
+                    self.command,
+                    self.path,
+                    list(self.headers.items()),
+                    body,
+                    self.client_address[0],
+                )
+            except Exception as exc:
+                from relayflow.observability import logger
+
+                logger.exception("local server error", extra={"reason": str(exc)})
+                response = _error(500, "internal_error", "the local server failed")
+        self._write(response)
+        app.log_request(self.command, self.path, response.status, started)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        if length > MAX_REQUEST_BYTES:
+            raise _TooLarge()
+        return self.rfile.read(length) if length else b""
+
+    def _read_chunked(self) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > MAX_REQUEST_BYTES:
+                raise _TooLarge()
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _write(self, response: LocalResponse) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers:
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+
+class _TooLarge(Exception):
+    pass
