@@ -76,7 +76,14 @@ def test_a_run_cancelled_over_http_is_compensated_and_shows_it(http, remote):
     }
     assert http.put("/workflows/booking", json=definition).status_code == 201
     run_id = http.post("/workflows/booking/runs", json={"input": {}}).json()["run_id"]
-    eventually(lambda: [r.path for r in remote.requests][-1:] == ["/cars"])
+    # (waiting for the run to reach the delay, not just for /cars to be called: hold_car is
+    # compensated only once it has succeeded and pushed itself onto the saga)
+    eventually(
+        lambda: any(
+            s["key"] == "confirm" for s in http.get(f"/runs/{run_id}").json().get("steps", [])
+        )
+    )
+    assert [r.path for r in remote.requests] == ["/rooms", "/cars"]
     # When it is cancelled over HTTP
     cancelled = http.post(f"/runs/{run_id}/cancel")
     assert cancelled.status_code == 200, cancelled.text

@@ -29,7 +29,8 @@ Use with ``@given`` or :func:`draw_corpus`, which collects a deterministic list.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -371,8 +372,10 @@ class _Builder:
         settle = self.draw(st.sampled_from([None, "fail_fast", "all", "all"]))
         if settle is not None:
             step["settle"] = settle
-        if settle == "all" and self.draw(st.booleans()):
-            step["fail_when"] = self.draw(st.sampled_from(["never", "any"]))
+        if settle == "all":
+            fail_when = self.draw(st.sampled_from([None, "never", "any", "any"]))
+            if fail_when is not None:
+                step["fail_when"] = fail_when
 
     def fill_for_each(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw
@@ -748,7 +751,8 @@ def workflow_definitions(draw: Callable[..., Any], runnable: bool = False) -> di
 
 def draw_corpus(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
     """``count`` examples of ``strategy``, the same list on every run: Hypothesis derandomized
-    (its seed derives from this function), no example database, no shrinking."""
+    (its seed derives from this function), no example database, no shrinking, and no "local
+    constants" (see :func:`_without_local_constants`)."""
     drawn: list[Any] = []
 
     @settings(
@@ -763,5 +767,32 @@ def draw_corpus(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
     def collect(example: Any) -> None:
         drawn.append(example)
 
-    collect()
+    with _without_local_constants():
+        collect()
     return drawn
+
+
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Hypothesis sometimes draws a literal found in the source of the *local* modules loaded
+    so far (``providers._get_local_constants``). Which modules those are depends on the
+    checkout's path and on what the process imported before (an xdist worker's earlier
+    tests), so a derandomized corpus would still differ between runs and machines. Drawing
+    from the global constants only (the random stream is consumed the same way) makes it the
+    same everywhere. This is Hypothesis internals, pinned by its version in pyproject.toml."""
+    from hypothesis.internal.conjecture import providers
+
+    empty = providers.Constants(
+        integers=providers.SortedSet(),
+        floats=providers.SortedSet(key=providers.float_to_int),
+        bytes=providers.SortedSet(),
+        strings=providers.SortedSet(),
+    )
+    original = providers._get_local_constants
+    providers.CONSTANTS_CACHE.cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
