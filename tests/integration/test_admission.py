@@ -184,7 +184,9 @@ def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial
     # Given a limit of 2 and 10 threads asking for a run of one key at the same moment
     control = server.control()
     wf = fresh("conc-threads")
-    control.put_workflow(TENANT, wf, workflow(wf, delay=500, concurrency={"limit": 2}))
+    # (each run holds its slot for 3 s scaled: long against the threads' start on a loaded
+    # machine, so the gate is read while both starters still hold it)
+    control.put_workflow(TENANT, wf, workflow(wf, delay=3000, concurrency={"limit": 2}))
     with ThreadPoolExecutor(max_workers=10) as pool:
         results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(10)))
     # Then exactly 2 started and 8 queued, and the gate holds exactly the 2 started
