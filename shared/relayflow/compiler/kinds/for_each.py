@@ -21,23 +21,7 @@ def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
         return
     ctx.c.runners[key] = "native"
     assert step.items is not None  # validation: an inline for_each reads items
-    items_path = json_path_of_placeholder(step.items)
-    size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
-    ctx.machine.add(
-        size,
-        Pass(
-            parameters={"count.$": f"States.ArrayLength({items_path})"},
-            result_path=f"$.steps.{key}",
-            next=check,
-        ),
-    )
-    ctx.machine.add(check, over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
-    ctx.raise_error(
-        too_many,
-        TooManyItems.error_name,
-        f"for_each '{key}' allows at most {step.max_items} items",
-        ctx.failure_target(key),
-    )
+    items_path = guard_item_count(ctx, key, step, step.items)
     item_machine = ctx.c.compile_item(
         key, step.step, item_continue=step.on_item_failure == "continue"
     )
@@ -57,3 +41,27 @@ def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
         catch=ctx.catchers(key, None),
     )
     ctx.machine.add(key, ctx.flow(state, key, step.on_success))
+
+
+def guard_item_count(ctx: ScopeContext, key: str, step: ForEachStep, items: str) -> str:
+    """Add ``<key>.size`` → ``<key>.check``, which fails the step with ``TooManyItems``
+    (along its failure route) when the items at placeholder ``items`` number more than
+    ``max_items`` and otherwise goes on to state ``key``; returns the items' JSONPath."""
+    items_path = json_path_of_placeholder(items)
+    size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
+    ctx.machine.add(
+        size,
+        Pass(
+            parameters={"count.$": f"States.ArrayLength({items_path})"},
+            result_path=f"$.steps.{key}",
+            next=check,
+        ),
+    )
+    ctx.machine.add(check, over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
+    ctx.raise_error(
+        too_many,
+        TooManyItems.error_name,
+        f"for_each '{key}' allows at most {step.max_items} items",
+        ctx.failure_target(key),
+    )
+    return items_path

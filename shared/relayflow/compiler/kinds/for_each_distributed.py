@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from relayflow.compiler.asl import SUCCEEDED, json_path_of_placeholder, over_limit
-from relayflow.compiler.states import DistributedMap, Pass
+from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.states import DistributedMap
 from relayflow.definition.for_each import items_format_of, split_items_from
 from relayflow.definition.models import ForEachStep
-from relayflow.errors import TooManyItems
 from relayflow.expressions import template_to_parameters
 
 if TYPE_CHECKING:
@@ -60,25 +59,12 @@ def result_writer(bucket: str, machine: str, key: str) -> dict[str, Any]:
 def emit_distributed_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
     ctx.c.runners[key] = "native"
     ctx.c.distributed[key] = split_items_from(step.items_from)[0] if step.items_from else None
+    # (for_each imports this module: its guard is imported here, when a step is compiled)
+    from relayflow.compiler.kinds.for_each import guard_item_count
+
     items_path = None
     if step.items is not None:
-        items_path = json_path_of_placeholder(step.items)
-        size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
-        ctx.machine.add(
-            size,
-            Pass(
-                parameters={"count.$": f"States.ArrayLength({items_path})"},
-                result_path=f"$.steps.{key}",
-                next=check,
-            ),
-        )
-        ctx.machine.add(check, over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
-        ctx.raise_error(
-            too_many,
-            TooManyItems.error_name,
-            f"for_each '{key}' allows at most {step.max_items} items",
-            ctx.failure_target(key),
-        )
+        items_path = guard_item_count(ctx, key, step, step.items)
     tolerance = step.tolerance
     state = DistributedMap(
         items_path=items_path,
