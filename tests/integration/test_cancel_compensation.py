@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server, allowed_server, platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX
 from relayflow.control.cancel_on import handle_cancel
 from relayflow.control.recorder import (
@@ -28,7 +27,7 @@ from relayflow.control.recorder import (
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.control.stepfunctions import execution_arn
-from relayflow.dal import RunItem, create_table
+from relayflow.dal import RunItem
 from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
@@ -40,9 +39,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

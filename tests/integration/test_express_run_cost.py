@@ -9,15 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from relayflow_testing import platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.service import ControlPlane
 from relayflow.cost import prices
 from relayflow.cost.bill import PLATFORM, express_billed_ms, platform_lines
 from relayflow.cost.runs import run_cost_usd
-from relayflow.dal import create_table
 from relayflow.local import LocalRuntime
-from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +28,7 @@ SHORT: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

@@ -13,26 +13,21 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from relayflow_testing import allowed_server, load_handler
+from relayflow_testing import allowed_server, load_handler, platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.engines import sweep_express_runs
 from relayflow.control.errors import InvalidDefinition, Unprocessable
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.dal.dlq import DlqDal
 from relayflow.dal.express import ExpressDeadlines
 from relayflow.local import LambdaContext, LocalRuntime
-from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

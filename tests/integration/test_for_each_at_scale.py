@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from relayflow_testing import platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
@@ -59,10 +58,8 @@ steps:
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
+    with platform_runtime() as rt:
         rt.s3_client.create_bucket(Bucket=BUCKET)
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
         yield rt
 
 

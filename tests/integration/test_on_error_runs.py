@@ -15,18 +15,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server, allowed_server, platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.dal.parks import parks_partition
 from relayflow.dal.schema import GSI1
 from relayflow.local import LocalRuntime
-from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +41,7 @@ class Events:
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

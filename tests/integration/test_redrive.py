@@ -15,17 +15,16 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from relayflow_testing import platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.cli import main
 from relayflow.control.recorder import status_change_event
 from relayflow.control.redrive import RedriveError, parse_message, redrive
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.local import LocalRuntime
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.naming import function_arn, function_name
-from relayflow.settings import get_settings, override_settings
+from relayflow.settings import override_settings
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +40,7 @@ RULE = "run-status-changes"
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

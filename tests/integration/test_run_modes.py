@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from relayflow_testing import platform_runtime
 
 from relayflow.adapters.aws import client
 from relayflow.control import service
 from relayflow.control.errors import InvalidDefinition
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.engine import ENGINE_VERSION
 from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
@@ -29,9 +29,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

@@ -9,17 +9,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server
+from relayflow_testing import Received, Reply, Server, platform_runtime
 
-from relayflow.adapters.aws import client
 from relayflow.control.dlq import DlqNotRetryable
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import get_settings, override_settings
+from relayflow.settings import override_settings
 
 pytestmark = pytest.mark.integration
 
@@ -50,9 +48,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with override_settings(ssrf_allow=["127.0.0.1"]), LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with override_settings(ssrf_allow=["127.0.0.1"]), platform_runtime() as rt:
         yield rt
 
 

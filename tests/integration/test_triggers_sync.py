@@ -15,12 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from relayflow_testing import load_event, load_handler
+from relayflow_testing import load_event, load_handler, platform_runtime
 
 from relayflow.adapters.aws import client
 from relayflow.control.errors import Conflict, InvalidDefinition
 from relayflow.control.service import ControlPlane
-from relayflow.dal import create_table
 from relayflow.local import LocalRuntime
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import LambdaContext
@@ -33,9 +32,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        create_table(client("dynamodb"))
-        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+    with platform_runtime() as rt:
         yield rt
 
 

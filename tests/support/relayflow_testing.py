@@ -139,6 +139,21 @@ def allowed_server() -> Iterator[Server]:
             server.stop()
 
 
+@contextmanager
+def platform_runtime(time_scale: float = 0.001) -> Iterator[Any]:
+    """A :class:`LocalRuntime` with what the control plane needs in it: the Relayflow table
+    and the Relayflow event bus (the settings' names)."""
+    from relayflow.adapters.aws import client
+    from relayflow.dal.schema import create_table
+    from relayflow.local.runtime import LocalRuntime
+    from relayflow.settings import get_settings
+
+    with LocalRuntime(time_scale=time_scale) as rt:
+        create_table(client("dynamodb"))
+        rt.events_client.create_event_bus(Name=get_settings().event_bus_name)
+        yield rt
+
+
 def bootstrap_client(server: Any) -> Any:
     """An ``httpx.Client`` for a ``relayflow serve`` test server with its bootstrap key
     (tenant ``local``). Close it (or use it as a context manager)."""
