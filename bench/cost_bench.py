@@ -2,11 +2,16 @@
 
 Every example in ``workflows/examples`` runs on the local runtime (one ``LocalRuntime``):
 order_triage with its event, payment_retry with both events (settles; card declined),
-order_fulfilment with its local resources and order_shipping, whose sub_workflow steps start
+order_fulfilment with its local resources, order_shipping, whose sub_workflow steps start
 shipping_quote children (a child run is billed with its parent: its transitions and
-invocations count in the parent's run). For each run the bench counts:
+invocations count in the parent's run), shipping_quote on its own (``auto`` runs it on
+Express) and support_triage. For each run the bench counts:
 
 - state transitions, from the execution history (see the counting rules below);
+- the bytes its executions would write to CloudWatch Logs (``relayflow.cost.logs``): every
+  history event as the record Step Functions writes (``relayflow.local.step_logs.log_record``,
+  with a deployed execution's ARN), plus 26 bytes each; Express logs every event (level ALL),
+  Standard only error events (level ERROR);
 - Lambda invocations (``runtime.invocations``) and their GB-seconds;
 - AWS calls the step functions make, by service and operation: every boto3 client from
   ``relayflow.adapters.aws.client`` gets a botocore ``before-parameter-build`` handler, and a
@@ -47,10 +52,13 @@ Counting rules and assumptions:
   (``CompileOptions(express=True)``, ``cost_engines.express_machine``); its duration is the
   local run with every scaled Wait and retry interval at its configured length
   (``relayflow.cost.counts.real_duration_ms``) plus the recording states' measured time. The
-  summary prints both totals, the saving, and which engine ``auto`` picks
-  (``relayflow.compiler.engine.choose_engine``); a last table prices Express under other
-  starts and recordings against issue 19's 20x target (none of them deployed).
-- Not included: CloudWatch Logs, X-Ray, data transfer, free tiers.
+  summary prints both totals, the saving, which engine ``auto`` picks
+  (``relayflow.compiler.engine.choose_engine``), and Express's floor: the request, the run's
+  own duration and the steps' own work (``relayflow.cost.bill.express_floor``), the least
+  Express can cost whatever starts and records the run, so Standard / floor is the best saving
+  any start or recording could reach. A last table prices Express under other starts and
+  recordings against issue 19's 20x target (none of them deployed).
+- Not included: the Lambda functions' own logs, X-Ray, data transfer, free tiers.
 
 Run: ``make bench`` or ``.venv/bin/python bench/cost_bench.py``.
 """
@@ -77,6 +85,7 @@ from relayflow.control.timeline import history_steps
 from relayflow.cost import prices
 from relayflow.cost.bill import STEP_MEMORY_MB
 from relayflow.cost.counts import real_duration_ms
+from relayflow.cost.logs import deployed_execution_arn, execution_log_bytes
 from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
@@ -119,6 +128,7 @@ EXAMPLES = [
         "order_fulfilment.resources.yaml",
     ),
     ("order_shipping", "order_shipping.yaml", "order_shipping.json", None),
+    ("shipping_quote", "shipping_quote.yaml", "shipping_quote.json", None),
     (
         "support_triage",
         "support_triage.yaml",
@@ -286,6 +296,11 @@ class RunUsage:
     definition_bytes: int = 0
     data_bytes: int = 0
     fan_out: int = 0
+    #: CloudWatch Logs bytes of the run's executions (its children's included) at the
+    #: Express level (ALL: every event) and the Standard one (ERROR), and the events logged.
+    express_log_bytes: int = 0
+    standard_log_bytes: int = 0
+    log_events: int = 0
     workflow: Workflow | None = None
     compiled: CompiledWorkflow | None = None
 
@@ -424,6 +439,14 @@ def measure(
         usage.entered += sum(
             1 for e in record.events if str(e.get("type", "")).endswith("StateEntered")
         )
+        workflow_id, name = (child or workflow).id, arn.split(":")[7]
+        usage.express_log_bytes += execution_log_bytes(
+            record.events, deployed_execution_arn(workflow_id, name, express=True), "ALL"
+        )
+        usage.standard_log_bytes += execution_log_bytes(
+            record.events, deployed_execution_arn(workflow_id, name, express=False), "ERROR"
+        )
+        usage.log_events += len(record.events)
         usage.retries += sum(max(0, s.attempts - 1) for s in record.states)
     usage.transitions = usage.entered + usage.retries
     parent = [
@@ -642,20 +665,21 @@ def main() -> None:
     )
     rows = []
     for usage, example in zip(runs, examples, strict=True):
-        basis = print_example(usage, example[5])
+        print_example(usage, example[5])
         assert usage.workflow is not None and usage.compiled is not None
         bills = cost_engines.engine_bills(
             usage, platform, cost_engines.express_machine(usage.workflow)
         )
         choice = cost_engines.auto_engine(usage.workflow)
-        cost_engines.print_engines(usage, bills, choice, platform)
-        rows.append((usage.label, choice.engine, basis * RUNS, bills))
+        floor = cost_engines.floor_bill(usage)
+        cost_engines.print_engines(usage, bills, choice, platform, floor)
+        rows.append(cost_engines.Compared(usage.label, choice.engine, bills, floor))
     cost_engines.print_platform(platform)
     all_ok = print_step_types(runs)
     print(f"\nAWS calls outside any step (provisioning, setup; excluded): {outside}")
     print(
-        "not included: CloudWatch Logs, X-Ray, data transfer, free tiers; unpriced calls are "
-        "listed but not added"
+        "not included: the Lambda functions' own logs, X-Ray, data transfer, free tiers; "
+        "unpriced calls are listed but not added"
     )
     cost_engines.print_summary(rows)
     cost_engines.print_what_if(rows, platform)

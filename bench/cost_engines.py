@@ -8,7 +8,9 @@ recorder, as on AWS. Every AWS call the authorizer, the API function and the rec
 counted (the recorder runs on its own thread, so its calls are told apart from the start's);
 their handler times are measured. Express runs record themselves with a native DynamoDB
 ``UpdateItem`` in the machine (no recorder invocation): 1 write unit, per
-``relayflow.cost.bill.Platform``.
+``relayflow.cost.bill.Platform``. What the recording states add to an Express execution, its
+duration and its log records, is the Express runs' mean minus the Standard runs' (the same
+one-step workflow without the wrapper).
 
 Which engine ``auto`` picks is ``relayflow.compiler.engine.choose_engine``
 (:func:`auto_engine`). Express is priced on the machine Express really runs
@@ -22,13 +24,14 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from relayflow.compiler.engine import EngineChoice
 from relayflow.cost import bill, prices
-from relayflow.cost.bill import ENGINES, Bill, Engine, Platform, price_run
+from relayflow.cost.bill import ENGINES, Bill, Engine, Platform, express_floor, price_run
+from relayflow.cost.logs import deployed_execution_arn, execution_log_bytes
 from relayflow.cost.report import priced_machines
 from relayflow.definition.models import Workflow
 
@@ -90,6 +93,7 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
             server.settle()
         measured = [c for c in calls()[before:] if c.step is None]
         standard_ms = _durations(server, "standard")
+        standard_log = _log_bytes(server, "standard")
         # Express: the recorder stopped, the runs recorded by their machines, then swept.
         server.recorder.stop()
         server.recorder = None
@@ -98,6 +102,7 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
         express_start = [c for c in calls()[before:] if c.step is None]
         _wait_ended(server, express_runs)
         express_ms = _durations(server, "express")
+        express_log = _log_bytes(server, "express")
         from relayflow.control.engines import sweep_express_runs
 
         before = len(calls())
@@ -123,6 +128,7 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
         recorder_read_units=_read_units(recorder) / n,
         recorder_events=round(_events(recorder) / n),
         native_record_ms=max(0.0, express_ms - standard_ms),
+        native_record_log_bytes=max(0.0, express_log - standard_log),
         express_marker_write_units=(_units(express_start, _DDB_WRITES) - _units(start, _DDB_WRITES))
         / n,
         sweep_ms=math.ceil(sweep_ms) / n,
@@ -178,6 +184,17 @@ def _durations(server: Any, engine: Engine) -> float:
     return sum(found) / len(found) if found else 0.0
 
 
+def _log_bytes(server: Any, engine: Engine) -> float:
+    """Mean CloudWatch Logs bytes (level ALL) of the platform workflow's executions on
+    ``engine``, every record naming the same modelled ARN so that only the events differ."""
+    found = []
+    for arn in server.runtime.list_executions():
+        if f"bench-platform-{engine}" in arn:
+            modelled = deployed_execution_arn("bench-platform", arn.split(":")[7], express=True)
+            found.append(execution_log_bytes(server.runtime.describe(arn).events, modelled, "ALL"))
+    return sum(found) / len(found) if found else 0.0
+
+
 def _events(calls: list[Any]) -> float:
     return float(sum(c.units for c in calls if (c.service, c.operation) == ("events", "PutEvents")))
 
@@ -227,7 +244,8 @@ def print_platform(platform: Platform) -> None:
     print(
         f"  Express recording: the machine's own UpdateItem, "
         f"{platform.native_record_write_units:g} WRU, its states add "
-        f"{platform.native_record_ms:.1f} ms; the deadline marker "
+        f"{platform.native_record_ms:.1f} ms and {platform.native_record_log_bytes:,.0f} log "
+        f"bytes; the deadline marker "
         f"{platform.express_marker_write_units:g} WRU; the sweep {platform.sweep_ms:.1f} ms, "
         f"{platform.sweep_write_units:g} WRU / {platform.sweep_read_units:g} RRU, "
         f"{platform.sweep_events} lifecycle events (no recorder invocation)"
@@ -241,13 +259,12 @@ def print_platform(platform: Platform) -> None:
 # -- one example on both engines --------------------------------------------------------------
 
 
-def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) -> dict[Engine, Bill]:
-    """``usage`` (``cost_bench.RunUsage``, a run of the Standard machine) priced on both
-    engines, all-in. Express is priced on ``express_asl`` (:func:`express_machine`): its size
-    sets the memory, and its recording states' measured time is added to the duration."""
+def run_usage(usage: Any) -> bill.RunUsage:
+    """``usage`` (``cost_bench.RunUsage``, a run of the Standard machine) as the bill prices
+    it: its own duration, memory and log, without Express's recording states."""
     writes = usage.units("dynamodb", _DDB_WRITES)
     other = sum(d or 0.0 for service, _, d in usage.costs() if ":" in service)
-    run = bill.RunUsage(
+    return bill.RunUsage(
         transitions=usage.transitions,
         lambda_invocations=len(usage.invocations),
         lambda_ms=float(sum(math.ceil(i.duration_ms) for i in usage.invocations)),
@@ -258,7 +275,16 @@ def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) ->
         express_memory_mb=bill.express_memory_mb(
             usage.definition_bytes, usage.data_bytes, usage.fan_out
         ),
+        express_log_bytes=usage.express_log_bytes,
+        standard_log_bytes=usage.standard_log_bytes,
     )
+
+
+def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) -> dict[Engine, Bill]:
+    """``usage`` (``cost_bench.RunUsage``, a run of the Standard machine) priced on both
+    engines, all-in. Express is priced on ``express_asl`` (:func:`express_machine`): its size
+    sets the memory, and its recording states' measured time and log records are added."""
+    run = run_usage(usage)
     express_bytes = len(json.dumps(express_asl, separators=(",", ":")).encode())
     express = replace(
         run,
@@ -267,6 +293,7 @@ def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) ->
         express_memory_mb=bill.express_memory_mb(
             express_bytes, usage.data_bytes, usage.fan_out + 1
         ),
+        express_log_bytes=usage.express_log_bytes + platform.native_record_log_bytes,
     )
     return {
         "standard": price_run(run, "standard", platform),
@@ -274,14 +301,28 @@ def engine_bills(usage: Any, platform: Platform, express_asl: dict[str, Any]) ->
     }
 
 
+def floor_bill(usage: Any) -> Bill:
+    """The least ``usage`` can cost on Express, whatever starts and records it
+    (``relayflow.cost.bill.express_floor``: the request, the run's own duration, the steps'
+    own work)."""
+    return express_floor(run_usage(usage))
+
+
 def print_engines(
-    usage: Any, bills: dict[Engine, Bill], choice: EngineChoice, platform: Platform
+    usage: Any,
+    bills: dict[Engine, Bill],
+    choice: EngineChoice,
+    platform: Platform,
+    floor: Bill,
 ) -> None:
     standard, express = bills["standard"], bills["express"]
     print(
         f"  on both engines, all-in (Express duration {usage.duration_ms:,.0f} ms: the local "
         "run with its waits and retry intervals at their configured length, + "
-        f"{platform.native_record_ms:.0f} ms of recording states)"
+        f"{platform.native_record_ms:.0f} ms of recording states; execution log: "
+        f"{usage.log_events} events, {usage.express_log_bytes:,} bytes at level ALL + "
+        f"{platform.native_record_log_bytes:,.0f} of recording states on Express, "
+        f"{usage.standard_log_bytes:,} bytes at level ERROR on Standard)"
     )
     print(f"  {'item':<34} {'Standard $/1M':>14} {'Express $/1M':>13}")
     items = list(dict.fromkeys([line.item for line in standard.lines + express.lines]))
@@ -301,35 +342,61 @@ def print_engines(
         f"  {'total':<34} {standard.per_million():>14,.2f} {express.per_million():>13,.2f}"
         f"   {verdict}"
     )
+    print(
+        f"  Express floor (request, own duration, steps' work; no start, recording or log): "
+        f"{floor.per_million():,.2f}, so at best {_ratio(standard.total, floor.total):.1f}x"
+    )
     print(f"  auto picks {choice.engine}: {choice.reason}")
 
 
-#: Bill lines that are the steps' own work (the same on both engines).
-STEP_WORK = ("DynamoDB (steps)", "other AWS calls (steps)")
+#: The acceptance target of issue 19: Express-eligible examples this many times cheaper.
+TARGET_SAVING = 20.0
 
 
-def print_summary(rows: list[tuple[str, Engine, float, dict[Engine, Bill]]]) -> None:
-    """(label, auto's pick, today's basis, the bills) per example."""
-    print("\nper 1,000,000 runs, all-in (API start and recording included):")
+@dataclass(frozen=True)
+class Compared:
+    """One example priced on both engines, and Express's floor for it."""
+
+    label: str
+    #: The engine ``auto`` picks.
+    pick: Engine
+    bills: dict[Engine, Bill]
+    floor: Bill
+
+    @property
+    def saving(self) -> float:
+        return _ratio(self.bills["standard"].total, self.bills["express"].total)
+
+    @property
+    def best_saving(self) -> float:
+        """Standard all-in over Express's floor: the most any start or recording could give."""
+        return _ratio(self.bills["standard"].total, self.floor.total)
+
+
+def print_summary(rows: list[Compared]) -> None:
+    print("\nper 1,000,000 runs, all-in (API start, recording and execution log included):")
     print(
-        f"  {'example':<26} {'auto':<9} {'steps only':>11} {'Standard':>10} {'Express':>10} "
-        f"{'saving':>7} {'w/o step work':>13}"
+        f"  {'example':<26} {'auto':<9} {'Standard':>9} {'Express':>8} {'saving':>7} "
+        f"{'20x needs':>9} {'floor':>6} {'best':>7}  {TARGET_SAVING:g}x?"
     )
-    for label, pick, basis, bills in rows:
-        standard, express = bills["standard"], bills["express"]
-        orchestration = [
-            sum(line.dollars for line in one.lines if line.item not in STEP_WORK)
-            for one in (standard, express)
-        ]
+    for row in rows:
+        standard, express = row.bills["standard"], row.bills["express"]
+        reachable = (
+            "met"
+            if row.saving >= TARGET_SAVING
+            else ("reachable" if row.best_saving >= TARGET_SAVING else "never")
+        )
         print(
-            f"  {label:<26} {pick:<9} {basis:>11,.2f} {standard.per_million():>10,.2f} "
-            f"{express.per_million():>10,.2f} {_ratio(standard.total, express.total):>6.1f}x "
-            f"{_ratio(*orchestration):>12.1f}x"
+            f"  {row.label:<26} {row.pick:<9} {standard.per_million():>9,.2f} "
+            f"{express.per_million():>8,.2f} {row.saving:>6.1f}x "
+            f"{standard.per_million() / TARGET_SAVING:>9,.2f} {row.floor.per_million():>6.2f} "
+            f"{row.best_saving:>6.1f}x  {reachable}"
         )
     print(
-        "  steps only: the state machine on Standard and the steps (what this bench reported "
-        "before the engines were compared);\n  w/o step work: the saving without the steps' own "
-        "DynamoDB and other calls (an email costs the same on both engines)"
+        "  20x needs: the most Express may cost all-in; floor: the Express request, the run's "
+        "own duration and the\n  steps' own work (no start, no recording, no log), the least "
+        "Express can cost; best: Standard / floor,\n  the saving no start or recording can "
+        "pass ('never': below 20x whatever starts and records the run)"
     )
 
 
@@ -339,21 +406,17 @@ def _ratio(standard: float, express: float) -> float:
 
 # -- what would reach 20x: the start and the recording, priced differently ----------------------
 
-#: The acceptance target of issue 19: Express-eligible examples this many times cheaper.
-TARGET_SAVING = 20.0
-
 
 def start_variants(platform: Platform) -> list[tuple[str, Platform]]:
     """What-ifs for the per-run work outside the machine, from the measured ``platform``:
     (label, platform). None of them is deployed; docs/cost.md says what each would take."""
     http = replace(platform, api_per_request=prices.API_GATEWAY_HTTP_PER_REQUEST)
     return [
-        ("today (REST + authorizer)", platform),
-        ("HTTP API", http),
-        ("HTTP API, no authorizer call", replace(http, authorizer_invocations=0.0)),
+        ("today", platform),
+        ("http, no auth", replace(http, authorizer_invocations=0.0)),
         (
             # An EventBridge event or schedule ($1.00 per 1M) invokes the start function.
-            "EventBridge start",
+            "EventBridge",
             replace(
                 platform,
                 api_per_request=prices.EVENTS_PER_EVENT,
@@ -361,11 +424,11 @@ def start_variants(platform: Platform) -> list[tuple[str, Platform]]:
             ),
         ),
         (
-            "no start at all",
+            "no start",
             replace(platform, api_requests=0, start_write_units=0.0, start_read_units=0.0),
         ),
         (
-            "no start, no marker/sweep",
+            "no start/sweep",
             replace(
                 platform,
                 api_requests=0,
@@ -381,33 +444,32 @@ def start_variants(platform: Platform) -> list[tuple[str, Platform]]:
     ]
 
 
-def print_what_if(
-    rows: list[tuple[str, Engine, float, dict[Engine, Bill]]], platform: Platform
-) -> None:
-    """The Express saving of each example under each :func:`start_variants` (Standard kept
-    as measured today, so the ratios show what the change buys Express alone)."""
+def print_what_if(rows: list[Compared], platform: Platform) -> None:
+    """Each example's Express bill and saving under each :func:`start_variants` (Standard kept
+    as measured today, so the ratios show what the change buys Express alone), then its
+    floor."""
     variants = start_variants(platform)
     today = sum(line.dollars for line in bill.platform_lines("express", platform))
     print(
-        f"\nwhat would reach {TARGET_SAVING:g}x (Express all-in under other starts and "
-        "recordings; Standard as today; none of these is deployed):"
+        f"\nwhat would reach {TARGET_SAVING:g}x: Express $ per 1M runs all-in and the saving, "
+        "under other starts and recordings (Standard as today; none of these is deployed):"
     )
     print(
-        f"  {'example':<26} {'auto':<9} {'Std $/1M':>9} {'20x needs':>9}  "
-        + "  ".join(f"{label:>14.14}" for label, _ in variants)
+        f"  {'example':<26} {'auto':<9}  "
+        + "  ".join(f"{label:>14}" for label, _ in [*variants, ("floor", platform)])
     )
-    for label, pick, _, bills in rows:
-        standard, express = bills["standard"].total, bills["express"].total
+    for row in rows:
+        standard, express = row.bills["standard"].total, row.bills["express"].total
         cells = []
         for _, variant in variants:
             other = sum(line.dollars for line in bill.platform_lines("express", variant))
             total = express - today + other
             cells.append(f"{total * 1e6:>7.2f} {_ratio(standard, total):>5.1f}x")
-        print(
-            f"  {label:<26} {pick:<9} {standard * 1e6:>9.2f} "
-            f"{standard / TARGET_SAVING * 1e6:>9.2f}  " + "  ".join(f"{c:>14}" for c in cells)
-        )
+        cells.append(f"{row.floor.per_million():>7.2f} {row.best_saving:>5.1f}x")
+        print(f"  {row.label:<26} {row.pick:<9}  " + "  ".join(f"{c:>14}" for c in cells))
     print(
-        "  each cell: Express $ per 1M runs and the saving; '20x needs': the most Express may "
-        "cost all-in"
+        "  today: REST API + authorizer, marker + sweep; http, no auth: an HTTP API ($1.00) and "
+        "no authorizer invocation;\n  EventBridge: an event or schedule ($1.00) invokes the "
+        "start function; no start: the machine, its recording\n  and the sweep only; no start/"
+        "sweep: the machine, its native record and log only; floor: see above"
     )

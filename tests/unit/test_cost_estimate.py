@@ -9,6 +9,7 @@ import pytest
 
 from relayflow.cost import prices
 from relayflow.cost.bill import (
+    LOGS_ITEM,
     Platform,
     RunUsage,
     express_billed_ms,
@@ -16,7 +17,7 @@ from relayflow.cost.bill import (
     platform_lines,
     price_run,
 )
-from relayflow.cost.estimate import PathCost, estimate, machine_paths
+from relayflow.cost.estimate import DEFAULT_LOG_EVENT_BYTES, PathCost, estimate, machine_paths
 
 LAMBDA = "arn:aws:states:::lambda:invoke"
 #: No start and no recording: only the state machine and the step Lambdas are priced.
@@ -64,9 +65,10 @@ def test_a_linear_machine_counts_every_state_and_each_lambda_task():
             "d": {"Type": "Succeed"},
         },
     }
-    # Then both paths are 4 transitions and 1 invocation
+    # Then both paths are 4 transitions and 1 invocation, and 14 history events: 2 per Pass
+    # and Succeed, 5 per Task (entered, scheduled, started, succeeded, exited)
     cheapest, dearest = machine_paths(asl)
-    assert cheapest == dearest == PathCost(4, 1)
+    assert cheapest == dearest == PathCost(4, 1, events=14)
 
 
 def test_a_choice_gives_a_cheapest_and_a_dearest_path():
@@ -84,8 +86,8 @@ def test_a_choice_gives_a_cheapest_and_a_dearest_path():
         },
     }
     cheapest, dearest = machine_paths(asl)
-    assert cheapest == PathCost(2, 0)  # pick, fast
-    assert dearest == PathCost(3, 1, 5.0)  # pick, slow, nap
+    assert cheapest == PathCost(2, 0, events=4)  # pick, fast
+    assert dearest == PathCost(3, 1, 5.0, events=9)  # pick, slow, nap
 
 
 def test_paths_into_a_fail_state_are_left_out_while_one_succeeds():
@@ -104,7 +106,7 @@ def test_paths_into_a_fail_state_are_left_out_while_one_succeeds():
         },
     }
     cheapest, dearest = machine_paths(asl)
-    assert cheapest == dearest == PathCost(4, 1)
+    assert cheapest == dearest == PathCost(4, 1, events=11)
 
 
 def test_a_loop_is_taken_once_and_catch_routes_and_retries_are_not_followed():
@@ -129,9 +131,9 @@ def test_a_loop_is_taken_once_and_catch_routes_and_retries_are_not_followed():
         },
     }
     cheapest, dearest = machine_paths(asl)
-    assert cheapest == PathCost(3, 1)  # poll, settled, done
+    assert cheapest == PathCost(3, 1, events=9)  # poll, settled, done
     # poll, settled, wait, then back once: poll, settled, done
-    assert dearest == PathCost(6, 2, 30.0)
+    assert dearest == PathCost(6, 2, 30.0, events=18)
 
 
 def test_parallel_sums_its_branches_and_map_runs_its_iteration_per_item():
@@ -166,7 +168,8 @@ def test_parallel_sums_its_branches_and_map_runs_its_iteration_per_item():
 
 def test_a_machine_whose_every_path_fails_is_priced_on_its_failing_paths():
     asl = {"StartAt": "a", "States": {"a": task("f"), "f": {"Type": "Fail"}}}
-    assert machine_paths(asl) == (PathCost(2, 1), PathCost(2, 1))
+    # (a Fail state logs 1 event: FailStateEntered)
+    assert machine_paths(asl) == (PathCost(2, 1, events=6), PathCost(2, 1, events=6))
 
 
 def test_standard_bills_transitions_and_express_bills_a_request_and_its_duration():
@@ -185,7 +188,12 @@ def test_standard_bills_transitions_and_express_bills_a_request_and_its_duration
     assert standard.total == pytest.approx(3 * prices.STANDARD_PER_TRANSITION + lambdas)
     # 100 ms (Lambda) + 2 × 10 ms + 2 s wait = 2,120 ms, billed as 2,200 ms at 64 MB
     duration = 2.2 * (64 / 1024) * prices.EXPRESS_PER_GB_SECOND
-    assert express.total == pytest.approx(prices.EXPRESS_PER_REQUEST + duration + lambdas)
+    # Express logs every event: start and end, 5 for the Task, 2 each for the Wait and the Pass
+    logged = 11 * DEFAULT_LOG_EVENT_BYTES / 2**30
+    logs = logged * (prices.LOGS_INGESTION_PER_GB + prices.LOGS_STORAGE_PER_GB_MONTH)
+    assert express.total == pytest.approx(prices.EXPRESS_PER_REQUEST + duration + lambdas + logs)
+    # Standard logs errors only: its log line is there, at $0 for a run that succeeds
+    assert [line.dollars for line in standard.lines if line.item == LOGS_ITEM] == [0.0]
 
 
 def test_the_platform_adds_the_start_to_both_and_the_recorder_only_to_standard():

@@ -5,7 +5,8 @@ engine decides how the state machine is billed (Standard: per transition; Expres
 request plus duration). :class:`Platform` is what a run costs around its state machine: the
 start through the control API, and recording its end (the recorder Lambda on Standard; on
 Express a native DynamoDB ``UpdateItem`` in the machine, the start's deadline marker and the
-maintenance sweep that settles the run). :func:`price_run` adds them up.
+maintenance sweep that settles the run). :func:`price_run` adds them up, and
+:func:`express_floor` is the least Express can cost for a run whatever its start and recording.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from relayflow.cost import prices
+from relayflow.cost.logs import logs_dollars
 
 Engine = Literal["standard", "express"]
 ENGINES: tuple[Engine, ...] = ("standard", "express")
@@ -41,6 +43,10 @@ class RunUsage:
     #: Express memory: AWS's estimate is 50 MB + the definition + the execution data times
     #: the Map/Parallel steps, billed in 64 MB chunks (see :func:`express_memory_mb`).
     express_memory_mb: int = prices.EXPRESS_MEMORY_CHUNK_MB
+    #: Bytes the machine writes to CloudWatch Logs on each engine (``relayflow.cost.logs``):
+    #: Express logs every event (level ALL), Standard only errors (level ERROR).
+    express_log_bytes: float = 0.0
+    standard_log_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,11 @@ class Platform:
     recorder_events: int = 2
     #: Express: the machine's own terminal ``UpdateItem`` (no recorder invocation) ...
     native_record_write_units: float = 1.0
-    #: ... and the time its recording states add to the execution (Express bills it).
+    #: ... and the time its recording states add to the execution (Express bills it) ...
     native_record_ms: float = 18.0
+    #: ... and the log records they add (the ``_run`` Parallel and the ``_record`` states,
+    #: at level ALL). Priced in the run's execution log line, not in the platform's.
+    native_record_log_bytes: float = 3600.0
     #: Express: the deadline marker the start writes (``relayflow.dal.express``) ...
     express_marker_write_units: float = 1.0
     #: ... and the maintenance sweep's work per run once the deadline passed: the marker
@@ -135,14 +144,16 @@ def express_memory_mb(definition_bytes: int, data_bytes: int = 0, fan_out: int =
 
 
 def state_machine_lines(usage: RunUsage, engine: Engine) -> list[Line]:
-    """What the state machine itself costs on ``engine``."""
+    """What the state machine itself costs on ``engine``: its transitions (Standard) or its
+    request and duration (Express), and its execution log."""
     if engine == "standard":
         return [
             Line(
                 "Step Functions Standard",
                 f"{usage.transitions} transitions",
                 usage.transitions * prices.STANDARD_PER_TRANSITION,
-            )
+            ),
+            _logs_line(usage.standard_log_bytes, "ERROR"),
         ]
     billed = express_billed_ms(usage.duration_ms)
     gb_seconds = billed / 1000 * usage.express_memory_mb / 1024
@@ -153,7 +164,16 @@ def state_machine_lines(usage: RunUsage, engine: Engine) -> list[Line]:
             f"{billed} ms x {usage.express_memory_mb} MB",
             gb_seconds * prices.EXPRESS_PER_GB_SECOND,
         ),
+        _logs_line(usage.express_log_bytes, "ALL"),
     ]
+
+
+#: The bill line of a machine's execution log.
+LOGS_ITEM = "CloudWatch Logs (execution log)"
+
+
+def _logs_line(log_bytes: float, level: str) -> Line:
+    return Line(LOGS_ITEM, f"{log_bytes / 1000:,.1f} KB ({level})", logs_dollars(log_bytes))
 
 
 def platform_lines(
@@ -239,16 +259,24 @@ def platform_lines(
 def price_run(
     usage: RunUsage, engine: Engine, platform: Platform = PLATFORM, *, start: bool = True
 ) -> Bill:
-    """Everything one run costs on ``engine``: the state machine, the step Lambdas, the steps'
-    DynamoDB units and other priced calls, and the platform's start and recording."""
-    lines = state_machine_lines(usage, engine)
-    lines.append(
+    """Everything one run costs on ``engine``: the state machine and its log, the step
+    Lambdas, the steps' DynamoDB units and other priced calls, and the platform's start and
+    recording."""
+    lines = state_machine_lines(usage, engine) + step_lines(usage)
+    lines += platform_lines(engine, platform, start=start)
+    return Bill(engine, tuple(lines))
+
+
+def step_lines(usage: RunUsage) -> list[Line]:
+    """The steps' own work, the same on both engines: their Lambdas, their DynamoDB units and
+    their other priced calls."""
+    lines = [
         Line(
             "Lambda: steps",
             f"{usage.lambda_invocations} invocations, {usage.lambda_ms:g} ms",
             lambda_dollars(usage.lambda_invocations, usage.lambda_ms),
         )
-    )
+    ]
     if usage.write_units or usage.read_units:
         lines.append(
             Line(
@@ -259,8 +287,17 @@ def price_run(
         )
     if usage.other_dollars:
         lines.append(Line("other AWS calls (steps)", "S3, SES, events", usage.other_dollars))
-    lines += platform_lines(engine, platform, start=start)
-    return Bill(engine, tuple(lines))
+    return lines
+
+
+def express_floor(usage: RunUsage) -> Bill:
+    """The least ``usage`` can cost on Express whatever starts and records it: the Express
+    request, the run's own duration (``usage.duration_ms``, without recording states; at
+    least the 100 ms Express bills) and the steps' own work. No start, no recording, no
+    execution log (a machine logging ``OFF``). A run cheaper on Express than
+    ``standard_total / floor`` times is out of reach for any start or recording."""
+    request, duration, _ = state_machine_lines(usage, "express")
+    return Bill("express", (request, duration, *step_lines(usage)))
 
 
 def _dynamodb(write_units: float, read_units: float) -> float:

@@ -18,6 +18,11 @@ the cheapest and the dearest one.
   ``lambda_ms`` (default :data:`DEFAULT_LAMBDA_MS`), every other state ``state_ms``, waits their
   ``Seconds``; a Parallel's branches and a Map's iterations are summed (no concurrency), an
   upper bound. The Lambda duration bills ``lambda_ms`` per invocation too.
+- Execution log: Express logs every history event of the path (level ``ALL``), each
+  :data:`DEFAULT_LOG_EVENT_BYTES`: the execution's start and end, 5 per Task (entered,
+  scheduled, started, succeeded, exited), 4 per Parallel and Map (entered, started, succeeded,
+  exited) and 2 per Map iteration (started, succeeded), 1 for a ``Fail`` state and 2 for any
+  other state. Standard logs errors only: none on a path whose steps succeed.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ from relayflow.cost.bill import (
 DEFAULT_ITEMS = 10
 DEFAULT_LAMBDA_MS = 100.0
 DEFAULT_STATE_MS = 10.0
+#: A log record's billed bytes (message + 26 bytes): about the mean of the examples' records in
+#: ``make bench`` (a deployed Express execution's ARN is in every record).
+DEFAULT_LOG_EVENT_BYTES = 350
 _LAMBDA_RESOURCES = ("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")
 
 
@@ -53,6 +61,8 @@ class PathCost:
     wait_seconds: float = 0.0
     #: Map iterations and Parallel branches on the path (for the Express memory estimate).
     fan_out: int = 0
+    #: History events the path's states produce (what Express logs at level ALL).
+    events: int = 0
 
     def __add__(self, other: PathCost) -> PathCost:
         return PathCost(
@@ -60,6 +70,7 @@ class PathCost:
             self.lambda_invocations + other.lambda_invocations,
             self.wait_seconds + other.wait_seconds,
             self.fan_out + other.fan_out,
+            self.events + other.events,
         )
 
     def times(self, n: int) -> PathCost:
@@ -68,6 +79,7 @@ class PathCost:
             self.lambda_invocations * n,
             self.wait_seconds * n,
             self.fan_out * n,
+            self.events * n,
         )
 
 
@@ -128,6 +140,8 @@ def usage_of(
         lambda_ms=cost.lambda_invocations * lambda_ms,
         duration_ms=duration_ms,
         express_memory_mb=express_memory_mb(definition_bytes, 0, cost.fan_out),
+        # The execution's start and end are two more events.
+        express_log_bytes=(cost.events + 2) * DEFAULT_LOG_EVENT_BYTES,
     )
 
 
@@ -199,14 +213,16 @@ class _Walker:
         kind = state.get("Type")
         if kind == "Task":
             resource = str(state.get("Resource", ""))
-            cost = PathCost(1, 1 if resource.startswith(_LAMBDA_RESOURCES) else 0)
+            cost = PathCost(1, 1 if resource.startswith(_LAMBDA_RESOURCES) else 0, events=5)
             return cost, cost
         if kind == "Wait":
             seconds = state.get("Seconds")
-            cost = PathCost(1, 0, float(seconds) if isinstance(seconds, int | float) else 0.0)
+            cost = PathCost(
+                1, 0, float(seconds) if isinstance(seconds, int | float) else 0.0, events=2
+            )
             return cost, cost
         if kind == "Parallel":
-            low = high = PathCost(1)
+            low = high = PathCost(1, events=4)
             for branch in state.get("Branches") or []:
                 branch_low, branch_high = _Walker(branch, self.items).run()
                 low, high = low + _one_more(branch_low), high + _one_more(branch_high)
@@ -214,16 +230,21 @@ class _Walker:
         if kind == "Map":
             inner = state.get("ItemProcessor") or state.get("Iterator") or {}
             item_low, item_high = _Walker(inner, self.items).run()
+            # Each iteration is started and succeeded: 2 events besides its states'.
+            iteration = PathCost(events=2)
             return (
-                PathCost(1) + _one_more(item_low).times(self.items),
-                PathCost(1) + _one_more(item_high).times(self.items),
+                PathCost(1, events=4) + (_one_more(item_low) + iteration).times(self.items),
+                PathCost(1, events=4) + (_one_more(item_high) + iteration).times(self.items),
             )
-        return PathCost(1), PathCost(1)
+        cost = PathCost(1, events=1 if kind == "Fail" else 2)
+        return cost, cost
 
 
 def _one_more(cost: PathCost) -> PathCost:
     """``cost`` as one Map iteration or Parallel branch (counted for the Express memory)."""
-    return PathCost(cost.transitions, cost.lambda_invocations, cost.wait_seconds, cost.fan_out + 1)
+    return PathCost(
+        cost.transitions, cost.lambda_invocations, cost.wait_seconds, cost.fan_out + 1, cost.events
+    )
 
 
 def back_edges(states: Mapping[str, Any], start: str) -> set[tuple[str, str]]:

@@ -23,6 +23,11 @@ Sources (read November 2026):
   (events AWS services send, such as Step Functions status changes, are free).
 - S3 Standard, https://aws.amazon.com/s3/pricing/ : $0.005 per 1,000 PUT/COPY/POST/LIST,
   $0.0004 per 1,000 GET; SES, https://aws.amazon.com/ses/pricing/ : $0.10 per 1,000 emails.
+- CloudWatch Logs, https://aws.amazon.com/cloudwatch/pricing/ (Logs tab, Vended Logs): Step
+  Functions execution logs are vended logs (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html):
+  delivery to CloudWatch Logs (ingestion) $0.50 per GB for the first 10 TB a month; storage
+  $0.03 per GB-month. A log event counts its message's UTF-8 bytes plus 26 bytes (the size
+  rule of ``PutLogEvents``, https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html).
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ __all__ = [
     "EXPRESS_PER_REQUEST",
     "LAMBDA_PER_GB_SECOND",
     "LAMBDA_PER_REQUEST",
+    "LOGS_EVENT_OVERHEAD_BYTES",
+    "LOGS_INGESTION_PER_GB",
+    "LOGS_STORAGE_PER_GB_MONTH",
     "S3_PER_GET",
     "S3_PER_PUT",
     "SES_PER_EMAIL",
@@ -81,3 +89,9 @@ S3_PER_PUT = 0.005 / 1000
 S3_PER_GET = 0.0004 / 1000
 #: SES outbound: $0.10 per 1,000 emails.
 SES_PER_EMAIL = 0.10 / 1000
+#: CloudWatch vended logs (Step Functions execution logs): $0.50 per GB delivered (first 10 TB).
+LOGS_INGESTION_PER_GB = 0.50
+#: CloudWatch Logs storage: $0.03 per GB-month.
+LOGS_STORAGE_PER_GB_MONTH = 0.03
+#: Bytes CloudWatch Logs adds to each log event's message.
+LOGS_EVENT_OVERHEAD_BYTES = 26

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relayflow.cost.bill import ENGINES, Engine
-from relayflow.cost.estimate import DEFAULT_ITEMS, Estimate, estimate
+from relayflow.cost.estimate import DEFAULT_ITEMS, DEFAULT_LOG_EVENT_BYTES, Estimate, estimate
 
 if TYPE_CHECKING:
     from relayflow.compiler.engine import EngineChoice
@@ -51,10 +51,11 @@ def cost_report(
     picked = choice.engine if choice is not None else None
     lines = [
         f"estimated cost of '{asl.get('Comment', '')}' per 1,000,000 runs, us-east-1 list "
-        "prices, all-in (API start and recording included)",
+        "prices, all-in (API start, recording and execution log included)",
         f"assumed: steps succeed at their first attempt, each loop body runs once, each "
         f"for_each runs {standard.items} items, a step Lambda takes {standard.lambda_ms:g} ms "
-        f"and other states {standard.state_ms:g} ms (the Express duration)",
+        f"and other states {standard.state_ms:g} ms (the Express duration); Express logs "
+        f"every history event ({DEFAULT_LOG_EVENT_BYTES} bytes each), Standard only errors",
         f"{'path':<9} {'transitions':>11} {'lambdas':>7} {'waits':>8} "
         + " ".join(f"{_header(engine, picked):>12}" for engine in ENGINES)
         + f" {'saving':>8}",
