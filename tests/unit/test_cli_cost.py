@@ -8,6 +8,7 @@ import yaml
 
 from relayflow.cli import main
 from relayflow.compiler import CompileOptions, compile_workflow
+from relayflow.cost.bill import LOGS_ITEM
 from relayflow.cost.estimate import estimate
 from relayflow.definition import validate_data
 
@@ -56,6 +57,15 @@ def test_compile_cost_prints_both_paths_on_both_engines(tmp_path, capsys):
     # (the wrapper's 3 states are Express time, not transitions in the Standard columns)
     assert express.cheapest.transitions == standard.cheapest.transitions + 3
     assert "{" not in out  # the report replaces the ASL on stdout
+    # Express's execution log (every event) is in its price; Standard logs no error here
+    assert "Express logs every history event" in out
+    logs = [line.dollars for line in express.bills[("cheapest", "express")].lines]
+    assert express.bills[("cheapest", "express")].lines[2].item == LOGS_ITEM and logs[2] > 0
+    assert [
+        line.dollars
+        for line in standard.bills[("cheapest", "standard")].lines
+        if line.item == LOGS_ITEM
+    ] == [0.0]
 
 
 def test_compile_cost_marks_the_engine_auto_picks_and_why(tmp_path, capsys):

@@ -82,7 +82,7 @@ class Platform:
     native_record_ms: float = 18.0
     #: ... and the log records they add (the ``_run`` Parallel and the ``_record`` states,
     #: at level ALL). Priced in the run's execution log line, not in the platform's.
-    native_record_log_bytes: float = 3600.0
+    native_record_log_bytes: float = 3914.0
     #: Express: the deadline marker the start writes (``relayflow.dal.express``) ...
     express_marker_write_units: float = 1.0
     #: ... and the maintenance sweep's work per run once the deadline passed: the marker
