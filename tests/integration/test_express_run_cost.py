@@ -1,6 +1,7 @@
 """An Express run's estimated cost on the local runtime: the machine records its own end (no
 recorder, no history, so no counts), and ``GET /runs/{id}`` still prices it by its request,
-its duration and its recording; a Standard run keeps its count-based estimate."""
+its duration and its recording; a Standard run keeps its count-based estimate. The execution
+log an Express machine writes is the one ``relayflow compile --cost`` models."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ from typing import Any
 import pytest
 from relayflow_testing import platform_runtime
 
+from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.control.service import ControlPlane
 from relayflow.cost import prices
 from relayflow.cost.bill import PLATFORM, express_billed_ms, platform_lines
+from relayflow.cost.estimate import DEFAULT_LOG_EVENT_BYTES, machine_paths
+from relayflow.cost.logs import deployed_execution_arn, execution_log_bytes
 from relayflow.cost.runs import run_cost_usd
+from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 
 pytestmark = pytest.mark.integration
@@ -110,3 +115,28 @@ def test_a_running_express_run_has_no_estimate_and_standard_needs_counts():
     assert counted - bare == pytest.approx(
         2 * prices.LAMBDA_PER_REQUEST + 0.2 * 0.5 * prices.LAMBDA_PER_GB_SECOND, abs=2e-6
     )
+
+
+def test_an_express_execution_logs_the_events_the_estimate_models(runtime, plane):
+    # Given a short workflow run on its Express machine (the _run wrapper and the native record)
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    plane.put_workflow(tenant, "quick", SHORT)
+    started = plane.start_run(tenant, "quick", {"name": "Ada"})
+    run = plane.dal.get_run(tenant, started.run_id)
+    assert run is not None and run.execution_arn
+    runtime.wait(run.execution_arn, timeout=30)
+    events = runtime.describe(run.execution_arn).events
+    # Then the estimate's model counts every event Express logs: the execution's start and
+    # end, the _run Parallel (4), its Pass (2), the record Task (5) and the Succeed (2)
+    workflow, problems = validate_data(SHORT)
+    assert workflow is not None, problems
+    asl = compile_workflow(workflow, CompileOptions(express=True)).asl
+    cheapest, dearest = machine_paths(asl)
+    assert len(events) == cheapest.events + 2 == dearest.events + 2 == 15
+    # And a record of a deployed Express execution is about the modelled size (the ARN, the
+    # state names and the details set it; the clock does not)
+    arn = deployed_execution_arn("quick", started.run_id, express=True)
+    logged = execution_log_bytes(events, arn, "ALL")
+    assert logged / len(events) == pytest.approx(DEFAULT_LOG_EVENT_BYTES, rel=0.15)
+    # Standard's ERROR level writes nothing for this run
+    assert execution_log_bytes(events, arn, "ERROR") == 0
