@@ -294,8 +294,8 @@ def express_floor(usage: RunUsage) -> Bill:
     """The least ``usage`` can cost on Express whatever starts and records it: the Express
     request, the run's own duration (``usage.duration_ms``, without recording states; at
     least the 100 ms Express bills) and the steps' own work. No start, no recording, no
-    execution log (a machine logging ``OFF``). A run cheaper on Express than
-    ``standard_total / floor`` times is out of reach for any start or recording."""
+    execution log (a machine logging ``OFF``). No start or recording can make the run more
+    than ``standard.total / floor.total`` times cheaper on Express than on Standard."""
     request, duration, _ = state_machine_lines(usage, "express")
     return Bill("express", (request, duration, *step_lines(usage)))
 

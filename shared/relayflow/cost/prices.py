@@ -24,10 +24,11 @@ Sources (read November 2026):
 - S3 Standard, https://aws.amazon.com/s3/pricing/ : $0.005 per 1,000 PUT/COPY/POST/LIST,
   $0.0004 per 1,000 GET; SES, https://aws.amazon.com/ses/pricing/ : $0.10 per 1,000 emails.
 - CloudWatch Logs, https://aws.amazon.com/cloudwatch/pricing/ (Logs tab, Vended Logs): Step
-  Functions execution logs are vended logs (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html):
-  delivery to CloudWatch Logs (ingestion) $0.50 per GB for the first 10 TB a month; storage
-  $0.03 per GB-month. A log event counts its message's UTF-8 bytes plus 26 bytes (the size
-  rule of ``PutLogEvents``, https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html).
+  Functions execution logs are billed as vended logs
+  (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html): delivery to CloudWatch
+  Logs (ingestion) $0.50 per GB for the first 10 TB a month; storage $0.03 per GB-month. A log
+  event counts its message's UTF-8 bytes plus 26 bytes (the size rule of ``PutLogEvents``,
+  https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html).
 """
 
 from __future__ import annotations
