@@ -28,6 +28,8 @@ from relayflow.control.plane.common import _check_compiled, _check_quotas
 from relayflow.definition import validate_data
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES
 from relayflow.definition.models import Workflow
+from relayflow.definition.problems import DefinitionError
+from relayflow.runner import compile_checked
 
 TOOL = {
     "type": "tool",
@@ -39,6 +41,26 @@ TOOL = {
 TOOL_EVENTS_PER_ITEM = 7
 FIXED_EVENTS = 10
 MOST_TOOL_ITEMS = (MAX_HISTORY_EVENTS - FIXED_EVENTS) // TOOL_EVENTS_PER_ITEM
+
+
+#: A child's input_schema near the 16 KB limit, and a parent whose 70 sub_workflow steps
+#: check their input against it.
+SCHEMA = {
+    "type": "object",
+    "properties": {f"field_{i:04d}": {"type": "string"} for i in range(520)},
+}
+SCHEMA_PARENT: dict[str, Any] = {
+    "id": "parent",
+    "start": "call_0",
+    "steps": {
+        f"call_{i}": {
+            "type": "sub_workflow",
+            "workflow_id": "child",
+            **({"on_success": f"call_{i + 1}"} if i < 69 else {}),
+        }
+        for i in range(70)
+    },
+}
 
 
 def chain(count: int, step: dict[str, Any], **workflow: Any) -> dict[str, Any]:
@@ -136,24 +158,33 @@ def test_a_definition_of_non_ascii_text_is_measured_as_sent():
 def test_child_input_schemas_a_parent_embeds_are_named_when_they_pass_the_quota():
     # Given a parent with 70 sub_workflow steps calling one child whose input_schema is
     # 16 KB: valid on its own (validation cannot see the child's schema)
-    schema = {
-        "type": "object",
-        "properties": {f"field_{i:04d}": {"type": "string"} for i in range(520)},
-    }
-    assert 15_000 < len(json.dumps(schema, separators=(",", ":"))) <= MAX_INPUT_SCHEMA_BYTES
-    steps = {f"call_{i}": {"type": "sub_workflow", "workflow_id": "child"} for i in range(70)}
-    for i in range(69):
-        steps[f"call_{i}"]["on_success"] = f"call_{i + 1}"
-    workflow, problems = validate_data({"id": "parent", "start": "call_0", "steps": steps})
+    assert 15_000 < len(json.dumps(SCHEMA, separators=(",", ":"))) <= MAX_INPUT_SCHEMA_BYTES
+    workflow, problems = validate_data(SCHEMA_PARENT)
     assert not problems and workflow is not None
     # When compiled with the child's schema, as the control plane does
-    options = CompileOptions(sub_workflow_input_schemas={key: schema for key in steps})
+    keys = SCHEMA_PARENT["steps"]
+    options = CompileOptions(sub_workflow_input_schemas={key: SCHEMA for key in keys})
     asl = compile_workflow(workflow, options).asl
     # Then the machine passes the quota, and the problem names the schema-embedding steps
     problem = size_problem(asl)
     assert problem is not None and problem.rule == "compiled-size"
     assert "each embed their child's input_schema" in problem.message
     assert "call_0" in problem.message
+
+
+def test_a_local_run_refuses_a_parent_whose_child_schemas_pass_the_quota():
+    # Given the parent and child of the schema test, run locally (relayflow run compiles the
+    # parent with the children it is given)
+    child, _ = validate_data(
+        {"id": "child", "input_schema": SCHEMA, "start": "a", "steps": {"a": {"type": "noop"}}}
+    )
+    parent, problems = validate_data(SCHEMA_PARENT)
+    assert child is not None and parent is not None and not problems
+    # Then the run is refused as the definition's problem before the runtime sees it
+    with pytest.raises(DefinitionError) as raised:
+        compile_checked(parent, {"child": child})
+    (problem,) = raised.value.problems
+    assert problem.rule == "compiled-size" and "input_schema" in problem.message
 
 
 def test_compile_exits_2_when_the_express_wrapper_passes_the_quota(tmp_path, capsys):

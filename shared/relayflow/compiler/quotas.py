@@ -64,7 +64,8 @@ def size_problem(
     size = definition_bytes(dict(asl))
     if size <= MAX_STATE_MACHINE_BYTES:
         return None
-    sizes = step_bytes(dict(asl))
+    # A malformed machine (a compiler bug the check reports next) has no step breakdown.
+    sizes = step_bytes(dict(asl)) if isinstance(asl.get("States"), Mapping) else {}
     # States the compiler adds for the whole run (``_init``, ``_run``, ``_record.*``) are not
     # any step's.
     steps = {key: count for key, count in sizes.items() if not key.startswith("_")}
