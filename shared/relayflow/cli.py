@@ -72,6 +72,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_compile(args: argparse.Namespace) -> int:
     from relayflow.compiler import CompileOptions, compile_workflow
     from relayflow.compiler.check import assert_valid_machine
+    from relayflow.compiler.quotas import assert_within_size
 
     if args.items < 1:
         raise UsageError(f"--items must be at least 1, got {args.items}")
@@ -81,6 +82,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return EXIT_OK
     # The machine the control plane would deploy for a new workflow: Express when chosen.
     compiled = compile_workflow(workflow, CompileOptions(express=True))
+    # Express's recording wrapper adds to the size validation measured.
+    assert_within_size(compiled.asl, args.file)
     assert_valid_machine(compiled.asl)
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.cost and not args.output:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
+from relayflow.compiler.quotas import assert_within_size
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.compensation import split_cause
 from relayflow.control.timeline import StepRun, fold_steps
@@ -90,8 +91,9 @@ def compile_checked(
     workflow: Workflow, workflows: Mapping[str, Workflow] | None = None
 ) -> CompiledWorkflow:
     """Compile ``workflow`` and check the machine (:mod:`relayflow.compiler.check`) before the
-    local runtime sees it. Raises ``CompiledMachineInvalid`` (a compiler bug) instead of
-    running a machine Step Functions would refuse. ``workflows`` (by id) are the children
+    local runtime sees it. Raises ``DefinitionError`` (rule ``compiled-size``) for a machine
+    over the definition size quota and ``CompiledMachineInvalid`` (a compiler bug) for any
+    other machine Step Functions would refuse. ``workflows`` (by id) are the children
     whose ``input_schema`` its agents' workflow tools offer as their arguments and its
     sub_workflow steps check their child's input against."""
     from relayflow.compiler import CompileOptions
@@ -111,6 +113,8 @@ def compile_checked(
             ),
         ),
     )
+    # The children's input schemas add to the size validation measured.
+    assert_within_size(compiled.asl)
     assert_valid_machine(compiled.asl)
     return compiled
 
@@ -202,6 +206,7 @@ def _step_through(
     from relayflow.steps.step_gate import GATE_LABEL
 
     variant = step_through_variant(compiled.asl, workflow.steps, CompileOptions().arn("waitpoint"))
+    assert_within_size(variant, what="the step-through variant (a gate before every step)")
     assert_valid_machine(variant)
     arn = runtime.create_state_machine(local_state_machine_name(workflow.id), variant)
     execution_arn = runtime.start_execution(arn, document, name=run_id)

@@ -2,11 +2,12 @@
 
 Pure: an ASL dict in, a list of :class:`Violation` out (no I/O). The rules come from the Amazon
 States Language specification and the Step Functions quotas; ``docs/compiler.md`` lists each
-with its source. A violation is a compiler bug, never something a user fixes in a definition:
-:func:`assert_valid_machine` raises :class:`CompiledMachineInvalid` before ``relayflow
-compile``, ``relayflow run``, ``relayflow deploy`` or ``PUT /workflows`` use a machine, and the
-local runtime refuses the same machines at ``CreateStateMachine`` / ``UpdateStateMachine``
-(:mod:`relayflow.local.compat_definition`).
+with its source. A violation is a compiler bug, never something a user fixes in a definition
+(but ``size``: callers first report it as the definition's ``compiled-size``, see
+:mod:`relayflow.compiler.quotas`). :func:`assert_valid_machine` raises
+:class:`CompiledMachineInvalid` before ``relayflow compile``, ``relayflow run``, ``relayflow
+deploy`` or ``PUT /workflows`` use a machine, and the local runtime refuses the same machines
+at ``CreateStateMachine`` / ``UpdateStateMachine`` (:mod:`relayflow.local.compat_definition`).
 
 States are named by their *state path*: the state's name, prefixed inside a Parallel branch or a
 Map's item processor by the enclosing state and ``Branches[i]`` / ``ItemProcessor``

@@ -25,12 +25,15 @@ SIZING_OPTIONS = CompileOptions(
 
 
 def compact_json(value: Any) -> str:
-    """``value`` as the compact JSON a deployment sends (no spaces, UTF-8 kept)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as the compact JSON a deployment sends: no spaces, and non-ASCII characters
+    as ``\\uXXXX`` escapes, as the control plane serialises a machine for Step Functions (so
+    a character outside ASCII counts 6 or 12 bytes, not its 2 to 4 of UTF-8)."""
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def definition_bytes(asl: dict[str, Any]) -> int:
-    """Size of the compiled definition as Step Functions counts it (compact UTF-8 JSON)."""
+    """Size of the compiled definition as Step Functions receives it (compact JSON, the same
+    measure as :func:`relayflow.compiler.check.definition_size`)."""
     return len(compact_json(asl).encode())
 
 

@@ -73,7 +73,8 @@ def publish_variant(
     """Publish the compensation variant of ``asl`` (version ``version`` of ``workflow``, whose
     own machine is ``machine_arn``) on the workflow's sibling machine; returns its version
     ARN, ``None`` when ``asl`` has no walk. A variant that fails the compiler's check is a
-    compiler bug (500 ``compiler_bug``), never a deployed machine."""
+    compiler bug (500 ``compiler_bug``; over the size quota 422 ``invalid_definition``), never a
+    deployed machine."""
     from relayflow.compiler.compensation_variant import compensation_variant
     from relayflow.control import stepfunctions as sfn_api
     from relayflow.control.errors import Unprocessable
@@ -84,7 +85,7 @@ def publish_variant(
     variant = compensation_variant(asl)
     if variant is None:
         return None
-    _check_compiled(variant)
+    _check_compiled(variant, what="the compensation variant")
     definition = json.dumps(variant, separators=(",", ":"))
     config = machine_config(tenant, workflow)
     # The variant's executions are not runs: they publish no step events of their own.

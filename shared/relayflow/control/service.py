@@ -49,6 +49,7 @@ from relayflow.control.plane.common import (
     BreakerOpen,
     _check_compiled,
     _check_limit,
+    _check_quotas,
     _check_tenant,
     _document_size_warnings,
     _engine_of,
@@ -177,6 +178,8 @@ class ControlPlane(Workflows, Runs, Access):
         options = with_child_schemas(compile_options(tenant, head), self.dal, tenant, workflow)
         compiled = compile_workflow(workflow, options)
         engine = check_machine_type(workflow, compiled, head)
+        # What validation could not see: child schemas, the engine's wrapper, the machine type.
+        _check_quotas(workflow, compiled.asl, engine)
         _check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()

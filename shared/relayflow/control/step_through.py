@@ -67,7 +67,7 @@ class StepThrough:
         compiled = compile_workflow(workflow, options)
         # The gates are served by the waitpoint function (step type ``step_gate``).
         variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))
-        _check_compiled(variant)
+        _check_compiled(variant, what="the step-through variant (a gate before every step)")
         definition = json.dumps(variant, separators=(",", ":"))
         description = (
             f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} (step-through)"

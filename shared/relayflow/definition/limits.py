@@ -1,5 +1,5 @@
 """Rules that keep a definition inside what Step Functions accepts: finite numbers, real
-RFC 3339 timestamps, and a compiled state machine under the definition size quota."""
+RFC 3339 timestamps, and a compiled state machine within the Step Functions quotas."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:Z|([+-])(\d{2}):(\d{2}))",
     re.ASCII,
 )
-#: How many of the largest steps a size problem names.
-LARGEST_STEPS = 5
 
 
 def parse_rfc3339(text: str) -> datetime | None:
@@ -71,38 +69,21 @@ def non_finite_problems(data: Any, file: str | None) -> list[Problem]:
     ]
 
 
-def compiled_size_problems(workflow: Workflow, file: str | None) -> list[Problem]:
-    """A problem when the compiled state machine would exceed Step Functions' definition
-    quota on any deployment (measured with the longest names one uses), naming the steps
-    that take the most room."""
+def compiled_quota_problems(workflow: Workflow, file: str | None) -> list[Problem]:
+    """The Step Functions quotas the compiled state machine would pass on any deployment
+    (:mod:`relayflow.compiler.quotas`), from one compile with the longest names one uses: a
+    ``compiled-size`` problem naming the steps that take the most room, and
+    ``history-events`` problems when the workflow runs on Standard."""
     from relayflow.compiler.compile import compile_workflow
-    from relayflow.compiler.size import (
-        MAX_STATE_MACHINE_BYTES,
-        SIZING_OPTIONS,
-        definition_bytes,
-        step_bytes,
-    )
+    from relayflow.compiler.engine import choose_engine
+    from relayflow.compiler.quotas import history_problems, size_problem
+    from relayflow.compiler.size import SIZING_OPTIONS
 
-    asl = compile_workflow(workflow, SIZING_OPTIONS).asl
-    size = definition_bytes(asl)
-    if size <= MAX_STATE_MACHINE_BYTES:
-        return []
-    sizes = step_bytes(asl)
-    largest = ", ".join(
-        f"{key} ({count:,} bytes)"
-        for key, count in sizes.most_common(LARGEST_STEPS)
-        if not key.startswith("_")
-    )
-    average = sum(sizes.values()) // max(len(sizes), 1)
-    return [
-        Problem(
-            file,
-            "steps",
-            "compiled-size",
-            f"the compiled state machine would be {size:,} bytes; Step Functions accepts at "
-            f"most {MAX_STATE_MACHINE_BYTES:,}. Largest steps: {largest}; {len(sizes):,} steps "
-            f"take {average:,} bytes each on average. Move part of the "
-            "workflow into a sub_workflow, or shrink the largest steps (fewer retry or "
-            "routing options, smaller mappings and HTTP bodies)",
-        )
-    ]
+    compiled = compile_workflow(workflow, SIZING_OPTIONS)
+    size = size_problem(compiled.asl, file)
+    problems = [size] if size is not None else []
+    history = history_problems(workflow, compiled.asl, file)
+    # Rarely any: only then ask which engine runs it (the sizing compile is Standard's).
+    if history and choose_engine(workflow, compiled).engine == "standard":
+        problems += history
+    return problems

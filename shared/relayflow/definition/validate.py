@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from relayflow.definition.graph import StepGraph
 from relayflow.definition.limits import (
-    compiled_size_problems,
+    compiled_quota_problems,
     non_finite_problems,
     parse_rfc3339,
 )
@@ -704,8 +704,8 @@ def validate_data(
         problems.extend(_model_problems(file, exc))
     problems.extend(_Checker(data, file, engine_version).run())
     if workflow is not None and not problems:
-        # Only a sound definition compiles; its size is the last thing to check.
-        problems.extend(compiled_size_problems(workflow, file))
+        # Only a sound definition compiles; its quotas are the last thing to check.
+        problems.extend(compiled_quota_problems(workflow, file))
         from relayflow.compiler.engine import engine_problems
 
         problems.extend(engine_problems(workflow, file))
