@@ -361,6 +361,9 @@ def _record_end(
     if status in ("failed", "timed_out"):
         steps = _express_steps(control, run) if express else _steps(control, run, history)
         failing = last_failing_step(steps)
+        if express:
+            # A native step's output is not in the logs: not a null to archive.
+            steps = [s for s in steps if s.output is not None or s.status != "succeeded"]
     # A run that compensated reports it in its cause (relayflow.control.compensation).
     cause, compensation = split_cause(detail.cause or (run.cause if status == "aborted" else None))
     values: dict[str, Any] = {
