@@ -111,6 +111,8 @@ def express_timeline(
     from relayflow.control.express_logs import ExecutionLogs, log_steps
 
     step_types, step_runners = version.step_types, version.step_runners
+    if run.status == "queued":  # no execution yet: nothing to read
+        return ExpressTimeline([], SOURCE_RECORDS)
     group = _log_group(version)
     if group is None or not run.execution_arn:
         return ExpressTimeline(

@@ -421,7 +421,8 @@ class Runs(PlaneBase):
 
     @_translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
-        """The run with its step timeline (from the execution history, all pages)."""
+        """The run with its step timeline (:meth:`run_timeline`) and, for a failed Express run
+        the sweep has not settled yet, its failing step from that timeline."""
         run = self._run(tenant, run_id)
         steps, source, note = self.run_timeline(run)
         failing = run.failing_step
