@@ -190,8 +190,8 @@ def test_the_sweep_puts_the_failing_step_on_the_run_and_its_dlq_entry(runtime, p
     assert (run.recorded_status, run.failing_step) == ("failed", "boom")
     entry = DlqDal().get(tenant, run_id)
     assert entry is not None and entry.failing_step == "boom"
-    # And the entry keeps the outputs of the steps that succeeded (from the final document's
-    # records: a failed run has none, so only acting steps' records count)
+    # And no output is archived for the native step that succeeded: the logs do not hold it
+    # (a failed run has no final document), so it is unknown rather than null
     assert entry.outputs is None
 
 
