@@ -258,3 +258,21 @@ def test_the_machine_logs_to_the_stacks_log_group_as_on_aws(runtime, plane, tena
         logging = described["loggingConfiguration"]
         assert (logging["level"], logging["includeExecutionData"]) == (level, False)
         assert logging["destinations"][0]["cloudWatchLogsLogGroup"]["logGroupArn"] == group
+
+
+def test_a_workflow_with_step_events_is_read_from_the_step_events_log_group(runtime, plane, tenant):
+    # Given an Express workflow with events.steps: its machine logs to the step-events group
+    definition = {**failing("evented"), "events": {"steps": True}}
+    run_id = run_to_end(runtime, plane, tenant, definition, {})
+    head = plane.dal.get_workflow(tenant, "evented")
+    described = runtime.sfn_client.describe_state_machine(stateMachineArn=head.state_machine_arn)
+    destination = described["loggingConfiguration"]["destinations"][0]
+    assert (
+        destination["cloudWatchLogsLogGroup"]["logGroupArn"]
+        == get_settings().step_events_log_group_arn
+    )
+    # When the run is read / Then its timeline comes from that group's records
+    detail = plane.get_run(tenant, run_id)
+    assert detail.timeline_source == "records+logs"
+    assert [(s.key, s.status) for s in detail.steps] == [("shape", "succeeded"), ("boom", "failed")]
+    assert detail.failing_step == "boom"
