@@ -47,7 +47,8 @@ def delayed_workflow(workflow_id: str, seconds: int, label: str) -> dict[str, An
 def failing_workflow(workflow_id: str) -> dict[str, Any]:
     return {
         "id": workflow_id,
-        # The failing step comes from the execution history, which only Standard keeps.
+        # Standard: the recorder sets the failing step at the end (on Express the sweep does,
+        # minutes later).
         "engine": "standard",
         "start": "compute",
         "steps": {

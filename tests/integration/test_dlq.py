@@ -86,8 +86,8 @@ def reset_remote(remote: Remote) -> None:
 def definition(workflow_id: str, remote: Remote) -> dict[str, Any]:
     return {
         "id": workflow_id,
-        # The DLQ entry's failing step comes from the execution history, which only Standard
-        # keeps (an Express run's DLQ entry has none: docs/engines.md).
+        # Standard: the recorder archives the run within seconds (an Express run is archived
+        # by the maintenance sweep after its deadline, docs/engines.md).
         "engine": "standard",
         "start": "notify",
         "steps": {

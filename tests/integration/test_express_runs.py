@@ -21,6 +21,7 @@ from relayflow.control.service import ControlPlane
 from relayflow.dal.dlq import DlqDal
 from relayflow.dal.express import ExpressDeadlines
 from relayflow.local import LambdaContext, LocalRuntime
+from relayflow.settings import override_settings
 
 pytestmark = pytest.mark.integration
 
@@ -236,9 +237,12 @@ def test_start_sync_execution_runs_an_express_machine_to_its_end(runtime):
     assert refused.value.response["Error"]["Code"] == "StateMachineTypeNotSupported"
 
 
-def test_an_express_run_timeline_shows_what_its_steps_recorded(runtime, plane, tenant):
-    # Given an Express run of a native step and an acting step
-    with allowed_server() as receiver:
+def test_without_its_log_group_an_express_timeline_shows_what_its_steps_recorded(
+    runtime, plane, tenant
+):
+    # Given an Express run of a native step and an acting step, no log group configured (the
+    # machine logs nothing: what an Express timeline was before it read the logs)
+    with allowed_server() as receiver, override_settings(state_machine_log_group_arn=None):
         definition = {
             "id": "notify",
             "start": "shape",
@@ -250,13 +254,16 @@ def test_an_express_run_timeline_shows_what_its_steps_recorded(runtime, plane, t
         plane.put_workflow(tenant, "notify", definition)
         started = plane.start_run(tenant, "notify", {})
         ended(runtime, plane, tenant, started.run_id)
-    # When it is read / Then the timeline has the acting step's recorded result only
-    detail = plane.get_run(tenant, started.run_id)
+        # When it is read / Then the timeline has the acting step's recorded result only
+        detail = plane.get_run(tenant, started.run_id)
     assert detail.status == "succeeded"
     assert [(s.key, s.type, s.status) for s in detail.steps] == [
         ("post", "webhook_out", "succeeded")
     ]
     assert detail.steps[0].output["status"] == 200
+    # And it says where the timeline came from, and what it lacks
+    assert detail.timeline_source == "records"
+    assert "not configured" in (detail.timeline_note or "")
 
 
 def test_the_maintenance_function_settles_express_runs_past_their_deadline(runtime, plane, tenant):

@@ -340,11 +340,16 @@ class Dlq:
                 "failing_step",
                 "recorded_status",
                 "started_event_at",
+                # An Express machine records the new execution's end itself (relayflow.
+                # compiler.recording); the sweep must not settle the previous one's again.
+                "native_status",
             ),
             if_status=RETRYABLE_RUN_STATUSES,
         )
         if updated is None:
             raise DlqNotRetryable(f"run {run.run_id} changed meanwhile; read it again")
+        if run.engine == "express":
+            self._mark_express_retry(run)
         name = execution.rsplit(":", 1)[-1]
         try:
             arn = self.control.machines.start(target_arn, name, _json(document))
@@ -367,6 +372,7 @@ class Dlq:
                     "failing_step": run.failing_step,
                     "recorded_status": run.recorded_status,
                     "started_event_at": run.started_event_at,
+                    "native_status": run.native_status,
                 },
                 if_status=("running",),
             )
@@ -377,6 +383,17 @@ class Dlq:
                 or updated
             )
         return updated
+
+    def _mark_express_retry(self, run: RunItem) -> None:
+        """The retry's deadline marker: no status change event tells of an Express
+        execution's end, so the sweep settles the retry as it settles a first execution
+        (``docs/engines.md``), by a deadline counted from now."""
+        from relayflow.compiler.engine import EXPRESS_MAX_SECONDS
+        from relayflow.control.engines import deadline_of
+        from relayflow.dal.express import ExpressDeadlines
+
+        deadline = deadline_of(run, EXPRESS_MAX_SECONDS, started_at=_iso(_now()))
+        ExpressDeadlines(self.control.dal).add(deadline, run.tenant, run.run_id)
 
 
 def entry_info(entry: DlqEntry) -> DlqEntryInfo:

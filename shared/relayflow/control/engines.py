@@ -91,10 +91,11 @@ def version_info(item: VersionItem) -> WorkflowVersionInfo:
     )
 
 
-def deadline_of(run: RunItem, timeout_seconds: int) -> str:
+def deadline_of(run: RunItem, timeout_seconds: int, *, started_at: str | None = None) -> str:
     """When the sweep may conclude that an Express run died: its machine's timeout after it
-    started, plus :data:`SETTLE_MARGIN`."""
-    started = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
+    started (or after ``started_at``: a DLQ retry's execution starts later than the run),
+    plus :data:`SETTLE_MARGIN`."""
+    started = datetime.fromisoformat((started_at or run.started_at).replace("Z", "+00:00"))
     end = started + timedelta(seconds=timeout_seconds) + SETTLE_MARGIN
     return end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -1,4 +1,4 @@
-"""The timeline of an Express run, from what its steps recorded.
+"""The timeline of an Express run, from what its steps recorded and its machine logged.
 
 An Express execution has no execution history (``GetExecutionHistory`` refuses it), so the
 timeline that :mod:`relayflow.control.timeline` folds for a Standard run cannot be built.
@@ -11,21 +11,28 @@ What remains is what the run wrote itself:
   the record of every step still live at the end (``outputs:`` keeps more): one entry each
   for the steps the records do not cover, native ones included.
 
-Steps whose output left the document, and steps that failed, have no entry; the run item
-holds the run's error and cause. With the machine's CloudWatch Logs (level ``ALL``,
-docs/engines.md) every state's entry and exit is in the log group, without payloads.
+Steps whose output left the document, and steps that failed, have no entry there. The
+machine's CloudWatch Logs (level ``ALL``, without payloads) fill that in when they can be read
+(:func:`express_timeline`, :mod:`relayflow.control.express_logs`): one entry per step execution
+with its status, attempts, times and error, the records and the final document adding the
+outputs. ``source`` says which were used: ``records`` or ``records+logs``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from relayflow.control.timeline import StepRun
 from relayflow.dal import Dal, RunItem
 from relayflow.dal.express import step_records
+
+if TYPE_CHECKING:
+    from relayflow.control.express_logs import ExecutionLogs
+    from relayflow.dal import VersionItem
 
 #: Powertools' status of a record whose step finished.
 COMPLETED = "COMPLETED"
@@ -54,39 +61,183 @@ def express_steps(
         if key not in step_types or record.get("status") != COMPLETED:
             continue
         steps.append(
-            StepRun(
-                key=key,
-                type=step_types[key],
-                status="succeeded",
-                attempts=1,
-                started_at=None,
-                ended_at=None,
-                duration_ms=None,
-                runner=step_runners.get(key, step_types[key]),
-                output=_output(record.get("data")),
-            )
+            _recorded_entry(key, step_types, step_runners, "succeeded", _output(record.get("data")))
         )
     recorded = {step.key for step in steps}
     final = _document_steps(run.output)
-    for key, type_ in step_types.items():
+    for key in step_types:
         entry = final.get(key)
         if key in recorded or not isinstance(entry, dict) or "output" not in entry:
             continue
-        steps.append(
-            StepRun(
-                key=key,
-                type=type_,
-                status=str(entry.get("status") or "succeeded"),
-                attempts=1,
-                started_at=None,
-                ended_at=None,
-                duration_ms=None,
-                runner=step_runners.get(key, type_),
-                output=entry["output"],
-            )
-        )
+        status = str(entry.get("status") or "succeeded")
+        steps.append(_recorded_entry(key, step_types, step_runners, status, entry["output"]))
     order = {key: i for i, key in enumerate(step_types)}
     return sorted(steps, key=lambda step: order.get(step.key, len(order)))
+
+
+#: Timeline sources (``RunDetail.timeline_source``).
+SOURCE_RECORDS = "records"
+SOURCE_RECORDS_AND_LOGS = "records+logs"
+#: How far before a run's start and after its end the log read looks (clock skew, delivery).
+LOG_WINDOW_MARGIN = timedelta(minutes=1)
+#: Statuses whose step wrote its output record (the document may hold it).
+_WROTE_OUTPUT = ("succeeded", "fallback")
+
+
+@dataclass
+class ExpressTimeline:
+    """An Express run's steps, where they came from, and what is missing when the logs could
+    not be (fully) read."""
+
+    steps: list[StepRun]
+    source: str
+    note: str | None = None
+
+
+def express_timeline(
+    dal: Dal,
+    run: RunItem,
+    version: VersionItem,
+    logs: ExecutionLogs | None = None,
+    *,
+    now: datetime | None = None,
+) -> ExpressTimeline:
+    """The run's timeline from its step records and final document, merged with its
+    execution's log records when the machine's log group can be read: entries (statuses,
+    attempts, times, errors) come from the logs, outputs from the records (several outputs of
+    one step are paired with its entries in the order they were recorded) and the document;
+    an output no log entry takes keeps its own entry. Without the logs it is
+    :func:`express_steps`, and ``note`` says why."""
+    from relayflow.control.express_logs import ExecutionLogs, log_steps
+
+    step_types, step_runners = version.step_types, version.step_runners
+    if run.status == "queued":  # no execution yet: nothing to read
+        return ExpressTimeline([], SOURCE_RECORDS)
+    group = _log_group(version)
+    if group is None or not run.execution_arn:
+        return ExpressTimeline(
+            express_steps(dal, run, step_types, step_runners),
+            SOURCE_RECORDS,
+            "the state machines' log group is not configured",
+        )
+    start, end = _window(run, now or datetime.now(UTC))
+    read = (logs or ExecutionLogs()).read(group, run.execution_arn, start, end)
+    if not read.records:
+        note = read.problem or "the log group holds no records of this execution (yet)"
+        return ExpressTimeline(
+            express_steps(dal, run, step_types, step_runners), SOURCE_RECORDS, note
+        )
+    steps = log_steps(step_types, step_runners, read.records)
+    _add_outputs(steps, dal, run, step_types, step_runners)
+    note = read.problem
+    if note is None and run.status != "running" and not read.ended:
+        note = "the log group does not hold the run's end yet (delivery takes seconds)"
+    return ExpressTimeline(steps, SOURCE_RECORDS_AND_LOGS, note)
+
+
+def _log_group(version: VersionItem) -> str | None:
+    """The log group the version's machine logs to (``logging_configuration``)."""
+    from relayflow.settings import get_settings
+
+    settings = get_settings()
+    try:
+        events = json.loads(version.definition).get("events") or {}
+    except (ValueError, AttributeError):
+        events = {}
+    if isinstance(events, dict) and events.get("steps") and settings.step_events_log_group_arn:
+        return settings.step_events_log_group_arn
+    return settings.state_machine_log_group_arn
+
+
+def _window(run: RunItem, now: datetime) -> tuple[int, int]:
+    """Epoch milliseconds the run's records can lie between: its start to its end (else its
+    longest possible end, or now), each widened by :data:`LOG_WINDOW_MARGIN`."""
+    from relayflow.compiler.engine import EXPRESS_MAX_SECONDS
+
+    started = _parse(run.started_at)
+    latest = started + timedelta(seconds=EXPRESS_MAX_SECONDS)
+    ended = _parse(run.ended_at) if run.ended_at else min(now, latest)
+    first, last = started - LOG_WINDOW_MARGIN, max(ended, started) + LOG_WINDOW_MARGIN
+    return int(first.timestamp() * 1000), int(last.timestamp() * 1000)
+
+
+def _parse(value: str) -> datetime:
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _add_outputs(
+    steps: list[StepRun],
+    dal: Dal,
+    run: RunItem,
+    step_types: Mapping[str, str],
+    step_runners: Mapping[str, str],
+) -> None:
+    """Put the recorded outputs on the log entries (see :func:`express_timeline`)."""
+    recorded: dict[str, list[Any]] = {}
+    records = step_records(dal, run.tenant, run.run_id)
+    for record in sorted(records, key=lambda r: _number(r.get("expiration"))):
+        key = str(record.get("sk", "")).split("#", 1)[0]
+        if key in step_types and record.get("status") == COMPLETED:
+            recorded.setdefault(key, []).append(_output(record.get("data")))
+    for key, outputs in recorded.items():
+        # In the order they ended, as the records are in the order they were completed (to
+        # the second: for_each items that end within one second may pair crosswise).
+        entries = sorted(
+            (s for s in steps if _base(s.key) == key and s.status == "succeeded"),
+            key=lambda s: s.ended_at or "",
+        )
+        for entry, output in zip(entries, outputs, strict=False):
+            entry.output = output
+        for output in outputs[len(entries) :]:
+            steps.append(_recorded_entry(key, step_types, step_runners, "succeeded", output))
+    for key, record in _document_steps(run.output).items():
+        if key in recorded or key not in step_types:
+            continue
+        if not isinstance(record, dict) or "output" not in record:
+            continue
+        status = str(record.get("status") or "succeeded")
+        entry = next(
+            (s for s in reversed(steps) if _base(s.key) == key and s.status in _WROTE_OUTPUT),
+            None,
+        )
+        if entry is None:
+            steps.append(_recorded_entry(key, step_types, step_runners, status, record["output"]))
+        else:
+            entry.output = record["output"]
+
+
+def _base(label: str) -> str:
+    """``price[2]`` → ``price``."""
+    return label.split("[", 1)[0]
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _recorded_entry(
+    key: str,
+    step_types: Mapping[str, str],
+    step_runners: Mapping[str, str],
+    status: str,
+    output: Any,
+) -> StepRun:
+    """An entry known only from a record: no attempts counted, no times."""
+    return StepRun(
+        key=key,
+        type=step_types[key],
+        status=status,
+        attempts=1,
+        started_at=None,
+        ended_at=None,
+        duration_ms=None,
+        runner=step_runners.get(key, step_types[key]),
+        output=output,
+    )
 
 
 def _document_steps(output: str | None) -> dict[str, Any]:

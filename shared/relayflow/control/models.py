@@ -181,6 +181,17 @@ class RunDetail(RunSummary):
     cause: str | None = None
     failing_step: str | None = None
     steps: list[StepEntry] = Field(default_factory=list)
+    timeline_source: str | None = Field(
+        None,
+        description="Where steps came from: 'history' (Standard), 'records' (an Express "
+        "run's step records and final document only) or 'records+logs' (those and its state "
+        "machine's CloudWatch Logs).",
+    )
+    timeline_note: str | None = Field(
+        None,
+        description="What the timeline lacks and why (logs not configured, not readable, "
+        "incomplete, or not delivered yet); absent when nothing is known to be missing.",
+    )
 
 
 class ContinueResult(BaseModel):

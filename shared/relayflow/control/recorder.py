@@ -354,10 +354,16 @@ def _record_end(
     failing = None
     steps: list[StepRun] = []
     # One history read serves the run's counts (what it cost) and a failed run's failing step.
-    history = _history(control, detail.execution_arn)
+    # An Express execution has none (GetExecutionHistory refuses it): its steps come from its
+    # step records and its machine's logs.
+    express = run.engine == "express"
+    history = None if express else _history(control, detail.execution_arn)
     if status in ("failed", "timed_out"):
-        steps = _steps(control, run, history)
+        steps = _express_steps(control, run) if express else _steps(control, run, history)
         failing = last_failing_step(steps)
+        if express:
+            # A native step's output is not in the logs: not a null to archive.
+            steps = [s for s in steps if s.output is not None or s.status != "succeeded"]
     # A run that compensated reports it in its cause (relayflow.control.compensation).
     cause, compensation = split_cause(detail.cause or (run.cause if status == "aborted" else None))
     values: dict[str, Any] = {
@@ -466,6 +472,19 @@ def _steps(
     if version is None:
         return []
     return history_steps(version.step_types, version.step_runners, events)
+
+
+def _express_steps(control: ControlPlane, run: RunItem) -> list[StepRun]:
+    """An Express run's step timeline from its records and logs (the sweep settling its end);
+    without the logs no step is known to have failed, so no failing step is found."""
+    from relayflow.control.express_timeline import express_timeline
+
+    if run.version is None or not run.execution_arn:
+        return []
+    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    if version is None:
+        return []
+    return express_timeline(control.dal, run, version).steps
 
 
 def _counts(events: list[dict[str, Any]] | None) -> dict[str, Any]:

@@ -261,7 +261,10 @@ def _apply(record: LogRecord, traces: _Traces) -> Iterator[StepEvent]:
             return  # not ours, or a redelivered record this trace reflects already
         trace = dict(traces.open[sk], last_event_id=record.id)
         if kind in _FAILURE:
-            trace["error"] = str(record.details.get("error") or "States.TaskFailed")
+            # A Map or Parallel failure after the failure of a state inside it (an Express
+            # machine's ``_run`` wrapper) names no error of its own: the inner one stands.
+            error = record.details.get("error") or trace.get("error") or "States.TaskFailed"
+            trace["error"] = str(error)
             trace["failed_attempt"] = trace.get("attempt", 0)
         else:
             trace["attempt"] = trace.get("attempt", 0) + 1

@@ -7,7 +7,7 @@ names the finding and the AWS behaviour in its docstring, and has a test in
 This module holds the registry and the infrastructure fixes; the behaviour fixes live in one
 module per finding family (``compat_interpreter``, ``compat_callbacks``, ``compat_api``,
 ``compat_versions``, ``compat_sync``, ``compat_definition``, ``compat_distributed``,
-``compat_express``), imported at the end of this module in the order they apply.
+``compat_express``, ``compat_logs``), imported at the end of this module in the order they apply.
 
 Patches are process-wide, idempotent and reversible (:func:`apply` / :func:`revert`);
 :class:`~relayflow.local.runtime.LocalRuntime` applies all of them on ``__enter__``. The
@@ -427,4 +427,5 @@ from relayflow.local import (  # noqa: E402, F401, I001  (their fixes, in this o
     compat_definition,
     compat_distributed,
     compat_express,
+    compat_logs,
 )

@@ -104,6 +104,8 @@ class LocalRuntime:
         self._saved_env: dict[str, str | None] = {}
         self._endpoint: LambdaEndpoint | None = None
         self._mock: Any = None
+        #: The state-machine log group setting while the runtime is open (see provision).
+        self._log_settings: Any = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -153,7 +155,7 @@ class LocalRuntime:
     def provision(self) -> None:
         """Create, in moto, the resources every function expects to exist: the payload bucket
         for offloaded outputs, the Relayflow table (flow-control leases, breakers, runs) and
-        the approval signing key. Idempotent."""
+        the approval signing key, and the state machines' log groups. Idempotent."""
         from relayflow.dal import create_table
         from relayflow.settings import get_settings
 
@@ -163,6 +165,29 @@ class LocalRuntime:
             s3.create_bucket(Bucket=bucket)
         create_table(self.dynamodb_client)
         self._provision_approval_key()
+        self._provision_state_machine_logs()
+
+    def _provision_state_machine_logs(self) -> None:
+        """The log groups the stack gives state machines (``StateMachineLogGroup``,
+        ``StepEventsLogGroup`` in template.yaml), so that local machines log like deployed
+        ones (the ``execution_logs`` compat fix writes the records). Unless a state-machine
+        log group is configured already, the local one is, for as long as the runtime is
+        open: Express machines then log ``ALL`` and Standard ones ``ERROR``, as on AWS."""
+        from relayflow.settings import get_settings, override_settings
+
+        settings = get_settings()
+        if not settings.state_machine_log_group_arn and self._log_settings is None:
+            name = f"/aws/vendedlogs/states/relayflow-{settings.stage}"
+            arn = f"arn:aws:logs:{self.region}:{self.account}:log-group:{name}:*"
+            self._log_settings = override_settings(state_machine_log_group_arn=arn)
+            self._log_settings.__enter__()
+            settings = get_settings()
+        logs = self.client("logs")
+        for arn in (settings.state_machine_log_group_arn, settings.step_events_log_group_arn):
+            name = (arn or "").split(":log-group:")[-1].removesuffix(":*")
+            found = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"] if arn else []
+            if arn and name not in {group["logGroupName"] for group in found}:
+                logs.create_log_group(logGroupName=name)
 
     def _provision_approval_key(self) -> None:
         """The guest-link signing key (template.yaml generates it in AWS): a random value,
@@ -187,6 +212,9 @@ class LocalRuntime:
         self._close()
 
     def _close(self) -> None:
+        if self._log_settings is not None:
+            self._log_settings.__exit__(None, None, None)
+            self._log_settings = None
         if self._mock is not None:
             self._stop_running_executions()
             self._mock.stop()

@@ -34,16 +34,39 @@ def _millis(value: Any) -> int:
 
 def log_record(event: Mapping[str, Any], execution_arn: str) -> dict[str, Any]:
     """The CloudWatch Logs record of one ``GetExecutionHistory`` event."""
-    details: dict[str, Any] = {}
+    details: Mapping[str, Any] = {}
     for key, value in event.items():
         if key.endswith("EventDetails") and isinstance(value, Mapping):
-            details = {k: value[k] for k in _LOGGED_DETAILS if value.get(k) is not None}
+            details = value
+    return aws_log_record(
+        event_id=event["id"],
+        event_type=str(event["type"]),
+        previous_id=event.get("previousEventId"),
+        at_ms=_millis(event.get("timestamp")),
+        execution_arn=execution_arn,
+        details=details,
+    )
+
+
+def aws_log_record(
+    *,
+    event_id: Any,
+    event_type: str,
+    previous_id: Any,
+    at_ms: int,
+    execution_arn: str,
+    details: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The record Step Functions writes to CloudWatch Logs for one history event with
+    ``includeExecutionData: false``: string ids, the time as epoch milliseconds (a string),
+    and only the details that are not execution data."""
+    logged = {k: details[k] for k in _LOGGED_DETAILS if details and details.get(k) is not None}
     return {
-        "id": str(event["id"]),
-        "type": str(event["type"]),
-        "details": details,
-        "previous_event_id": str(event.get("previousEventId") or 0),
-        "event_timestamp": str(_millis(event.get("timestamp"))),
+        "id": str(event_id),
+        "type": event_type,
+        "details": logged,
+        "previous_event_id": str(previous_id or 0),
+        "event_timestamp": str(at_ms),
         "execution_arn": execution_arn,
         "redrive_count": "0",
     }

@@ -687,3 +687,82 @@ def test_without_the_fix_moto_changes_an_item_under_a_read(rt):
     # The write lands in the middle of the read, which fails
     assert not writer_waited
     assert errors and "dictionary changed size during iteration" in str(errors[0])
+
+
+# -- execution_logs -----------------------------------------------------------------------
+
+
+def _logged_machine(rt, level: str) -> tuple[str, str]:
+    """An Express machine that logs ``level`` to a fresh log group; its ARN and the group."""
+    group = f"/aws/vendedlogs/states/compat-{uuid.uuid4().hex[:8]}"
+    rt.client("logs").create_log_group(logGroupName=group)
+    asl = machine(
+        {
+            "Work": pass_state("Stop", Result={"ok": 1}),
+            "Stop": {"Type": "Fail", "Error": "Shop.NoStock", "Cause": "personal data"},
+        }
+    )
+    response = rt.sfn_client.create_state_machine(
+        name=f"logged-{uuid.uuid4().hex[:8]}",
+        definition=json.dumps(asl),
+        roleArn="arn:aws:iam::123456789012:role/relayflow-local",
+        type="EXPRESS",
+        loggingConfiguration={
+            "level": level,
+            "includeExecutionData": False,
+            "destinations": [
+                {
+                    "cloudWatchLogsLogGroup": {
+                        "logGroupArn": f"arn:aws:logs:us-east-1:123456789012:log-group:{group}:*"
+                    }
+                }
+            ],
+        },
+    )
+    return response["stateMachineArn"], group
+
+
+def _logged(rt, machine_arn: str, group: str) -> list[dict]:
+    execution = rt.sfn_client.start_execution(stateMachineArn=machine_arn, input="{}")
+    rt.wait(execution["executionArn"], timeout=30)
+    events = rt.client("logs").filter_log_events(
+        logGroupName=group, filterPattern=json.dumps(execution["executionArn"])
+    )["events"]
+    return [json.loads(event["message"]) for event in events]
+
+
+def test_an_execution_logs_every_event_of_its_level_in_aws_shape(rt):
+    # Given machines logging ALL and ERROR without execution data
+    everything, errors = _logged_machine(rt, "ALL"), _logged_machine(rt, "ERROR")
+    # When each runs to its Fail state
+    records = _logged(rt, *everything)
+    # Then ALL logs every history event, as AWS writes it: string ids, epoch-millis times, the
+    # state's name and the error, never the output or the cause (execution data)
+    assert [r["type"] for r in records] == [
+        "ExecutionStarted",
+        "PassStateEntered",
+        "PassStateExited",
+        "FailStateEntered",
+        "ExecutionFailed",
+    ]
+    entered = records[1]
+    assert (
+        entered["details"] == {"name": "Work"} and ":execution:logged-" in entered["execution_arn"]
+    )
+    assert entered["event_timestamp"].isdigit() and entered["id"] == "2"
+    assert records[-1]["details"] == {"error": "Shop.NoStock"}
+    assert "personal data" not in json.dumps(records)
+    # And ERROR only the failure events
+    assert [r["type"] for r in _logged(rt, *errors)] == ["FailStateEntered", "ExecutionFailed"]
+
+
+def test_without_the_fix_moto_logs_nothing(rt):
+    from relayflow.local import compat
+
+    machine_arn, group = _logged_machine(rt, "ALL")
+    compat.apply(skip=["execution_logs"])
+    try:
+        records = _logged(rt, machine_arn, group)
+    finally:
+        compat.apply()
+    assert records == []

@@ -12,7 +12,7 @@ from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.causes import public_cause
 from relayflow.control.engines import start_execution
 from relayflow.control.errors import BadRequest, Conflict, PayloadTooLarge
-from relayflow.control.express_timeline import express_steps
+from relayflow.control.express_timeline import SOURCE_RECORDS_AND_LOGS, express_timeline
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
 from relayflow.control.plane.base import PlaneBase
 from relayflow.control.plane.common import (
@@ -47,6 +47,9 @@ from relayflow.reliability.breakers import (
     BreakerPolicy,
     workflow_breaker_id,
 )
+
+#: Statuses of a run that ended in a step.
+FAILED = ("failed", "timed_out")
 
 
 class Runs(PlaneBase):
@@ -418,9 +421,13 @@ class Runs(PlaneBase):
 
     @_translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
-        """The run with its step timeline (from the execution history, all pages)."""
+        """The run with its step timeline (:meth:`run_timeline`) and, for a failed Express run
+        the sweep has not settled yet, its failing step from that timeline."""
         run = self._run(tenant, run_id)
-        steps = self.run_steps(run)
+        steps, source, note = self.run_timeline(run)
+        failing = run.failing_step
+        if failing is None and source == SOURCE_RECORDS_AND_LOGS and run.status in FAILED:
+            failing = last_failing_step(steps)  # an Express run not settled by the sweep yet
         output = _loads(run.output)
         if output is None and run.status == "succeeded" and run.execution_arn:
             # Too large for the run item: Step Functions still has it.
@@ -431,23 +438,33 @@ class Runs(PlaneBase):
             input=_loads(run.input),
             output=output,
             cause=public_cause(run.cause),
-            failing_step=run.failing_step,
+            failing_step=failing,
             steps=[_step_entry(step) for step in steps],
+            timeline_source=source,
+            timeline_note=note,
         )
 
     def run_steps(self, run: RunItem) -> list[StepRun]:
-        """The run's step timeline, folded from its execution history with the step types of
-        the version it ran (empty for runs of no recorded version, or once the history
-        expired)."""
+        """The run's step timeline (:meth:`run_timeline`)."""
+        return self.run_timeline(run)[0]
+
+    def run_timeline(self, run: RunItem) -> tuple[list[StepRun], str | None, str | None]:
+        """The run's step timeline with the version's step types, where it came from and what
+        it lacks: ``history`` (a Standard run's execution history, all pages), or for an
+        Express run ``records`` or ``records+logs``
+        (:func:`relayflow.control.express_timeline.express_timeline`). Empty (source
+        ``None``) for runs of no recorded version; empty once a history expired."""
         if not run.execution_arn or run.version is None:
-            return []
+            return [], None, None
         version = self.dal.get_version(run.tenant, run.workflow_id, run.version)
         if version is None:
-            return []
-        if run.engine == "express":  # no execution history: what the steps recorded
-            return express_steps(self.dal, run, version.step_types, version.step_runners)
+            return [], None, None
+        if run.engine == "express":  # no execution history: records and logs
+            # The run item was read for the caller's tenant: only its execution is read.
+            timeline = express_timeline(self.dal, run, version)
+            return timeline.steps, timeline.source, timeline.note
         events = self.machines.history(run.execution_arn)
-        return history_steps(version.step_types, version.step_runners, events)
+        return history_steps(version.step_types, version.step_runners, events), "history", None
 
     def failing_step(self, run: RunItem) -> str | None:
         """The step a failed or timed-out run ended in."""
