@@ -209,7 +209,7 @@ class _Checker:
         self.check_outputs()
         if isinstance(start, str) and start in self.steps:
             self.check_scopes(graph)
-        check_compensations(self, graph if start in self.steps else None)
+        check_compensations(self, graph if isinstance(start, str) and start in self.steps else None)
         self.check_templates()
         self.check_waits()
         self.check_tools()
@@ -316,7 +316,9 @@ class _Checker:
             target_raw = self.steps.get(target)
             if target_raw is None:
                 continue
-            if target_raw.get("type") not in FOR_EACH_TARGET_TYPES:
+            if not isinstance(target_raw.get("type"), str):  # the model reports its type
+                continue
+            if target_raw["type"] not in FOR_EACH_TARGET_TYPES:
                 self.add(
                     f"steps.{key}.step",
                     "for-each-target",
@@ -572,7 +574,9 @@ class _Checker:
         http_tools = http_tools if isinstance(http_tools, Mapping) else {}
         for name, tool in http_tools.items():
             operations = tool.get("operations") if isinstance(tool, Mapping) else None
-            for op_name, op in (operations or {}).items():
+            if not isinstance(operations, Mapping):  # the model reports its type
+                continue
+            for op_name, op in operations.items():
                 if not isinstance(op, Mapping):
                     continue
                 for field in ("path", "query", "headers", "body"):

@@ -52,8 +52,12 @@ def check_agents(checker: _Checker) -> None:
     from relayflow.ai.tools import WORKFLOW_TOOL_PREFIX, valid_workflow_tool, workflow_tools
     from relayflow.tools.catalogue import check_tool
 
+    # A for_each whose ``step`` is not a key (an inline mapping, a list) is reported by the
+    # model's own rule; it names no agent step here.
     per_item = {
-        raw.get("step"): key for key, raw in checker.steps.items() if raw.get("type") == "for_each"
+        raw["step"]: key
+        for key, raw in checker.steps.items()
+        if raw.get("type") == "for_each" and isinstance(raw.get("step"), str)
     }
 
     http_tools = checker.data.get("http_tools")
