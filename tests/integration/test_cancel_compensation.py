@@ -20,13 +20,14 @@ from relayflow_testing import Received, Reply, Server, allowed_server, platform_
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX
 from relayflow.control.cancel_on import handle_cancel
 from relayflow.control.recorder import (
+    HistoryNotRead,
     LifecycleEventNotPublished,
     record_status_change,
     status_change_event,
 )
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
-from relayflow.control.stepfunctions import execution_arn
+from relayflow.control.stepfunctions import Throttled, execution_arn
 from relayflow.dal import RunItem
 from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
@@ -235,6 +236,69 @@ def test_a_repeated_recorder_delivery_starts_one_compensation(runtime, plane, te
     stored = plane.dal.get_run(tenant, run.run_id)
     assert stored is not None
     assert (stored.outcome, stored.compensation) == ("compensated", UNDONE)
+
+
+def test_a_throttled_history_read_defers_a_stopped_saga_runs_record(
+    runtime, plane, tenant, receiver, monkeypatch
+):
+    # Given a cancelled saga run, and Step Functions throttling its history read once
+    run = start(plane, tenant, saga(receiver.url, LONG_DELAY))
+    arn = run.execution_arn or ""
+    entered(runtime, arn, "hold")
+    plane.cancel_run(tenant, run.run_id)
+    runtime.wait(arn, timeout=60)
+    event = status_change_event(runtime.sfn_client.describe_execution(executionArn=arn))
+    history = plane.machines.history
+    throttled = [1]
+
+    def flaky_history(execution: str) -> list[dict[str, Any]]:
+        if throttled:
+            throttled.pop()
+            raise Throttled("Rate exceeded")
+        return history(execution)
+
+    monkeypatch.setattr(plane.machines, "history", flaky_history)
+    # When the recorder's first delivery cannot read the history
+    with pytest.raises(HistoryNotRead):
+        record_status_change(event, control=plane)
+    # Then nothing is recorded yet (the delivery is retried) and nothing was undone
+    first = plane.dal.get_run(tenant, run.run_id)
+    assert first is not None and first.recorded_status is None and first.compensation is None
+    assert paths(receiver) == ["/reserve/r1", "/charge/c1"]
+    # And the retried delivery records the stop and compensates, as without the throttle
+    assert record_status_change(event, control=plane)["recorded"] is True
+    record(runtime, plane, compensation_arn(plane, run))
+    stored = plane.dal.get_run(tenant, run.run_id)
+    assert stored is not None
+    assert (stored.outcome, stored.compensation) == ("compensated", UNDONE)
+    assert paths(receiver) == ["/reserve/r1", "/charge/c1", "/undo/charge", "/undo/reserve/r1"]
+
+
+def test_a_throttled_history_read_does_not_hold_up_a_run_without_a_saga(
+    runtime, plane, tenant, receiver, monkeypatch
+):
+    # Given a cancelled run whose workflow compensates nothing
+    definition = {
+        "id": "plain",
+        "start": "hold",
+        "steps": {"hold": {"type": "delay", "seconds": 600_000}},
+        "engine": "standard",
+    }
+    run = start(plane, tenant, definition)
+    arn = run.execution_arn or ""
+    entered(runtime, arn, "hold")
+    plane.cancel_run(tenant, run.run_id)
+    runtime.wait(arn, timeout=60)
+    event = status_change_event(runtime.sfn_client.describe_execution(executionArn=arn))
+
+    def throttled(execution: str) -> list[dict[str, Any]]:
+        raise Throttled("Rate exceeded")
+
+    monkeypatch.setattr(plane.machines, "history", throttled)
+    # When its history cannot be read / Then the stop is recorded anyway (without counts)
+    assert record_status_change(event, control=plane)["recorded"] is True
+    stored = plane.dal.get_run(tenant, run.run_id)
+    assert stored is not None and stored.status == "aborted" and stored.transitions is None
 
 
 def test_a_cancel_on_event_compensates_the_run_it_cancels(runtime, plane, tenant, receiver):

@@ -166,6 +166,16 @@ def compensation_input(
     }
 
 
+def compensates_on_stop(control: ControlPlane, run: RunItem) -> bool:
+    """Whether a stop (cancel, ``cancel_on``, run timeout) of ``run`` may start its version's
+    compensation variant: :func:`start_compensation` then needs the execution's history, and
+    a stop recorded without it would leave the saga's steps undone for good."""
+    if run.engine == "express" or run.version is None:
+        return False
+    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    return bool(version is not None and version.compensation_version_arn)
+
+
 def start_compensation(
     control: ControlPlane,
     run: RunItem,

@@ -36,6 +36,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.control.cancel_compensation import (
+    STOPPED_STATUSES,
+    compensates_on_stop,
     is_compensation_execution,
     record_compensation_end,
     start_compensation,
@@ -91,6 +93,12 @@ SUB_WORKFLOW_TRIGGER = "sub_workflow"
 
 class LifecycleEventNotPublished(Exception):
     """The Relayflow bus did not take a lifecycle event (the delivery is retried)."""
+
+
+class HistoryNotRead(Exception):
+    """A stopped saga run's execution history could not be read (Step Functions throttled or
+    failed the read): nothing is recorded and the delivery is retried, because the history is
+    what its compensation starts from."""
 
 
 class _Included(BaseModel):
@@ -358,6 +366,10 @@ def _record_end(
     # step records and its machine's logs.
     express = run.engine == "express"
     history = None if express else _history(control, detail.execution_arn)
+    if history is None and status in STOPPED_STATUSES and compensates_on_stop(control, run):
+        raise HistoryNotRead(
+            f"the history of stopped run {run.run_id} was not read; its compensation needs it"
+        )
     if status in ("failed", "timed_out"):
         steps = _express_steps(control, run) if express else _steps(control, run, history)
         failing = last_failing_step(steps)
