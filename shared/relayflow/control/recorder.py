@@ -44,6 +44,7 @@ from relayflow.control.cancel_compensation import (
 )
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.compensation import split_cause
+from relayflow.control.express_children import child_executions, child_status_changes
 from relayflow.control.service import (
     MAX_STORED_OUTPUT_BYTES,
     RUN_MAX_AGE,
@@ -112,6 +113,9 @@ class StatusChangeDetail(BaseModel):
 
     execution_arn: str = Field(alias="executionArn")
     state_machine_arn: str = Field(alias="stateMachineArn")
+    #: Set when the execution was started through a version or an alias (a sub_workflow
+    #: child runs its workflow's live alias): the version that ran.
+    state_machine_version_arn: str | None = Field(None, alias="stateMachineVersionArn")
     name: str
     status: str
     start_date: int | None = Field(None, alias="startDate", description="Epoch milliseconds.")
@@ -224,6 +228,7 @@ def status_change_event(execution: dict[str, Any], *, region: str | None = None)
         "detail": {
             "executionArn": arn,
             "stateMachineArn": execution.get("stateMachineArn"),
+            "stateMachineVersionArn": execution.get("stateMachineVersionArn"),
             "name": execution.get("name", parts[-1]),
             "status": execution.get("status"),
             "startDate": millis(execution.get("startDate")),
@@ -307,7 +312,7 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         run_id=ref.id,
         tenant=ref.tenant,
         workflow_id=ref.workflow_id,
-        version=ref.version,
+        version=ref.version if ref.version is not None else _version_of(detail),
         status="running",
         execution_arn=detail.execution_arn,
         input=json.dumps(trigger, separators=(",", ":")) if trigger is not None else None,
@@ -316,10 +321,17 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
         # A child of a dry run is dry: its document says so (the parent's step copied it).
         dry_run=isinstance(info, dict) and info.get("dry_run") is True,
+        engine=_engine_of(control, detail.execution_arn, document),
     )
     if control.dal.create_run(run):
         return run
     return control.dal.get_run(ref.tenant, ref.id) or run
+
+
+def _version_of(detail: StatusChangeDetail) -> int | None:
+    """The version number of the execution's state machine version, when it ran one."""
+    number = (detail.state_machine_version_arn or "").rsplit(":", 1)[-1]
+    return int(number) if number.isdigit() else None
 
 
 def _record_start(
@@ -424,6 +436,8 @@ def _record_end(
         # the slot freed).
         control.admission.release(updated)
         _publish(events, detail_type, updated, change)
+        # Express children send no status changes of their own (express_children.py).
+        _record_express_children(control, history, events)
     except Exception:
         control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
         raise
@@ -462,6 +476,37 @@ def _record_compensation(
         "published": None,
         "reason": None if written else "compensation already recorded, or nothing to record",
     }
+
+
+def _record_express_children(
+    control: ControlPlane, history: list[dict[str, Any]] | None, events: Any | None
+) -> None:
+    """Record the end of each Express child the run's ``sub_workflow`` steps ran, from the
+    run's history (:mod:`relayflow.control.express_children`)."""
+    for child in child_executions(history or []):
+        if _engine_of(control, str(child["ExecutionArn"]), child.get("Input")) != "express":
+            continue  # a Standard child sends its own status changes
+        for event in child_status_changes(child):
+            record_status_change(event, control=control, events=events)
+
+
+def _engine_of(control: ControlPlane, execution_arn: str, document: Any) -> str:
+    """The engine of an execution the control plane did not start: an Express execution's
+    ARN says so on AWS (``…:express:<machine>:…``); otherwise its workflow's machine type."""
+    if execution_arn.split(":")[5:6] == ["express"]:
+        return "express"
+    if isinstance(document, str):
+        document = _parse_input(document)
+    info = document.get("run") if isinstance(document, dict) else None
+    if not isinstance(info, dict):
+        return "standard"
+    tenant, workflow_id = info.get("tenant"), info.get("workflow_id")
+    if not isinstance(tenant, str) or not isinstance(workflow_id, str):
+        return "standard"
+    if not TENANT_PATTERN.match(tenant):
+        return "standard"
+    head = control.dal.get_workflow(tenant, workflow_id)
+    return head.engine if head is not None else "standard"
 
 
 def _history(control: ControlPlane, execution_arn: str) -> list[dict[str, Any]] | None:
