@@ -110,6 +110,18 @@ def _map_parallel_states_errors(patches: Patches) -> None:
     patches.set(branches_decl, "CustomErrorName", _states_error_name)
 
 
+@fix("fail_state_states_errors", "notes row 4: the same re-wrap in a Fail state")
+def _fail_state_states_errors(patches: Patches) -> None:
+    """A ``Fail`` state whose ``ErrorPath`` resolves to a ``States.*`` name (a Catch that
+    rethrows the error it caught: ``States.Runtime``, ``States.Timeout``…) fails with that
+    name and cause, as on AWS. moto built a custom error name from it, which rejects the
+    ``States.`` prefix, so the run failed with ``States.Runtime`` and the cause "Custom Error
+    Names MUST NOT begin with the prefix 'States.'" instead of the error it rethrew."""
+    from moto.stepfunctions.parser.asl.component.state.fail import state_fail
+
+    patches.set(state_fail, "CustomErrorName", _states_error_name)
+
+
 @fix("choice_no_match", "notes row 3")
 def _choice_no_match(patches: Patches) -> None:
     """A Choice state whose rules all evaluate false and that has no ``Default`` fails with
