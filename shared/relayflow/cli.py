@@ -443,7 +443,7 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from relayflow.cli_api import _add_api_commands
+    from relayflow.cli_api import add_api_commands
 
     parser = argparse.ArgumentParser(prog="relayflow", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -535,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
     p.add_argument("--start", help="count from this ISO date-time (default now; naive = in --tz)")
     p.set_defaults(func=cmd_schedule_preview)
-    _add_api_commands(sub)
+    add_api_commands(sub)
     from relayflow.cli_ops import add_ops_commands
 
     add_ops_commands(sub)

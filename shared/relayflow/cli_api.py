@@ -94,7 +94,7 @@ class ApiClient:
         return response.status_code, body
 
 
-def _api_client(args: argparse.Namespace) -> ApiClient:
+def api_client(args: argparse.Namespace) -> ApiClient:
     url = args.api or os.environ.get(API_URL_ENV)
     key = args.api_key or os.environ.get(API_KEY_ENV)
     if not url:
@@ -104,7 +104,7 @@ def _api_client(args: argparse.Namespace) -> ApiClient:
     return ApiClient(url, api_key=key)
 
 
-def _print_json(value: Any) -> None:
+def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, default=str))
 
 
@@ -219,7 +219,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: {exc.strerror}") from exc
         except UnicodeDecodeError as exc:
             raise UsageError(f"{path}: not UTF-8 text (byte {exc.start} is invalid)") from exc
-    with _api_client(args) as api:
+    with api_client(args) as api:
         for path in _children_first(texts):
             text = texts[path]
             try:
@@ -280,7 +280,7 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
     if args.step_through:
         body["step_through"] = True
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
-    with _api_client(args) as api:
+    with api_client(args) as api:
         code, run = api.call(
             "POST",
             f"/workflows/{quote(args.workflow_id, safe='')}/runs",
@@ -288,7 +288,7 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
             headers=headers,
         )
     if args.json:
-        _print_json(run)
+        print_json(run)
     else:
         note = "" if code == 201 else " — already started with this Idempotency-Key"
         print(_run_line(run) + note)
@@ -298,10 +298,10 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
 def cmd_runs_get(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, run = api.call("GET", f"/runs/{quote(args.run_id, safe='')}")
     if args.json:
-        _print_json(run)
+        print_json(run)
         return EXIT_OK
     print(_run_line(run))
     if run.get("failing_step"):
@@ -334,9 +334,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     if not args.workflow:
         raise SystemExit("relayflow runs list: --workflow is required (or --parked)")
     params = _page_query(args)
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
-    return _print_page(
+    return print_page(
         args,
         page,
         ("run", "status", "version", "started", "ms", "error"),
@@ -354,10 +354,10 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 def cmd_runs_cancel(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, run = api.call("POST", f"/runs/{quote(args.run_id, safe='')}/cancel")
     if args.json:
-        _print_json(run)
+        print_json(run)
     else:
         print(_run_line(run))
     return EXIT_OK
@@ -365,9 +365,9 @@ def cmd_runs_cancel(args: argparse.Namespace) -> int:
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     params = _page_query(args)
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, page = api.call("GET", "/dlq", params=params)
-    return _print_page(
+    return print_page(
         args,
         page,
         ("run", "workflow", "status", "step", "error", "retries", "next retry"),
@@ -390,10 +390,10 @@ def cmd_dlq_get(args: argparse.Namespace) -> int:
 def cmd_dlq_retry(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, result = api.call("POST", f"/dlq/{quote(args.run_id, safe='')}/retry")
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"run {result['run_id']} restarted (attempt {result['attempt']})")
     return EXIT_OK
@@ -402,10 +402,10 @@ def cmd_dlq_retry(args: argparse.Namespace) -> int:
 def cmd_dlq_discard(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, entry = api.call("DELETE", f"/dlq/{quote(args.run_id, safe='')}")
     if args.json:
-        _print_json(entry)
+        print_json(entry)
     else:
         print(f"run {entry['run_id']} discarded from the DLQ")
     return EXIT_OK
@@ -421,9 +421,9 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"limit": args.limit, "status": args.status}
     if args.next_token:
         params["next_token"] = args.next_token
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, page = api.call("GET", "/approvals", params=params)
-    return _print_page(
+    return print_page(
         args,
         page,
         ("approval", "status", "workflow", "step", "title", "options", "expires"),
@@ -450,12 +450,12 @@ def cmd_approvals_respond(args: argparse.Namespace) -> int:
     data = _json_option(args.data, "--data")
     if data is not None:
         body["data"] = data
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, approval = api.call(
             "POST", f"/approvals/{quote(args.approval_id, safe='')}/respond", json=body
         )
     if args.json:
-        _print_json(approval)
+        print_json(approval)
     else:
         print(_approval_line(approval))
     return EXIT_OK
@@ -470,10 +470,10 @@ def _waitpoint_line(waitpoint: dict[str, Any]) -> str:
 
 def cmd_waitpoints_list(args: argparse.Namespace) -> int:
     params = {"run_id": args.run} if args.run else {"idempotency_key": args.key}
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, page = api.call("GET", "/waitpoints", params=params)
     if args.json:
-        _print_json(page)
+        print_json(page)
     else:
         for waitpoint in page["items"]:
             print(_waitpoint_line(waitpoint))
@@ -488,12 +488,12 @@ def cmd_waitpoints_complete(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
     body = {"data": _json_option(args.data, "--data")}
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, waitpoint = api.call(
             "POST", f"/waitpoints/{quote(args.waitpoint_id, safe='')}/complete", json=body
         )
     if args.json:
-        _print_json(waitpoint)
+        print_json(waitpoint)
     else:
         print(_waitpoint_line(waitpoint))
     return EXIT_OK
@@ -503,12 +503,12 @@ def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
     body = {"error": args.error, "message": args.message}
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, waitpoint = api.call(
             "POST", f"/waitpoints/{quote(args.waitpoint_id, safe='')}/fail", json=body
         )
     if args.json:
-        _print_json(waitpoint)
+        print_json(waitpoint)
     else:
         print(_waitpoint_line(waitpoint))
     return EXIT_OK
@@ -533,13 +533,13 @@ def _segment(value: str) -> str:
 
 def _show(args: argparse.Namespace, path: str) -> int:
     """A get command: the API's JSON answer for ``path``."""
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, answer = api.call("GET", path)
-    _print_json(answer)
+    print_json(answer)
     return EXIT_OK
 
 
-def _print_page(
+def print_page(
     args: argparse.Namespace,
     page: dict[str, Any],
     headers: tuple[str, ...],
@@ -548,7 +548,7 @@ def _print_page(
     """A page of a list command: the API's JSON with ``--json``, else a table and, when there
     is more, the ``--next-token`` to pass (on stderr)."""
     if args.json:
-        _print_json(page)
+        print_json(page)
         return EXIT_OK
     _table(headers, [row(item) for item in page["items"]], sys.stdout)
     if page.get("next_token"):
@@ -593,7 +593,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
                 "POST", "/admin/keys", json={"tenant": args.tenant, "name": args.name}
             )
     if args.json:
-        _print_json(key)
+        print_json(key)
     else:
         print(f"key {key['key_id']} for tenant {key['tenant']} ({key['name']})")
         print(f"secret (shown once): {key['secret']}")
@@ -610,7 +610,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
         with backend:
             _, key = backend.call("DELETE", f"/admin/keys/{quote(args.key_id, safe='')}")
     if args.json:
-        _print_json(key)
+        print_json(key)
     else:
         print(f"key {key['key_id']} of tenant {key['tenant']} revoked at {key['revoked_at']}")
     return EXIT_OK
@@ -629,7 +629,7 @@ def _keys_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the key as JSON")
 
 
-def _add_api_commands(sub: Any) -> None:
+def add_api_commands(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the control API locally (local runtime, in memory)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)

@@ -12,14 +12,14 @@ from typing import Any
 
 def cmd_runs_list_parked(args: argparse.Namespace) -> int:
     """The tenant's parked runs, longest parked first: where each waits and why."""
-    from relayflow.cli_api import _api_client, _print_page
+    from relayflow.cli_api import api_client, print_page
 
     params: dict[str, Any] = {"status": "parked", "limit": args.limit}
     if args.next_token:
         params["next_token"] = args.next_token
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, page = api.call("GET", "/runs", params=params)
-    return _print_page(
+    return print_page(
         args,
         page,
         ("run", "workflow", "step", "parked at", "deadline", "error"),
@@ -52,7 +52,7 @@ def cmd_runs_resume(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
     from relayflow.cli import EXIT_OK
-    from relayflow.cli_api import _api_client, _print_json
+    from relayflow.cli_api import api_client, print_json
 
     body: dict[str, Any] = {"action": args.action}
     output = _json_argument(args.output, "output")
@@ -61,10 +61,10 @@ def cmd_runs_resume(args: argparse.Namespace) -> int:
     context = _json_argument(args.context, "context")
     if context is not None:
         body["context"] = context
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, answer = api.call("POST", f"/runs/{quote(args.run_id, safe='')}/resume", json=body)
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     else:
         print(f"run {answer['run_id']}: step {answer['step']} — {answer['action']}; running again")
     return EXIT_OK

@@ -13,13 +13,13 @@ def cmd_runs_continue(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
     from relayflow.cli import EXIT_OK
-    from relayflow.cli_api import _api_client, _print_json
+    from relayflow.cli_api import api_client, print_json
 
     body = {"to_end": True} if args.to_end else {}
-    with _api_client(args) as api:
+    with api_client(args) as api:
         _, answer = api.call("POST", f"/runs/{quote(args.run_id, safe='')}/continue", json=body)
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     elif answer.get("released"):
         rest = " and runs to its end" if answer.get("to_end") else ""
         print(f"run {answer['run_id']}: step {answer['released']} released{rest}")

@@ -24,7 +24,7 @@ from relayflow.compiler.size import (
     definition_bytes,
 )
 from relayflow.control.errors import CompilerBug, InvalidDefinition
-from relayflow.control.plane.common import _check_compiled, _check_quotas
+from relayflow.control.plane.common import check_compiled, check_quotas
 from relayflow.definition import validate_data
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES
 from relayflow.definition.models import Workflow
@@ -299,9 +299,7 @@ def test_history_problems_look_inside_parallel_branches():
 
 def test_the_control_plane_answers_422_for_a_machine_over_the_quota():
     with pytest.raises(InvalidDefinition) as raised:
-        _check_compiled(
-            padded_machine(MAX_STATE_MACHINE_BYTES + 1), what="the step-through variant"
-        )
+        check_compiled(padded_machine(MAX_STATE_MACHINE_BYTES + 1), what="the step-through variant")
     assert raised.value.status == 422 and raised.value.code == "invalid_definition"
     (detail,) = raised.value.details
     assert detail["path"] == "steps" and detail["rule"] == "compiled-size"
@@ -312,7 +310,7 @@ def test_any_other_broken_rule_is_still_a_compiler_bug():
     asl = padded_machine(1_000)
     asl["States"]["orphan"] = {"Type": "Pass", "End": True}
     with pytest.raises(CompilerBug) as raised:
-        _check_compiled(asl)
+        check_compiled(asl)
     assert raised.value.status == 500 and raised.value.details[0]["rule"] == "reachable"
 
 
@@ -323,7 +321,7 @@ def test_the_control_plane_checks_history_on_the_machine_type_it_deploys():
     asl = compile_workflow(workflow).asl
     # Then deployed to an existing Standard machine it is refused; to Express it is not
     with pytest.raises(InvalidDefinition) as raised:
-        _check_quotas(workflow, asl, "standard")
+        check_quotas(workflow, asl, "standard")
     assert raised.value.details[0]["path"] == "steps.each.max_items"
-    _check_quotas(workflow, asl, "express")
+    check_quotas(workflow, asl, "express")
     assert history_problems(workflow, asl) != []

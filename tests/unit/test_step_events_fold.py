@@ -11,7 +11,7 @@ import pytest
 from relayflow.control.step_events import (
     Execution,
     LogRecord,
-    _Traces,
+    Traces,
     decode_subscription,
     encode_subscription,
     fold,
@@ -69,7 +69,7 @@ def test_concurrent_for_each_items_of_one_step_keep_their_own_attempts():
     log.add("TaskStateExited", prev=a_ok, at=13, name="price")
     log.add("MapStateSucceeded", at=14)
     log.add("MapStateExited", at=15, name="each")
-    traces = _Traces({})
+    traces = Traces({})
     # When folded
     events = fold(log.records, traces)
     # Then item 1 succeeded on its first attempt and item 0 on its second
@@ -97,7 +97,7 @@ def test_a_caught_failure_fails_the_step_and_a_callback_waits():
     log.add("TaskStateExited", at=901, name="ask")
     log.add("PassStateEntered", at=902, name="late")
     log.add("PassStateExited", at=902, name="late")
-    events = fold(log.records, _Traces({}))
+    events = fold(log.records, Traces({}))
     assert kinds(events) == [
         ("started", "ask", 1),
         ("waiting", "ask", 1),
@@ -116,7 +116,7 @@ def test_an_execution_that_fails_in_a_step_fails_that_step():
     log.add("TaskScheduled", prev=e, resource="invoke")
     log.add("TaskFailed", at=60, error="Relayflow.Permanent")
     log.add("ExecutionFailed", at=61, error="Relayflow.Permanent")
-    traces = _Traces({})
+    traces = Traces({})
     events = fold(log.records, traces)
     assert kinds(events) == [
         ("started", "pause", 1),
@@ -136,7 +136,7 @@ def test_a_parked_step_and_auxiliary_states_emit_only_for_the_step():
     log.add("TaskFailed", error="Relayflow.Permanent")
     log.add("TaskStateExited", name="charge")
     log.add("TaskStateEntered", name="charge.park")
-    events = fold(log.records, _Traces({}))
+    events = fold(log.records, Traces({}))
     assert kinds(events) == [
         ("started", "charge", 1),
         ("failed", "charge", 1),
@@ -159,7 +159,7 @@ def test_a_linear_retry_loop_counts_on_across_its_wait():
     log.add("TaskScheduled", prev=e2, resource="invoke")
     log.add("TaskSucceeded")
     log.add("TaskStateExited", name="sync")
-    events = fold(log.records, _Traces({}))
+    events = fold(log.records, Traces({}))
     # Then the second entry is attempt 2, announced as retrying (not a new start)
     assert kinds(events) == [
         ("started", "sync", 1),
@@ -174,7 +174,7 @@ def test_a_cycle_that_enters_a_step_again_starts_it_again():
     for _ in range(2):
         log.add("PassStateEntered", name="tick")
         log.add("PassStateExited", name="tick")
-    assert kinds(fold(log.records, _Traces({}))) == [
+    assert kinds(fold(log.records, Traces({}))) == [
         ("started", "tick", 1),
         ("succeeded", "tick", 1),
         ("started", "tick", 1),
@@ -194,10 +194,10 @@ def test_a_step_split_across_batches_resumes_from_its_trace():
     log.add("TaskSucceeded", at=9)
     log.add("TaskStateExited", at=10, name="price")
     rest = log.records[3:]
-    traces = _Traces({})
+    traces = Traces({})
     assert kinds(fold(first, traces)) == [("started", "price", 1)]
     # When the next batch folds over what the first one stored (as the table returns it)
-    stored = _Traces({sk: json.loads(json.dumps(t)) for sk, t in traces.open.items()})
+    stored = Traces({sk: json.loads(json.dumps(t)) for sk, t in traces.open.items()})
     events = fold(rest, stored)
     # Then the step goes on where it stood
     assert kinds(events) == [("retrying", "price", 2), ("succeeded", "price", 2)]
@@ -229,9 +229,9 @@ def test_a_redelivered_batch_moves_no_open_step_on():
     log.add("TaskScheduled", prev=e, resource="invoke")
     log.add("TaskFailed", error="Relayflow.Transient")
     log.add("TaskScheduled", resource="invoke")
-    traces = _Traces({})
+    traces = Traces({})
     assert kinds(fold(log.records, traces)) == [("started", "price", 1), ("retrying", "price", 2)]
-    stored = _Traces({sk: json.loads(json.dumps(t)) for sk, t in traces.open.items()})
+    stored = Traces({sk: json.loads(json.dumps(t)) for sk, t in traces.open.items()})
     # When CloudWatch Logs delivers the same batch again
     again = fold(log.records, stored)
     # Then nothing is published again and the attempt count stays

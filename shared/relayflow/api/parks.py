@@ -30,7 +30,7 @@ def register(app: Any) -> None:
         description="Runs waiting at a step that failed with on_error park, longest parked "
         "first, each with the step and the error (parked). status=parked is required: it is "
         "the one tenant-wide run listing.",
-        responses=api._docs({200: "A page of parked runs"}, Page[RunSummary]),
+        responses=api.response_docs({200: "A page of parked runs"}, Page[RunSummary]),
         tags=["runs"],
     )
     def list_parked_runs(
@@ -38,8 +38,10 @@ def register(app: Any) -> None:
         limit: limit_type = 20,  # type: ignore[valid-type]
         next_token: token_type = None,  # type: ignore[valid-type]
     ) -> Response[Page[RunSummary]]:
-        page = api._control().list_parked_runs(api._tenant(), limit=limit, next_token=next_token)
-        return api._reply(200, page)
+        page = api.control_plane().list_parked_runs(
+            api.current_tenant(), limit=limit, next_token=next_token
+        )
+        return api.json_reply(200, page)
 
     @app.post(
         "/runs/<run_id>/resume",
@@ -48,11 +50,13 @@ def register(app: Any) -> None:
         "with output as its output; fail takes its failure route (else fails the run). context "
         "is merged into the run's trigger data first; engine-owned keys (run, steps, error, "
         "…) are 422. 409 for a run that is not parked (or whose park timed out).",
-        responses=api._docs({200: "Resumed"}, ResumeResult, 404, 409, 413, 415, 422),
+        responses=api.response_docs({200: "Resumed"}, ResumeResult, 404, 409, 413, 415, 422),
         tags=["runs"],
     )
     def resume_run(
         run_id: run_id_type,  # type: ignore[valid-type]
         request: Annotated[ResumeRequest, Body()],
     ) -> Response[ResumeResult]:
-        return api._reply(200, api._control().resume_run(api._tenant(), run_id, request))
+        return api.json_reply(
+            200, api.control_plane().resume_run(api.current_tenant(), run_id, request)
+        )

@@ -120,13 +120,13 @@ app = openapi.DocumentedResolver(
 openapi.configure(app)
 
 
-def _control() -> Any:
+def control_plane() -> Any:
     from relayflow.control.service import get_control_plane
 
     return get_control_plane()
 
 
-def _tenant() -> str:
+def current_tenant() -> str:
     context = app.current_event.get("requestContext") or {}
     tenant = (context.get("authorizer") or {}).get("tenant")
     if not isinstance(tenant, str) or not tenant:
@@ -134,7 +134,7 @@ def _tenant() -> str:
     return tenant
 
 
-def _reply(status: int, model: BaseModel) -> Response:
+def json_reply(status: int, model: BaseModel) -> Response:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
@@ -157,7 +157,7 @@ def _error(
     )
 
 
-def _docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -> dict[int, Any]:
+def response_docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -> dict[int, Any]:
     """The OpenAPI ``responses`` of a route: its successes and the errors it can answer."""
     responses: dict[int, Any] = {
         status: {"description": text, "content": {"application/json": {"model": model}}}

@@ -79,13 +79,13 @@ def publish_variant(
     from relayflow.control import stepfunctions as sfn_api
     from relayflow.control.errors import Unprocessable
     from relayflow.control.machine_config import machine_config
-    from relayflow.control.service import _check_compiled
+    from relayflow.control.service import check_compiled
     from relayflow.settings import get_settings
 
     variant = compensation_variant(asl)
     if variant is None:
         return None
-    _check_compiled(variant, what="the compensation variant")
+    check_compiled(variant, what="the compensation variant")
     definition = json.dumps(variant, separators=(",", ":"))
     config = machine_config(tenant, workflow)
     # The variant's executions are not runs: they publish no step events of their own.

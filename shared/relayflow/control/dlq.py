@@ -25,7 +25,7 @@ from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.causes import public_cause
 from relayflow.control.errors import Conflict, NotFound
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
-from relayflow.control.service import _translated
+from relayflow.control.service import translated
 from relayflow.dal.dlq import DLQ_STATUSES, RETRYABLE_STATUSES, DlqDal, DlqEntry
 from relayflow.dal.errors import DataAccessError
 from relayflow.reliability.dlq import is_transient, next_auto_retry
@@ -146,7 +146,7 @@ class Dlq:
 
     # -- API side ----------------------------------------------------------------------------
 
-    @_translated
+    @translated
     def list_entries(
         self,
         tenant: str,
@@ -164,11 +164,11 @@ class Dlq:
         )
         return Page[DlqEntryInfo](items=[entry_info(i) for i in items], next_token=token)
 
-    @_translated
+    @translated
     def get_entry(self, tenant: str, run_id: str) -> DlqEntryInfo:
         return entry_info(self._entry(tenant, run_id))
 
-    @_translated
+    @translated
     def retry(
         self,
         tenant: str,
@@ -228,7 +228,7 @@ class Dlq:
             entry=entry_info(claimed),
         )
 
-    @_translated
+    @translated
     def discard(self, tenant: str, run_id: str, *, now: datetime | None = None) -> DlqEntryInfo:
         """Give up on an entry (``pending`` or ``exhausted``): no more automatic retries."""
         entry = self._entry(tenant, run_id)
@@ -244,7 +244,7 @@ class Dlq:
 
     # -- maintenance -------------------------------------------------------------------------
 
-    @_translated
+    @translated
     def retry_due(
         self, *, now: datetime | None = None, limit: int = MAINTENANCE_BATCH
     ) -> dict[str, Any]:
@@ -314,12 +314,12 @@ class Dlq:
         """The run item back to ``running`` on the new execution, then the execution
         started with the run's original document (same run id, version, trigger payload and
         start time)."""
-        from relayflow.control.service import _json, _loads
+        from relayflow.control.service import loads_optional, to_json
         from relayflow.document import execution_input
 
         document = execution_input(
             run.workflow_id,
-            _loads(run.input),
+            loads_optional(run.input),
             run_id=run.run_id,
             version=run.version,
             tenant=run.tenant,
@@ -352,7 +352,7 @@ class Dlq:
             self._mark_express_retry(run)
         name = execution.rsplit(":", 1)[-1]
         try:
-            arn = self.control.machines.start(target_arn, name, _json(document))
+            arn = self.control.machines.start(target_arn, name, to_json(document))
         except sfn_api.ExecutionExists as exc:
             # Started already (a concurrent retry that won a race the claim should have
             # prevented): it is running, so the run item stays as it is now.

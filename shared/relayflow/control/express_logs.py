@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from relayflow.control.step_events import LogRecord, StepEvent, _Traces, fold
+from relayflow.control.step_events import LogRecord, StepEvent, Traces, fold
 from relayflow.control.timeline import StepRun
 from relayflow.observability import logger
 
@@ -165,7 +165,7 @@ def log_steps(
     items = _item_indexes(ordered)
     steps: list[StepRun] = []
     running: dict[str, list[tuple[int, StepRun]]] = {}
-    for event in fold(ordered, _Traces({})):
+    for event in fold(ordered, Traces({})):
         if event.step not in step_types:
             continue
         if event.kind == "started":

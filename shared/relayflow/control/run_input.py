@@ -104,7 +104,7 @@ def record_refused_run(
     run id."""
     from relayflow.control.service import (
         RUN_RETENTION,
-        _RunMode,
+        RunMode,
         epoch,
         idempotent_run_id,
         now_iso,
@@ -114,7 +114,7 @@ def record_refused_run(
 
     head = control.dal.get_workflow(tenant, workflow_id)
     run_id = idempotent_run_id(tenant, workflow_id, idempotency_key)
-    mode = _RunMode(engine_version=None, dry_run=False, step_through=False)
+    mode = RunMode(engine_version=None, dry_run=False, step_through=False)
     run, _ = control._new_run(
         head,
         run_id,

@@ -47,32 +47,32 @@ from relayflow.control.plane.common import (
     TENANT_PATTERN,
     WORKFLOW_ID_PATTERN,
     BreakerOpen,
-    _check_compiled,
-    _check_limit,
-    _check_quotas,
-    _check_tenant,
+    RunMode,
     _document_size_warnings,
     _engine_of,
-    _json,
     _json_default,
     _key_info,
-    _loads,
     _run_summary,
-    _RunMode,
     _same_triggers,
     _step_entry,
-    _translated,
     _trigger_errors,
     _workflow_summary,
     _z,
+    check_compiled,
+    check_limit,
+    check_quotas,
+    check_tenant,
     elapsed_ms,
     epoch,
     hash_secret,
     idempotent_run_id,
     iso,
+    loads_optional,
     now_iso,
     parse_iso,
     subscriptions,
+    to_json,
+    translated,
 )
 from relayflow.control.plane.runs import Runs
 from relayflow.control.plane.workflows import Workflows
@@ -99,23 +99,20 @@ __all__ = [
     "_OUTSIDE_ASL",
     "BreakerOpen",
     "ControlPlane",
-    "_RunMode",
-    "_check_compiled",
-    "_check_limit",
-    "_check_tenant",
+    "RunMode",
     "_document_size_warnings",
     "_engine_of",
-    "_json",
     "_json_default",
     "_key_info",
-    "_loads",
     "_run_summary",
     "_same_triggers",
     "_step_entry",
-    "_translated",
     "_trigger_errors",
     "_workflow_summary",
     "_z",
+    "check_compiled",
+    "check_limit",
+    "check_tenant",
     "compile_options",
     "elapsed_ms",
     "epoch",
@@ -123,9 +120,12 @@ __all__ = [
     "hash_secret",
     "idempotent_run_id",
     "iso",
+    "loads_optional",
     "now_iso",
     "parse_iso",
     "subscriptions",
+    "to_json",
+    "translated",
 ]
 
 
@@ -136,7 +136,7 @@ class ControlPlane(Workflows, Runs, Access):
     :func:`relayflow.dal.get_dal` and ``adapters.aws.client("stepfunctions")``.
     """
 
-    @_translated
+    @translated
     def put_workflow(
         self, tenant: str, workflow_id: str, definition: Mapping[str, Any]
     ) -> PutWorkflowResult:
@@ -154,8 +154,8 @@ class ControlPlane(Workflows, Runs, Access):
         from relayflow.control.run_input import with_child_schemas
         from relayflow.definition import validate_data
 
-        _check_tenant(tenant)
-        definition_json = _json(definition) if isinstance(definition, Mapping) else None
+        check_tenant(tenant)
+        definition_json = to_json(definition) if isinstance(definition, Mapping) else None
         if definition_json is not None and len(definition_json.encode()) > MAX_DEFINITION_BYTES:
             raise PayloadTooLarge(
                 f"a definition may hold at most {MAX_DEFINITION_BYTES} bytes as JSON"
@@ -179,8 +179,8 @@ class ControlPlane(Workflows, Runs, Access):
         compiled = compile_workflow(workflow, options)
         engine = check_machine_type(workflow, compiled, head)
         # What validation could not see: child schemas, the engine's wrapper, the machine type.
-        _check_quotas(workflow, compiled.asl, engine)
-        _check_compiled(compiled.asl)
+        check_quotas(workflow, compiled.asl, engine)
+        check_compiled(compiled.asl)
         asl_json = json.dumps(compiled.asl, separators=(",", ":"))
         asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
         now = now_iso()

@@ -182,7 +182,7 @@ class StepEvent:
 
 
 @dataclass
-class _Traces:
+class Traces:
     """The open traces of one execution while a batch is folded (by sort key: ``<state>@<entry
     event id>`` per entry, ``<step>@carry`` per linear-retry step), what changed (stored
     after the events are published) and what closed (deleted then)."""
@@ -240,7 +240,7 @@ def _main_step(state: str | None) -> str | None:
     return state if state and _STEP_KEY.match(state) else None
 
 
-def fold(records: Sequence[LogRecord], traces: _Traces) -> list[StepEvent]:
+def fold(records: Sequence[LogRecord], traces: Traces) -> list[StepEvent]:
     """The step events of one execution's ``records`` (oldest first), moving ``traces`` on.
     Pure apart from ``traces``; see the module docstring for the mapping."""
     events: list[StepEvent] = []
@@ -249,7 +249,7 @@ def fold(records: Sequence[LogRecord], traces: _Traces) -> list[StepEvent]:
     return events
 
 
-def _apply(record: LogRecord, traces: _Traces) -> Iterator[StepEvent]:
+def _apply(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
     kind, name = record.type, record.name
     if kind.endswith("StateEntered") and name:
         yield from _entered(record, name, traces)
@@ -292,7 +292,7 @@ def _err(trace: Mapping[str, Any]) -> str | None:
     return str(value) if value else None
 
 
-def _entered(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEvent]:
+def _entered(record: LogRecord, name: str, traces: Traces) -> Iterator[StepEvent]:
     step = _main_step(name)
     key = name.split(".", 1)[0]
     if step is None and name.endswith(_PARK_SUFFIX) and _main_step(key):
@@ -329,7 +329,7 @@ def _entered(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEven
         yield StepEvent("waiting", step, 1, record.at_ms, record.id)
 
 
-def _exited(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEvent]:
+def _exited(record: LogRecord, name: str, traces: Traces) -> Iterator[StepEvent]:
     sk = traces.following(record)
     if sk is None or traces.open[sk].get("state") != name:
         sk = traces.entry_of(name)
@@ -360,7 +360,7 @@ def _exited(record: LogRecord, name: str, traces: _Traces) -> Iterator[StepEvent
     )
 
 
-def _execution_ended(record: LogRecord, traces: _Traces) -> Iterator[StepEvent]:
+def _execution_ended(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
     error = str(record.details.get("error") or _END_ERRORS.get(record.type, "States.Runtime"))
     for sk, trace in traces.entries():
         traces.close(sk)
@@ -434,14 +434,14 @@ def handle_subscription(
             continue
         by_execution.setdefault(record.execution_arn, []).append(record)
     entries: list[dict[str, Any]] = []
-    folded: list[tuple[Execution, _Traces]] = []
+    folded: list[tuple[Execution, Traces]] = []
     for arn, records in by_execution.items():
         execution = Execution.of(arn, settings.stage)
         if execution is None:
             skipped += len(records)
             continue
         stored = traces.states(execution.tenant, execution.name)
-        open_traces = _Traces({str(t["sk"]): _plain(t) for t in stored})
+        open_traces = Traces({str(t["sk"]): _plain(t) for t in stored})
         for step_event in fold(records, open_traces):
             entries.append(_entry(step_event, execution, settings.event_bus_name))
         folded.append((execution, open_traces))

@@ -55,7 +55,7 @@ class StepThrough:
         from relayflow.compiler import compile_workflow
         from relayflow.compiler.debug import step_through_variant
         from relayflow.control.machine_config import machine_config
-        from relayflow.control.service import _check_compiled, compile_options
+        from relayflow.control.service import check_compiled, compile_options
         from relayflow.definition import validate_data
 
         workflow, problems = validate_data(json.loads(item.definition))
@@ -67,7 +67,7 @@ class StepThrough:
         compiled = compile_workflow(workflow, options)
         # The gates are served by the waitpoint function (step type ``step_gate``).
         variant = step_through_variant(compiled.asl, workflow.steps, options.arn("waitpoint"))
-        _check_compiled(variant, what="the step-through variant (a gate before every step)")
+        check_compiled(variant, what="the step-through variant (a gate before every step)")
         definition = json.dumps(variant, separators=(",", ":"))
         description = (
             f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} (step-through)"

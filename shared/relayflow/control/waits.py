@@ -30,7 +30,7 @@ from relayflow.control.errors import (
     Unprocessable,
 )
 from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
-from relayflow.control.service import _check_limit, _check_tenant, _translated
+from relayflow.control.service import check_limit, check_tenant, translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
 
@@ -130,7 +130,7 @@ class WaitService:
 
     # -- approvals ---------------------------------------------------------------------------
 
-    @_translated
+    @translated
     def list_approvals(
         self,
         tenant: str,
@@ -140,8 +140,8 @@ class WaitService:
     ) -> Page[ApprovalView]:
         """The tenant's approvals, oldest first: by default those still waiting for a
         decision (a pending one whose deadline passed is left out)."""
-        _check_tenant(tenant)
-        _check_limit(limit)
+        check_tenant(tenant)
+        check_limit(limit)
         if status is not None and status not in APPROVAL_STATUSES:
             raise BadRequest(f"status must be one of {', '.join(APPROVAL_STATUSES)}")
         items, token = self.waits.list_approvals(
@@ -153,11 +153,11 @@ class WaitService:
             views = [v for v in views if v.status == "pending"]
         return Page[ApprovalView](items=views, next_token=token)
 
-    @_translated
+    @translated
     def get_approval(self, tenant: str, approval_id: str) -> ApprovalView:
         return approval_view(self._approval(tenant, approval_id))
 
-    @_translated
+    @translated
     def respond(
         self,
         tenant: str,
@@ -232,7 +232,7 @@ class WaitService:
             )
 
     def _approval(self, tenant: str, approval_id: str) -> ApprovalItem:
-        _check_tenant(tenant)
+        check_tenant(tenant)
         item = (
             self.waits.get_approval(tenant, approval_id)
             if isinstance(approval_id, str) and WAIT_ID_PATTERN.match(approval_id)
@@ -244,11 +244,11 @@ class WaitService:
 
     # -- waitpoints --------------------------------------------------------------------------
 
-    @_translated
+    @translated
     def get_waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointView:
         return waitpoint_view(self._waitpoint(tenant, waitpoint_id))
 
-    @_translated
+    @translated
     def list_waitpoints(
         self, tenant: str, *, run_id: str | None = None, idempotency_key: str | None = None
     ) -> list[WaitpointView]:
@@ -256,7 +256,7 @@ class WaitService:
         (empty when there is none): how a caller learns a waitpoint's id."""
         from relayflow.steps.waitpoint import waitpoint_id
 
-        _check_tenant(tenant)
+        check_tenant(tenant)
         if (run_id is None) == (idempotency_key is None):
             raise BadRequest("pass exactly one of run_id or idempotency_key")
         now = _now()
@@ -268,7 +268,7 @@ class WaitService:
             raise BadRequest("run_id is a run's id")
         return [waitpoint_view(i, now) for i in self.waits.list_run_waitpoints(tenant, run_id)]
 
-    @_translated
+    @translated
     def complete_waitpoint(self, tenant: str, waitpoint_id: str, data: Any = None) -> WaitpointView:
         """Complete the waitpoint: its run resumes with ``data`` as the step's output."""
         from relayflow.steps.waitpoint import completion_output
@@ -284,7 +284,7 @@ class WaitService:
             send=lambda c, token: c.send_task_success(taskToken=token, output=output),
         )
 
-    @_translated
+    @translated
     def fail_waitpoint(
         self,
         tenant: str,
@@ -352,7 +352,7 @@ class WaitService:
             raise WaitpointExpired(f"waitpoint {item.waitpoint_id} expired at {item.deadline}")
 
     def _waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointItem:
-        _check_tenant(tenant)
+        check_tenant(tenant)
         item = (
             self.waits.get_waitpoint(tenant, waitpoint_id)
             if isinstance(waitpoint_id, str) and WAIT_ID_PATTERN.match(waitpoint_id)

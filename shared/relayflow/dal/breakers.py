@@ -40,7 +40,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed, DataAccessError
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.table import Dal, deserialize, get_dal, serialize
 
 BREAKER_SK = "BREAKER"
@@ -72,7 +72,7 @@ def iso_time(epoch_seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class BreakerItem(_Item):
+class BreakerItem(ItemModel):
     """One circuit breaker of one tenant, as stored."""
 
     kind: ClassVar[str] = "breaker"
@@ -102,7 +102,7 @@ class BreakerItem(_Item):
         return {"gsi1pk": breakers_partition(self.tenant), "gsi1sk": self.breaker_id}
 
 
-class TripItem(_Item):
+class TripItem(ItemModel):
     """The audit of one trip (a transition to ``open``), written with the trip itself."""
 
     kind: ClassVar[str] = "breaker_trip"
@@ -126,7 +126,7 @@ class TripItem(_Item):
         }
 
 
-class SkipItem(_Item):
+class SkipItem(ItemModel):
     """A run a trigger did not start because the workflow's breaker was open."""
 
     kind: ClassVar[str] = "breaker_skip"

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.table import Dal, get_dal, serialize
 
 DLQ_SK = "DLQ"
@@ -55,7 +55,7 @@ def due_key(due_at: str, tenant: str, run_id: str) -> keys.Key:
     return {"pk": DUE_PARTITION, "sk": f"{due_at}#{tenant}#{keys._part(run_id, 'run id')}"}
 
 
-class DlqEntry(_Item):
+class DlqEntry(ItemModel):
     """One archived run: what is needed to understand it and to run it again."""
 
     kind: ClassVar[str] = "dlq_entry"
@@ -97,7 +97,7 @@ class DlqEntry(_Item):
         }
 
 
-class DueRetry(_Item):
+class DueRetry(ItemModel):
     """An automatic retry that is due at ``due_at`` (in the shared due partition)."""
 
     kind: ClassVar[str] = "dlq_due"

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.limits import RateWindowDal
 from relayflow.dal.table import Dal, deserialize, get_dal, serialize
 
@@ -54,7 +54,7 @@ def rate_partition(tenant: str, workflow_id: str, step_key: str, group: str) -> 
     return f"{flow_prefix(tenant, workflow_id, step_key, group)}#RATE"
 
 
-class FlowLeaseItem(_Item):
+class FlowLeaseItem(ItemModel):
     """One concurrency slot held by one step execution until ``lease_until``."""
 
     kind: ClassVar[str] = "flow_lease"

@@ -33,7 +33,7 @@ ACTIVE_STATUSES: tuple[str, ...] = ("running", "parked")
 _KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 
 
-class _Item(BaseModel):
+class ItemModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=False)
 
     #: The attribute that tells item kinds apart in exports and the console.
@@ -63,7 +63,7 @@ class _Item(BaseModel):
         )
 
 
-class ApiKeyItem(_Item):
+class ApiKeyItem(ItemModel):
     """An API key. Only the sha256 of its secret is stored."""
 
     kind: ClassVar[str] = "api_key"
@@ -85,7 +85,7 @@ class ApiKeyItem(_Item):
         }
 
 
-class KeyIdItem(_Item):
+class KeyIdItem(ItemModel):
     """Pointer from an API key's public id to its hash, so a key can be revoked by id."""
 
     kind: ClassVar[str] = "api_key_id"
@@ -98,7 +98,7 @@ class KeyIdItem(_Item):
         return keys.key_id_key(self.key_id)
 
 
-class WorkflowItem(_Item):
+class WorkflowItem(ItemModel):
     """A workflow's head item: what is live, the latest version, the state machine."""
 
     kind: ClassVar[str] = "workflow"
@@ -130,7 +130,7 @@ class WorkflowItem(_Item):
         return {"gsi1pk": keys.workflows_partition(self.tenant), "gsi1sk": self.workflow_id}
 
 
-class VersionItem(_Item):
+class VersionItem(ItemModel):
     """One published version of a workflow. Immutable once written."""
 
     kind: ClassVar[str] = "workflow_version"
@@ -169,7 +169,7 @@ class VersionItem(_Item):
         return keys.version_key(self.tenant, self.workflow_id, self.version)
 
 
-class RunItem(_Item):
+class RunItem(ItemModel):
     """One run (one Step Functions execution)."""
 
     kind: ClassVar[str] = "run"
@@ -252,7 +252,7 @@ class RunItem(_Item):
         }
 
 
-class HookItem(_Item):
+class HookItem(ItemModel):
     """A webhook slug registration: which tenant's workflow (and which of its triggers)
     ``POST /hooks/<slug>`` starts. Written by trigger sync; read by the webhook function."""
 

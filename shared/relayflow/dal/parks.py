@@ -17,7 +17,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.table import Dal, get_dal
 
 ParkStatus = Literal["parked", "resumed", "expired"]
@@ -28,7 +28,7 @@ def parks_partition(tenant: str) -> str:
     return f"{keys.tenant_prefix(tenant)}#PARKS"
 
 
-class ParkItem(_Item):
+class ParkItem(ItemModel):
     """One park: a run waiting at a failed step for a person's decision."""
 
     kind: ClassVar[str] = "park"

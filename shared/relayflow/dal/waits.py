@@ -26,7 +26,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.table import Dal, deserialize, get_dal, serialize
 
 #: Waits are kept this long after their deadline (as long as a run item after its end).
@@ -38,7 +38,7 @@ ApprovalStatus = Literal["pending", "decided", "expired"]
 WaitpointStatus = Literal["pending", "completed", "failed", "expired"]
 
 
-class ApprovalItem(_Item):
+class ApprovalItem(ItemModel):
     """One approval request of one run's approval step."""
 
     kind: ClassVar[str] = "approval"
@@ -76,7 +76,7 @@ class ApprovalItem(_Item):
         }
 
 
-class WaitpointItem(_Item):
+class WaitpointItem(ItemModel):
     """One waitpoint: a run paused until another system completes or fails it."""
 
     kind: ClassVar[str] = "waitpoint"

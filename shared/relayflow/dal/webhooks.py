@@ -26,7 +26,7 @@ from pydantic import Field
 
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.items import _Item
+from relayflow.dal.items import ItemModel
 from relayflow.dal.limits import RateWindowDal
 from relayflow.dal.table import Dal, get_dal
 
@@ -59,7 +59,7 @@ def delivery_key(slug: str, delivery_id: str) -> keys.Key:
     }
 
 
-class DeliveryItem(_Item):
+class DeliveryItem(ItemModel):
     """The first answer given to one delivery id of one webhook endpoint."""
 
     kind: ClassVar[str] = "hook_delivery"

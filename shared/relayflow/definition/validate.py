@@ -169,7 +169,7 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
     return problems
 
 
-class _Checker:
+class Checker:
     def __init__(
         self, data: Mapping[str, Any], file: str | None, engine_version: str | None = None
     ) -> None:
@@ -706,7 +706,7 @@ def validate_data(
         workflow = Workflow.model_validate(data)
     except ValidationError as exc:
         problems.extend(_model_problems(file, exc))
-    problems.extend(_Checker(data, file, engine_version).run())
+    problems.extend(Checker(data, file, engine_version).run())
     if workflow is not None and not problems:
         # Only a sound definition compiles; its quotas are the last thing to check.
         problems.extend(compiled_quota_problems(workflow, file))

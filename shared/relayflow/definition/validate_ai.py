@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from relayflow.definition.validate import _Checker
+    from relayflow.definition.validate import Checker
 
 
-def check_batches(checker: _Checker) -> None:
+def check_batches(checker: Checker) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
     from relayflow.ai.bedrock_formats import FAMILIES_TEXT, family_of
@@ -45,7 +45,7 @@ def check_batches(checker: _Checker) -> None:
                 checker.check_template_field(f"{base}.{name}", raw[name])
 
 
-def check_agents(checker: _Checker) -> None:
+def check_agents(checker: Checker) -> None:
     """Agent steps: a known provider, tools that exist, consistent gating, a valid
     output schema, outcomes to route."""
     from relayflow.ai.providers import PROVIDERS

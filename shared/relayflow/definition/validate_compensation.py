@@ -29,7 +29,7 @@ from relayflow.definition.compensation import CALL_ROUTES, CALL_TYPES, COMPENSAB
 
 if TYPE_CHECKING:
     from relayflow.definition.graph import StepGraph
-    from relayflow.definition.validate import _Checker
+    from relayflow.definition.validate import Checker
 
 
 def compensation_targets(steps: Mapping[str, Mapping[str, Any]]) -> set[str]:
@@ -41,7 +41,7 @@ def compensation_targets(steps: Mapping[str, Mapping[str, Any]]) -> set[str]:
     }
 
 
-def check_compensations(checker: _Checker, graph: StepGraph | None) -> None:
+def check_compensations(checker: Checker, graph: StepGraph | None) -> None:
     """Every ``compensate`` of the definition (see the module docstring)."""
     targets = compensation_targets(checker.steps)
     scopes, reached_by = graph.scopes() if graph is not None else ([], {})
@@ -112,7 +112,7 @@ def _owners(key: str, reached_by: Mapping[str, Any]) -> set[str]:
 
 
 def _check_referenced(
-    checker: _Checker,
+    checker: Checker,
     key: str,
     target: str,
     path: str,
@@ -153,7 +153,7 @@ def _check_referenced(
 
 
 def _check_inline(
-    checker: _Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
+    checker: Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
 ) -> None:
     from relayflow.definition.models import CustomStep, ToolStep, WebhookOutStep
 
@@ -182,7 +182,7 @@ def _check_inline(
 
 
 def _check_templates(
-    checker: _Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
+    checker: Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
 ) -> None:
     from relayflow.definition.validate import TEMPLATE_FIELDS
     from relayflow.expressions import expression_paths, template_expressions

@@ -20,10 +20,10 @@ from relayflow.definition.errors_model import ON_ERROR_TYPES
 
 if TYPE_CHECKING:
     from relayflow.definition.graph import StepGraph
-    from relayflow.definition.validate import _Checker
+    from relayflow.definition.validate import Checker
 
 
-def check_on_error(checker: _Checker, graph: StepGraph, start_known: bool) -> None:
+def check_on_error(checker: Checker, graph: StepGraph, start_known: bool) -> None:
     """Report every misplaced or conflicting ``on_error`` (see the module docstring)."""
     main: set[str] = set()
     if start_known:

@@ -32,7 +32,7 @@ MOTO_VERSION = "5.2.5"
 
 # The ISO-8601 "extended offset date-time" AWS accepts in Wait Timestamp/TimestampPath.
 _TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
-_HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
+HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
 # A JSON backslash escape left in an intrinsic literal by moto's parser: \\ or \/.
 _JSON_BACKSLASH = re.compile(r"\\([\\/])")
 

@@ -11,7 +11,7 @@ import datetime
 import threading
 from typing import Any
 
-from relayflow.local.compat import _HEARTBEAT_TIMEOUT, Patches, fix
+from relayflow.local.compat import HEARTBEAT_TIMEOUT, Patches, fix
 
 
 class _HeartbeatTimeoutMarker:
@@ -59,7 +59,7 @@ def _heartbeat_timeout_catch(patches: Patches) -> None:
         if (
             env.stack[-1] is False
             and isinstance(error_name, _HeartbeatTimeoutMarker)
-            and any(name.error_name == _HEARTBEAT_TIMEOUT for name in self.error_names)
+            and any(name.error_name == HEARTBEAT_TIMEOUT for name in self.error_names)
         ):
             env.stack[-1] = True
 

@@ -272,7 +272,7 @@ class AgentLoop:
             "pending_calls": [dataclasses.asdict(c) for c in calls],
             "results": results,
         }
-        scope = f"{turn}.{_safe(gated.id)}"
+        scope = f"{turn}.{safe_call_id(gated.id)}"
         pending: dict[str, Any] = {
             "turn": turn,
             "id": gated.id,
@@ -317,7 +317,7 @@ class AgentLoop:
         if previous["branch"] == AWAITING_WORKFLOW:
             pending = waiting["pending"]
             outcome = self.once(
-                f"turn{self.turn}.call.{_safe(gated.id)}",
+                f"turn{self.turn}.call.{safe_call_id(gated.id)}",
                 lambda: child_outcome(pending, previous["workflow"]),
             )
             results.append(
@@ -408,7 +408,9 @@ class AgentLoop:
                 call.id, {"error": "refused", "message": refusal}, is_error=True
             )
         assert tool is not None
-        outcome = self.once(f"turn{turn}.call.{_safe(call.id)}", lambda: self.execute(tool, call))
+        outcome = self.once(
+            f"turn{turn}.call.{safe_call_id(call.id)}", lambda: self.execute(tool, call)
+        )
         return self.settle(turn, call, tool, outcome, approved_by)
 
     def settle(
@@ -520,7 +522,7 @@ class AgentLoop:
         return self.record(scoped, thunk)
 
 
-def _safe(call_id: str) -> str:
+def safe_call_id(call_id: str) -> str:
     """A call id as part of a record key: short, and only characters that are safe there."""
     if call_id.replace("_", "").replace("-", "").isalnum() and len(call_id) <= 64:
         return call_id

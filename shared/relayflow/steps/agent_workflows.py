@@ -40,12 +40,12 @@ def _not_recorded() -> Any:
 def recorded_call(loop: AgentLoop, turn: int, call: ToolCall) -> dict[str, Any] | None:
     """The recorded outcome of a workflow call, or ``None`` when it has not run yet. (A
     recording whose action raises records nothing, so this only reads.)"""
-    from relayflow.steps.agent import _safe
+    from relayflow.steps.agent import safe_call_id
 
     if loop.identity is None:
         return None
     try:
-        outcome = loop.once(f"turn{turn}.call.{_safe(call.id)}", _not_recorded)
+        outcome = loop.once(f"turn{turn}.call.{safe_call_id(call.id)}", _not_recorded)
     except _NotRecorded:
         return None
     return outcome if isinstance(outcome, dict) else None

@@ -42,10 +42,10 @@ def missed_ticks(
     """The fire times of ``cron`` in ``tz`` after ``after`` and before (or at) ``upto``."""
     from croniter import croniter
 
-    from relayflow.triggers.cron import _fields, zone
+    from relayflow.triggers.cron import cron_fields, zone
 
     where = zone(tz)
-    it = croniter(" ".join(_fields(cron)), after.astimezone(where))
+    it = croniter(" ".join(cron_fields(cron)), after.astimezone(where))
     found: list[datetime] = []
     while len(found) < MAX_TICKS:
         tick = it.get_next(datetime).astimezone(UTC)

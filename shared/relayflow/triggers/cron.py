@@ -143,7 +143,7 @@ def _check_field(cron: str, index: int, text: str) -> None:
         )
 
 
-def _fields(cron: str) -> list[str]:
+def cron_fields(cron: str) -> list[str]:
     if not isinstance(cron, str) or not cron.strip():
         raise UnsupportedCron(
             "empty cron expression (expected minute hour day-of-month month day-of-week)"
@@ -180,7 +180,7 @@ def _expand(cron: str) -> tuple[list[str], list[list[int] | None]]:
     for croniter's ``*``: unrestricted)."""
     from croniter import CroniterError, croniter
 
-    fields = _fields(cron)
+    fields = cron_fields(cron)
     try:
         expanded, nth = croniter.expand(" ".join(fields))
     except CroniterError as exc:
@@ -354,7 +354,7 @@ def preview(cron: str, tz: str, n: int = 10, start: datetime | None = None) -> l
     if start is None:
         start = datetime.now(where)
     start = start.replace(tzinfo=where) if start.tzinfo is None else start.astimezone(where)
-    it = croniter(" ".join(_fields(cron)), start)
+    it = croniter(" ".join(cron_fields(cron)), start)
     try:
         return [it.get_next(datetime).astimezone(where) for _ in range(n)]
     except CroniterBadDateError as exc:  # defensive: impossible dates were refused above
@@ -374,7 +374,7 @@ def scheduler_dst_note(cron: str, fire: datetime) -> str | None:
     from croniter import croniter
 
     wall = fire.replace(tzinfo=None)
-    if not croniter.match(" ".join(_fields(cron)), wall):
+    if not croniter.match(" ".join(cron_fields(cron)), wall):
         return (
             f"{fire:%H:%M} is not a time the expression names: croniter moved a run from a "
             "wall time that does not exist (clocks went forward); Scheduler skips it"

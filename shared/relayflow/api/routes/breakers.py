@@ -3,7 +3,15 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from relayflow.api.resolver import BreakerId, Limit, NextToken, _control, _docs, _reply, _tenant
+from relayflow.api.resolver import (
+    BreakerId,
+    Limit,
+    NextToken,
+    control_plane,
+    current_tenant,
+    json_reply,
+    response_docs,
+)
 from relayflow.control.models import Page
 from relayflow.reliability.breakers import BreakerInfo
 
@@ -15,12 +23,12 @@ router = Router()
     summary="List circuit breakers",
     description="The tenant's tool and workflow circuit breakers (each one that has counted a "
     "failure), by id, with their state: closed, open (until reopens_at) or half_open.",
-    responses=_docs({200: "A page of breakers"}, Page[BreakerInfo]),
+    responses=response_docs({200: "A page of breakers"}, Page[BreakerInfo]),
     tags=["breakers"],
 )
 def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[Page[BreakerInfo]]:
-    page = _control().list_breakers(_tenant(), limit=limit, next_token=next_token)
-    return _reply(200, page)
+    page = control_plane().list_breakers(current_tenant(), limit=limit, next_token=next_token)
+    return json_reply(200, page)
 
 
 @router.post(
@@ -28,8 +36,8 @@ def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[P
     summary="Close a circuit breaker",
     description="Closes the breaker now and forgets its failures; calls and runs go through "
     "again at once.",
-    responses=_docs({200: "The breaker, closed"}, BreakerInfo, 404),
+    responses=response_docs({200: "The breaker, closed"}, BreakerInfo, 404),
     tags=["breakers"],
 )
 def reset_breaker(breaker_id: BreakerId) -> Response[BreakerInfo]:
-    return _reply(200, _control().reset_breaker(_tenant(), breaker_id))
+    return json_reply(200, control_plane().reset_breaker(current_tenant(), breaker_id))

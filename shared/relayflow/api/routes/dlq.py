@@ -6,7 +6,15 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from relayflow.api.resolver import Limit, NextToken, RunId, _control, _docs, _reply, _tenant
+from relayflow.api.resolver import (
+    Limit,
+    NextToken,
+    RunId,
+    control_plane,
+    current_tenant,
+    json_reply,
+    response_docs,
+)
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 
 router = Router()
@@ -19,7 +27,7 @@ router = Router()
     "the outputs of the steps that succeeded, and its retry state (pending, retrying, retried, "
     "exhausted, discarded). Transient failures are retried automatically after 2, 4 and 8 "
     "minutes.",
-    responses=_docs({200: "A page of DLQ entries"}, Page[DlqEntryInfo]),
+    responses=response_docs({200: "A page of DLQ entries"}, Page[DlqEntryInfo]),
     tags=["dlq"],
 )
 def list_dlq(
@@ -30,18 +38,20 @@ def list_dlq(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[DlqEntryInfo]]:
-    page = _control().dlq.list_entries(_tenant(), status=status, limit=limit, next_token=next_token)
-    return _reply(200, page)
+    page = control_plane().dlq.list_entries(
+        current_tenant(), status=status, limit=limit, next_token=next_token
+    )
+    return json_reply(200, page)
 
 
 @router.get(
     "/dlq/<run_id>",
     summary="Get a DLQ entry",
-    responses=_docs({200: "The entry"}, DlqEntryInfo, 404),
+    responses=response_docs({200: "The entry"}, DlqEntryInfo, 404),
     tags=["dlq"],
 )
 def get_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
-    return _reply(200, _control().dlq.get_entry(_tenant(), run_id))
+    return json_reply(200, control_plane().dlq.get_entry(current_tenant(), run_id))
 
 
 @router.post(
@@ -50,19 +60,19 @@ def get_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
     description="Restarts the run under the same run id (a new execution of the same version "
     "with the same trigger payload). Steps that already succeeded return their recorded "
     "results instead of acting again, so the run resumes at the step that failed.",
-    responses=_docs({202: "The retry started"}, DlqRetryResult, 404, 409),
+    responses=response_docs({202: "The retry started"}, DlqRetryResult, 404, 409),
     tags=["dlq"],
 )
 def retry_dlq_entry(run_id: RunId) -> Response[DlqRetryResult]:
-    return _reply(202, _control().dlq.retry(_tenant(), run_id))
+    return json_reply(202, control_plane().dlq.retry(current_tenant(), run_id))
 
 
 @router.delete(
     "/dlq/<run_id>",
     summary="Discard a DLQ entry",
     description="No more retries, automatic or manual; the entry stays readable as discarded.",
-    responses=_docs({200: "The entry, discarded"}, DlqEntryInfo, 404, 409),
+    responses=response_docs({200: "The entry, discarded"}, DlqEntryInfo, 404, 409),
     tags=["dlq"],
 )
 def discard_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
-    return _reply(200, _control().dlq.discard(_tenant(), run_id))
+    return json_reply(200, control_plane().dlq.discard(current_tenant(), run_id))

@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel, ConfigDict, Field
 
-from relayflow.api.resolver import _docs, _reply, _tenant
+from relayflow.api.resolver import current_tenant, json_reply, response_docs
 
 router = Router()
 
@@ -44,12 +44,12 @@ class PublishedEvent(BaseModel):
     description="Puts the event on the Relayflow event bus for the caller's tenant: it starts "
     "the tenant's workflows whose event triggers match it (and whose filters accept it), and "
     "never another tenant's.",
-    responses=_docs({202: "Published"}, PublishedEvent, 413, 415, 422),
+    responses=response_docs({202: "Published"}, PublishedEvent, 413, 415, 422),
     tags=["events"],
 )
 def publish_event(request: Annotated[PublishEventRequest, Body()]) -> Response[PublishedEvent]:
     from relayflow.triggers.publish import publish_event as publish
 
-    tenant = _tenant()
+    tenant = current_tenant()
     event_id = publish(tenant, request.source, request.detail_type, request.detail)
-    return _reply(202, PublishedEvent(event_id=event_id))
+    return json_reply(202, PublishedEvent(event_id=event_id))

@@ -15,10 +15,10 @@ from relayflow.api.resolver import (
     NextToken,
     RunId,
     WorkflowId,
-    _control,
-    _docs,
-    _reply,
-    _tenant,
+    control_plane,
+    current_tenant,
+    json_reply,
+    response_docs,
 )
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
 
@@ -65,7 +65,7 @@ class ContinueRequest(BaseModel):
     "returns the run the first request started (200) instead of starting another. An input "
     "that breaks the version's `input_schema` is 422 `invalid_input` (details: each JSON "
     "pointer, rule and message); nothing starts.",
-    responses=_docs(
+    responses=response_docs(
         {
             201: "Started",
             200: "An idempotent repeat, or a singleton skip: the existing (running) run",
@@ -86,8 +86,8 @@ def start_run(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[StartRunResult]:
     request = request or StartRunRequest()
-    result = _control().start_run(
-        _tenant(),
+    result = control_plane().start_run(
+        current_tenant(),
         workflow_id,
         request.input,
         version=request.version,
@@ -96,14 +96,14 @@ def start_run(
         step_through=request.step_through,
     )
     if result.admission in ("queued", "debounced", "batched"):
-        return _reply(202, result)  # accepted: the run starts later (docs/flow-control.md)
-    return _reply(201 if result.created else 200, result)
+        return json_reply(202, result)  # accepted: the run starts later (docs/flow-control.md)
+    return json_reply(201 if result.created else 200, result)
 
 
 @router.get(
     "/workflows/<workflow_id>/runs",
     summary="List a workflow's runs, newest first",
-    responses=_docs({200: "A page of runs"}, Page[RunSummary], 404),
+    responses=response_docs({200: "A page of runs"}, Page[RunSummary], 404),
     tags=["runs"],
 )
 def list_runs(
@@ -116,30 +116,30 @@ def list_runs(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[RunSummary]]:
-    page = _control().list_runs(
-        _tenant(), workflow_id, status=status, limit=limit, next_token=next_token
+    page = control_plane().list_runs(
+        current_tenant(), workflow_id, status=status, limit=limit, next_token=next_token
     )
-    return _reply(200, page)
+    return json_reply(200, page)
 
 
 @router.get(
     "/runs/<run_id>",
     summary="Get a run and its step timeline",
-    responses=_docs({200: "The run"}, RunDetail, 404),
+    responses=response_docs({200: "The run"}, RunDetail, 404),
     tags=["runs"],
 )
 def get_run(run_id: RunId) -> Response[RunDetail]:
-    return _reply(200, _control().get_run(_tenant(), run_id))
+    return json_reply(200, control_plane().get_run(current_tenant(), run_id))
 
 
 @router.post(
     "/runs/<run_id>/cancel",
     summary="Cancel a running run",
-    responses=_docs({200: "The run, aborted"}, RunSummary, 404, 409),
+    responses=response_docs({200: "The run, aborted"}, RunSummary, 404, 409),
     tags=["runs"],
 )
 def cancel_run(run_id: RunId) -> Response[RunSummary]:
-    return _reply(200, _control().cancel_run(_tenant(), run_id))
+    return json_reply(200, control_plane().cancel_run(current_tenant(), run_id))
 
 
 @router.post(
@@ -148,11 +148,13 @@ def cancel_run(run_id: RunId) -> Response[RunSummary]:
     description="A step-through run waits before each step; this lets exactly one step start. "
     "409 while a step runs (a second call releases nothing), and for a run that is not a "
     "running step-through run. With to_end the run finishes without pausing again.",
-    responses=_docs({200: "Released"}, ContinueResult, 404, 409),
+    responses=response_docs({200: "Released"}, ContinueResult, 404, 409),
     tags=["runs"],
 )
 def continue_run(
     run_id: RunId, request: Annotated[ContinueRequest | None, Body()] = None
 ) -> Response[ContinueResult]:
     request = request or ContinueRequest()
-    return _reply(200, _control().continue_run(_tenant(), run_id, to_end=request.to_end))
+    return json_reply(
+        200, control_plane().continue_run(current_tenant(), run_id, to_end=request.to_end)
+    )

@@ -7,7 +7,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from relayflow.api.resolver import Limit, NextToken, _control, _docs, _reply, _tenant, app
+from relayflow.api.resolver import (
+    Limit,
+    NextToken,
+    app,
+    control_plane,
+    current_tenant,
+    json_reply,
+    response_docs,
+)
 from relayflow.control.models import ApprovalView, Page, WaitpointView
 
 router = Router()
@@ -52,10 +60,10 @@ def _responder() -> str:
         from relayflow.control.service import hash_secret
 
         secret = extract_secret(app.current_event.headers)
-        item = _control().dal.get_api_key(hash_secret(secret)) if secret else None
+        item = control_plane().dal.get_api_key(hash_secret(secret)) if secret else None
         key_id, name = (item.key_id, item.name) if item is not None else (None, None)
     if not key_id:
-        return f"api:{_tenant()}"
+        return f"api:{current_tenant()}"
     return f"{key_id} ({name})" if name else str(key_id)
 
 
@@ -64,7 +72,7 @@ def _responder() -> str:
     summary="List approval requests",
     description="The tenant's approval requests, oldest first; by default those still waiting "
     "for a decision.",
-    responses=_docs({200: "A page of approval requests"}, Page[ApprovalView]),
+    responses=response_docs({200: "A page of approval requests"}, Page[ApprovalView]),
     tags=["approvals"],
 )
 def list_approvals(
@@ -75,18 +83,20 @@ def list_approvals(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[ApprovalView]]:
-    page = _waits().list_approvals(_tenant(), status=status, limit=limit, next_token=next_token)
-    return _reply(200, page)
+    page = _waits().list_approvals(
+        current_tenant(), status=status, limit=limit, next_token=next_token
+    )
+    return json_reply(200, page)
 
 
 @router.get(
     "/approvals/<approval_id>",
     summary="Get an approval request",
-    responses=_docs({200: "The approval request"}, ApprovalView, 404),
+    responses=response_docs({200: "The approval request"}, ApprovalView, 404),
     tags=["approvals"],
 )
 def get_approval(approval_id: WaitId) -> Response[ApprovalView]:
-    return _reply(200, _waits().get_approval(_tenant(), approval_id))
+    return json_reply(200, _waits().get_approval(current_tenant(), approval_id))
 
 
 @router.post(
@@ -95,24 +105,26 @@ def get_approval(approval_id: WaitId) -> Response[ApprovalView]:
     description="Records the decision (the option, and form data checked against the "
     "request's form_schema) and resumes the run. 409 approval_decided when it was decided "
     "already (by whom and when), 409 approval_expired after its expiry.",
-    responses=_docs({200: "Decided; the run resumes"}, ApprovalView, 404, 409, 413, 415, 422),
+    responses=response_docs(
+        {200: "Decided; the run resumes"}, ApprovalView, 404, 409, 413, 415, 422
+    ),
     tags=["approvals"],
 )
 def respond_approval(
     approval_id: WaitId, request: Annotated[RespondRequest, Body()]
 ) -> Response[ApprovalView]:
-    tenant = _tenant()
+    tenant = current_tenant()
     view = _waits().respond(
         tenant, approval_id, request.option, request.data, responder=_responder()
     )
-    return _reply(200, view)
+    return json_reply(200, view)
 
 
 @router.get(
     "/waitpoints",
     summary="Find waitpoints",
     description="The waitpoints of a run (run_id), or the one an idempotency key names.",
-    responses=_docs({200: "The waitpoints"}, Page[WaitpointView]),
+    responses=response_docs({200: "The waitpoints"}, Page[WaitpointView]),
     tags=["waitpoints"],
 )
 def list_waitpoints(
@@ -121,18 +133,20 @@ def list_waitpoints(
         str | None, Query(max_length=512, description="The waitpoint's rendered key.")
     ] = None,
 ) -> Response[Page[WaitpointView]]:
-    items = _waits().list_waitpoints(_tenant(), run_id=run_id, idempotency_key=idempotency_key)
-    return _reply(200, Page[WaitpointView](items=items))
+    items = _waits().list_waitpoints(
+        current_tenant(), run_id=run_id, idempotency_key=idempotency_key
+    )
+    return json_reply(200, Page[WaitpointView](items=items))
 
 
 @router.get(
     "/waitpoints/<waitpoint_id>",
     summary="Get a waitpoint",
-    responses=_docs({200: "The waitpoint"}, WaitpointView, 404),
+    responses=response_docs({200: "The waitpoint"}, WaitpointView, 404),
     tags=["waitpoints"],
 )
 def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
-    return _reply(200, _waits().get_waitpoint(_tenant(), waitpoint_id))
+    return json_reply(200, _waits().get_waitpoint(current_tenant(), waitpoint_id))
 
 
 @router.post(
@@ -141,14 +155,16 @@ def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
     description="Resumes the run; data becomes the waitpoint step's output. 409 "
     "waitpoint_completed when it was completed or failed already, 409 waitpoint_expired after "
     "its expiry.",
-    responses=_docs({200: "Completed; the run resumes"}, WaitpointView, 404, 409, 413, 415, 422),
+    responses=response_docs(
+        {200: "Completed; the run resumes"}, WaitpointView, 404, 409, 413, 415, 422
+    ),
     tags=["waitpoints"],
 )
 def complete_waitpoint(
     waitpoint_id: WaitId, request: Annotated[CompleteWaitpointRequest | None, Body()] = None
 ) -> Response[WaitpointView]:
     data = request.data if request is not None else None
-    return _reply(200, _waits().complete_waitpoint(_tenant(), waitpoint_id, data))
+    return json_reply(200, _waits().complete_waitpoint(current_tenant(), waitpoint_id, data))
 
 
 @router.post(
@@ -156,15 +172,19 @@ def complete_waitpoint(
     summary="Fail a waitpoint",
     description="The waitpoint step fails with Relayflow.WaitpointFailed (cause: error and "
     "message) and the run takes its failure route.",
-    responses=_docs({200: "Failed; the run goes on"}, WaitpointView, 404, 409, 413, 415, 422),
+    responses=response_docs(
+        {200: "Failed; the run goes on"}, WaitpointView, 404, 409, 413, 415, 422
+    ),
     tags=["waitpoints"],
 )
 def fail_waitpoint(
     waitpoint_id: WaitId, request: Annotated[FailWaitpointRequest | None, Body()] = None
 ) -> Response[WaitpointView]:
     request = request or FailWaitpointRequest()
-    view = _waits().fail_waitpoint(_tenant(), waitpoint_id, request.message, error=request.error)
-    return _reply(200, view)
+    view = _waits().fail_waitpoint(
+        current_tenant(), waitpoint_id, request.message, error=request.error
+    )
+    return json_reply(200, view)
 
 
 @router.route("/guest/approvals/<approval_id>", method=["GET", "POST"], include_in_schema=False)

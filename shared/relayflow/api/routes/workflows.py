@@ -12,11 +12,11 @@ from relayflow.api.resolver import (
     Limit,
     NextToken,
     WorkflowId,
-    _control,
     _definition_body,
-    _docs,
-    _reply,
-    _tenant,
+    control_plane,
+    current_tenant,
+    json_reply,
+    response_docs,
 )
 from relayflow.control.models import Page, PutWorkflowResult, WorkflowDetail, WorkflowSummary
 
@@ -35,59 +35,61 @@ class RollbackRequest(BaseModel):
     description="Validates the definition (JSON, or YAML with Content-Type application/yaml), "
     "compiles it, publishes a new version and makes it live. An unchanged definition publishes "
     "nothing. A disabled workflow is enabled again.",
-    responses=_docs(
+    responses=response_docs(
         {200: "Updated (or unchanged)", 201: "Created"}, PutWorkflowResult, 404, 413, 415, 422
     ),
     tags=["workflows"],
 )
 def put_workflow(workflow_id: WorkflowId) -> Response[PutWorkflowResult]:
     definition = _definition_body()
-    result = _control().put_workflow(_tenant(), workflow_id, definition)
-    return _reply(201 if result.created else 200, result)
+    result = control_plane().put_workflow(current_tenant(), workflow_id, definition)
+    return json_reply(201 if result.created else 200, result)
 
 
 @router.get(
     "/workflows",
     summary="List workflows",
-    responses=_docs({200: "A page of workflows"}, Page[WorkflowSummary]),
+    responses=response_docs({200: "A page of workflows"}, Page[WorkflowSummary]),
     tags=["workflows"],
 )
 def list_workflows(
     limit: Limit = 50, next_token: NextToken = None
 ) -> Response[Page[WorkflowSummary]]:
-    page = _control().list_workflows(_tenant(), limit=limit, next_token=next_token)
-    return _reply(200, page)
+    page = control_plane().list_workflows(current_tenant(), limit=limit, next_token=next_token)
+    return json_reply(200, page)
 
 
 @router.get(
     "/workflows/<workflow_id>",
     summary="Get a workflow, its live definition and its versions",
-    responses=_docs({200: "The workflow"}, WorkflowDetail, 404),
+    responses=response_docs({200: "The workflow"}, WorkflowDetail, 404),
     tags=["workflows"],
 )
 def get_workflow(workflow_id: WorkflowId) -> Response[WorkflowDetail]:
-    return _reply(200, _control().get_workflow(_tenant(), workflow_id))
+    return json_reply(200, control_plane().get_workflow(current_tenant(), workflow_id))
 
 
 @router.delete(
     "/workflows/<workflow_id>",
     summary="Disable a workflow",
     description="New runs are refused (409); runs in flight finish. PUT enables it again.",
-    responses=_docs({200: "The disabled workflow"}, WorkflowSummary, 404),
+    responses=response_docs({200: "The disabled workflow"}, WorkflowSummary, 404),
     tags=["workflows"],
 )
 def delete_workflow(workflow_id: WorkflowId) -> Response[WorkflowSummary]:
-    return _reply(200, _control().delete_workflow(_tenant(), workflow_id))
+    return json_reply(200, control_plane().delete_workflow(current_tenant(), workflow_id))
 
 
 @router.post(
     "/workflows/<workflow_id>/rollback",
     summary="Make an earlier version live again",
-    responses=_docs({200: "The live version changed"}, PutWorkflowResult, 404, 409, 413, 422),
+    responses=response_docs(
+        {200: "The live version changed"}, PutWorkflowResult, 404, 409, 413, 422
+    ),
     tags=["workflows"],
 )
 def rollback_workflow(
     workflow_id: WorkflowId, request: Annotated[RollbackRequest, Body()]
 ) -> Response[PutWorkflowResult]:
-    result = _control().rollback_workflow(_tenant(), workflow_id, request.version)
-    return _reply(200, result)
+    result = control_plane().rollback_workflow(current_tenant(), workflow_id, request.version)
+    return json_reply(200, result)

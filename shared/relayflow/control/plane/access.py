@@ -10,12 +10,12 @@ from relayflow.control.models import ApiKeyInfo, NewApiKey, Page
 from relayflow.control.plane.base import PlaneBase
 from relayflow.control.plane.common import (
     KEY_ID_PATTERN,
-    _check_limit,
-    _check_tenant,
     _key_info,
-    _translated,
+    check_limit,
+    check_tenant,
     hash_secret,
     now_iso,
+    translated,
 )
 from relayflow.dal import ApiKeyItem
 from relayflow.reliability.breakers import BreakerInfo, is_breaker_id
@@ -24,21 +24,21 @@ from relayflow.reliability.breakers import BreakerInfo, is_breaker_id
 class Access(PlaneBase):
     """The circuit-breaker and API-key methods of the control plane."""
 
-    @_translated
+    @translated
     def list_breakers(
         self, tenant: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[BreakerInfo]:
         """The tenant's circuit breakers (every one that has counted a failure), by id."""
-        _check_tenant(tenant)
-        _check_limit(limit)
+        check_tenant(tenant)
+        check_limit(limit)
         items, token = self.breakers.list(tenant, limit=limit, next_token=next_token)
         return Page[BreakerInfo](items=items, next_token=token)
 
-    @_translated
+    @translated
     def reset_breaker(self, tenant: str, breaker_id: str) -> BreakerInfo:
         """Close the tenant's breaker now (its failures forgotten, a running trial dropped).
         :class:`NotFound` for a breaker the tenant does not have."""
-        _check_tenant(tenant)
+        check_tenant(tenant)
         info = self.breakers.reset(tenant, breaker_id) if is_breaker_id(breaker_id) else None
         if info is None:
             raise NotFound(f"circuit breaker {breaker_id} not found")
@@ -46,11 +46,11 @@ class Access(PlaneBase):
 
     # -- API keys ----------------------------------------------------------------------------
 
-    @_translated
+    @translated
     def create_api_key(self, tenant: str, name: str) -> NewApiKey:
         """A new API key for ``tenant``. The secret is in the result only: the table keeps
         its sha256."""
-        _check_tenant(tenant)
+        check_tenant(tenant)
         if not isinstance(name, str) or not 1 <= len(name.strip()) <= 100:
             raise BadRequest("a key name has 1 to 100 characters")
         key_id = f"key_{secrets.token_hex(6)}"
@@ -65,24 +65,24 @@ class Access(PlaneBase):
         self.dal.put_api_key(item)
         return NewApiKey(**_key_info(item).model_dump(), secret=secret)
 
-    @_translated
+    @translated
     def revoke_api_key(self, key_id: str, *, tenant: str | None = None) -> ApiKeyInfo:
         """Revoke a key by its public id; it stops authenticating at once. With ``tenant``,
         another tenant's key is :class:`NotFound`."""
         if tenant is not None:
-            _check_tenant(tenant)
+            check_tenant(tenant)
         item = self.dal.get_api_key_by_id(key_id) if KEY_ID_PATTERN.match(key_id) else None
         if item is None or (tenant is not None and item.tenant != tenant):
             raise NotFound(f"API key {key_id} not found")
         return _key_info(self.dal.revoke_api_key(item.key_hash, now_iso()))
 
-    @_translated
+    @translated
     def list_api_keys(self, tenant: str) -> list[ApiKeyInfo]:
         """The tenant's keys, oldest first, revoked ones included (never a secret)."""
-        _check_tenant(tenant)
+        check_tenant(tenant)
         return [_key_info(item) for item in self.dal.list_api_keys(tenant)]
 
-    @_translated
+    @translated
     def authenticate(self, secret: str) -> str | None:
         """The tenant of a valid, unrevoked key; ``None`` for anything else."""
         item = self.authenticated_key(secret)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from relayflow.control.dlq import Dlq
 
 
-from relayflow.control.plane.common import RUN_ID_PATTERN, WORKFLOW_ID_PATTERN, _check_tenant
+from relayflow.control.plane.common import RUN_ID_PATTERN, WORKFLOW_ID_PATTERN, check_tenant
 
 
 class PlaneBase:
@@ -52,7 +52,7 @@ class PlaneBase:
     # -- lookups -----------------------------------------------------------------------------
 
     def _workflow(self, tenant: str, workflow_id: str) -> WorkflowItem:
-        _check_tenant(tenant)
+        check_tenant(tenant)
         head = (
             self.dal.get_workflow(tenant, workflow_id)
             if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
@@ -65,7 +65,7 @@ class PlaneBase:
     def _workflow_and_versions(
         self, tenant: str, workflow_id: str
     ) -> tuple[WorkflowItem, list[VersionItem]]:
-        _check_tenant(tenant)
+        check_tenant(tenant)
         head, versions = (
             self.dal.get_workflow_with_versions(tenant, workflow_id)
             if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
@@ -84,7 +84,7 @@ class PlaneBase:
         return item
 
     def _run(self, tenant: str, run_id: str) -> RunItem:
-        _check_tenant(tenant)
+        check_tenant(tenant)
         run = (
             self.dal.get_run(tenant, run_id)
             if isinstance(run_id, str) and RUN_ID_PATTERN.match(run_id)

@@ -108,7 +108,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def _json(value: Any) -> str:
+def to_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
@@ -119,7 +119,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _loads(text: str | None) -> Any:
+def loads_optional(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
@@ -132,7 +132,7 @@ class BreakerOpen(Conflict):
         self.retry_after = retry_after
 
 
-def _check_quotas(workflow: Any, asl: Mapping[str, Any], engine: str) -> None:
+def check_quotas(workflow: Any, asl: Mapping[str, Any], engine: str) -> None:
     """Refuse a compiled machine past a Step Functions quota its definition reaches
     (:mod:`relayflow.compiler.quotas`: the definition size with the child schemas and engine
     wrapper this deployment adds, the execution history of a Standard machine): the
@@ -146,7 +146,7 @@ def _check_quotas(workflow: Any, asl: Mapping[str, Any], engine: str) -> None:
         raise InvalidDefinition.from_problems(problems)
 
 
-def _check_compiled(asl: Mapping[str, Any], *, what: str = "the compiled state machine") -> None:
+def check_compiled(asl: Mapping[str, Any], *, what: str = "the compiled state machine") -> None:
     """Refuse to deploy a compiled machine that fails :mod:`relayflow.compiler.check`. Over
     the definition size quota it is the definition's problem (422 ``invalid_definition``,
     rule ``compiled-size``; ``what`` names the machine); any other violation is a compiler
@@ -166,7 +166,7 @@ def _check_compiled(asl: Mapping[str, Any], *, what: str = "the compiled state m
         raise CompilerBug.from_violations(exc.violations) from exc
 
 
-def _translated(method: Callable[P, R]) -> Callable[P, R]:
+def translated(method: Callable[P, R]) -> Callable[P, R]:
     """Turn data-access and Step Functions failures into :class:`ApiError` s."""
 
     @functools.wraps(method)
@@ -218,12 +218,12 @@ def _trigger_errors() -> Iterator[None]:
         ) from exc
 
 
-def _check_tenant(tenant: str) -> None:
+def check_tenant(tenant: str) -> None:
     if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
         raise BadRequest(f"invalid tenant id {tenant!r}: allowed ^[a-z0-9][a-z0-9-]{{1,30}}$")
 
 
-def _check_limit(limit: int) -> None:
+def check_limit(limit: int) -> None:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
         raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
 
@@ -273,7 +273,7 @@ def _document_size_warnings(workflow: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _RunMode:
+class RunMode:
     """How a run is started: the engine that compiled its machine, and the dry-run flag."""
 
     engine_version: str | None

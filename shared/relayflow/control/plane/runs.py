@@ -23,19 +23,19 @@ from relayflow.control.plane.common import (
     RUN_RETENTION,
     RUN_STATUS,
     BreakerOpen,
-    _check_limit,
-    _json,
-    _loads,
+    RunMode,
     _run_summary,
-    _RunMode,
     _step_entry,
-    _translated,
+    check_limit,
     elapsed_ms,
     epoch,
     idempotent_run_id,
     iso,
+    loads_optional,
     now_iso,
     parse_iso,
+    to_json,
+    translated,
 )
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
@@ -55,7 +55,7 @@ FAILED = ("failed", "timed_out")
 class Runs(PlaneBase):
     """The run methods of the control plane."""
 
-    @_translated
+    @translated
     def start_run(
         self,
         tenant: str,
@@ -157,7 +157,7 @@ class Runs(PlaneBase):
                 target_arn,
                 idempotency_key,
                 trigger_type,
-                _RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
+                RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
                 flow_key=decision.flow_key,
             )
         except Exception:
@@ -177,7 +177,7 @@ class Runs(PlaneBase):
         target_arn: str,
         idempotency_key: str | None,
         trigger_type: str,
-        mode: _RunMode,
+        mode: RunMode,
         *,
         flow_key: str | None = None,
     ) -> StartRunResult:
@@ -209,7 +209,7 @@ class Runs(PlaneBase):
         trigger_type: str,
         status: str,
         flow_key: str | None,
-        mode: _RunMode,
+        mode: RunMode,
     ) -> tuple[RunItem, str]:
         """The run item of a new run and its execution input (JSON)."""
         from relayflow.document import execution_input
@@ -218,7 +218,7 @@ class Runs(PlaneBase):
         document = execution_input(
             workflow_id, input, run_id=run_id, version=version, tenant=tenant, dry_run=mode.dry_run
         )
-        document_json = _json(document)
+        document_json = to_json(document)
         if len(document_json.encode()) > MAX_INPUT_BYTES:
             raise PayloadTooLarge(f"a run's input may hold at most {MAX_INPUT_BYTES} bytes")
         started_at = document["run"]["started_at"]
@@ -229,7 +229,7 @@ class Runs(PlaneBase):
             version=version,
             status=status,  # type: ignore[arg-type]
             execution_arn=sfn_api.execution_arn(head.state_machine_arn, run_id),
-            input=_json(document["trigger"]),
+            input=to_json(document["trigger"]),
             started_at=started_at,
             idempotency_key=idempotency_key,
             trigger_type=trigger_type,
@@ -257,7 +257,7 @@ class Runs(PlaneBase):
         """Record a run that waits for a slot (status ``queued``): the run and ``True``; when
         a run of that id exists already (a repeated key), that run and ``False``. Its engine
         version is recorded when it starts (:meth:`start_queued_run`)."""
-        mode = _RunMode(engine_version=None, dry_run=False, step_through=step_through)
+        mode = RunMode(engine_version=None, dry_run=False, step_through=step_through)
         run, _ = self._new_run(
             head, run_id, input, version, idempotency_key, trigger_type, "queued", flow_key, mode
         )
@@ -292,13 +292,13 @@ class Runs(PlaneBase):
             return  # started (or cancelled) by another caller
         document = execution_input(
             run.workflow_id,
-            _loads(run.input),
+            loads_optional(run.input),
             run_id=run.run_id,
             version=run.version,
             tenant=run.tenant,
         )
         document["run"]["started_at"] = started_at
-        self._start_execution(updated, target_arn, _json(document))
+        self._start_execution(updated, target_arn, to_json(document))
 
     def fail_queued_run(self, run: RunItem, cause: str) -> None:
         """A queued run that cannot start ends as ``failed`` (its slot passes on)."""
@@ -385,17 +385,17 @@ class Runs(PlaneBase):
             target = self._version(run.tenant, run.workflow_id, version)
             document = execution_input(
                 run.workflow_id,
-                _loads(run.input),
+                loads_optional(run.input),
                 run_id=run.run_id,
                 version=version,
                 tenant=run.tenant,
                 dry_run=run.dry_run,
             )
             document["run"]["started_at"] = run.started_at
-            self._start_execution(run, target.state_machine_version_arn, _json(document))
+            self._start_execution(run, target.state_machine_version_arn, to_json(document))
         return StartRunResult(**_run_summary(run).model_dump(), created=False)
 
-    @_translated
+    @translated
     def continue_run(self, tenant: str, run_id: str, *, to_end: bool = False) -> ContinueResult:
         """Release the step a step-through run waits before (:class:`Conflict` while a step
         runs, so a second call releases nothing), or with ``to_end`` let it finish."""
@@ -403,14 +403,14 @@ class Runs(PlaneBase):
 
         return StepThrough(self).continue_run(self._run(tenant, run_id), to_end=to_end)
 
-    @_translated
+    @translated
     def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:
         """Answer a parked run's park (:meth:`relayflow.control.resume.Parks.resume`)."""
         from relayflow.control.resume import Parks
 
         return Parks(self).resume(tenant, run_id, request)
 
-    @_translated
+    @translated
     def list_parked_runs(
         self, tenant: str, *, limit: int = 20, next_token: str | None = None
     ) -> Page[RunSummary]:
@@ -419,7 +419,7 @@ class Runs(PlaneBase):
 
         return Parks(self).list_parked(tenant, limit=limit, next_token=next_token)
 
-    @_translated
+    @translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
         """The run with its step timeline (:meth:`run_timeline`) and, for a failed Express run
         the sweep has not settled yet, its failing step from that timeline."""
@@ -428,14 +428,14 @@ class Runs(PlaneBase):
         failing = run.failing_step
         if failing is None and source == SOURCE_RECORDS_AND_LOGS and run.status in FAILED:
             failing = last_failing_step(steps)  # an Express run not settled by the sweep yet
-        output = _loads(run.output)
+        output = loads_optional(run.output)
         if output is None and run.status == "succeeded" and run.execution_arn:
             # Too large for the run item: Step Functions still has it.
             described = self.machines.describe(run.execution_arn) or {}
-            output = _loads(described.get("output"))
+            output = loads_optional(described.get("output"))
         return RunDetail(
             **_run_summary(run).model_dump(),
-            input=_loads(run.input),
+            input=loads_optional(run.input),
             output=output,
             cause=public_cause(run.cause),
             failing_step=failing,
@@ -470,7 +470,7 @@ class Runs(PlaneBase):
         """The step a failed or timed-out run ended in."""
         return last_failing_step(self.run_steps(run))
 
-    @_translated
+    @translated
     def list_runs(
         self,
         tenant: str,
@@ -481,7 +481,7 @@ class Runs(PlaneBase):
         next_token: str | None = None,
     ) -> Page[RunSummary]:
         """The workflow's runs, newest first, optionally of one status."""
-        _check_limit(limit)
+        check_limit(limit)
         if status is not None and status not in RUN_STATUSES:
             raise BadRequest(f"status must be one of {', '.join(RUN_STATUSES)}")
         self._workflow(tenant, workflow_id)
@@ -490,7 +490,7 @@ class Runs(PlaneBase):
         )
         return Page[RunSummary](items=[_run_summary(i) for i in items], next_token=token)
 
-    @_translated
+    @translated
     def cancel_run(self, tenant: str, run_id: str) -> RunSummary:
         """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
         :class:`Conflict` when the run has already finished."""

@@ -17,13 +17,13 @@ if TYPE_CHECKING:
 
 from relayflow.control.plane.base import PlaneBase
 from relayflow.control.plane.common import (
-    _check_limit,
-    _check_tenant,
     _engine_of,
-    _translated,
     _trigger_errors,
     _workflow_summary,
+    check_limit,
+    check_tenant,
     now_iso,
+    translated,
 )
 
 
@@ -72,17 +72,17 @@ class Workflows(PlaneBase):
         if alias_arn != head.alias_arn:
             self.dal.update_workflow(head.tenant, head.workflow_id, alias_arn=alias_arn)
 
-    @_translated
+    @translated
     def list_workflows(
         self, tenant: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[WorkflowSummary]:
         """The tenant's workflows (deleted ones too, ``enabled`` false), by id."""
-        _check_tenant(tenant)
-        _check_limit(limit)
+        check_tenant(tenant)
+        check_limit(limit)
         items, token = self.dal.list_workflows(tenant, limit=limit, next_token=next_token)
         return Page[WorkflowSummary](items=[_workflow_summary(i) for i in items], next_token=token)
 
-    @_translated
+    @translated
     def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowDetail:
         """The workflow, the live version's definition and every version."""
         head, versions = self._workflow_and_versions(tenant, workflow_id)
@@ -93,7 +93,7 @@ class Workflows(PlaneBase):
             versions=[version_info(v) for v in versions],
         )
 
-    @_translated
+    @translated
     def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowSummary:
         """Disable the workflow: new starts raise :class:`Conflict`, runs in flight finish.
         Versions and runs stay readable; a PUT enables it again."""
@@ -106,7 +106,7 @@ class Workflows(PlaneBase):
         self._sync_triggers(tenant, workflow_id, [], enabled=False)
         return _workflow_summary(head)
 
-    @_translated
+    @translated
     def rollback_workflow(self, tenant: str, workflow_id: str, version: int) -> PutWorkflowResult:
         """Make an earlier (or any recorded) version live again, with its triggers."""
         from relayflow.triggers.sync import triggers_of
