@@ -79,7 +79,7 @@ def publish_variant(
     from relayflow.control import stepfunctions as sfn_api
     from relayflow.control.errors import Unprocessable
     from relayflow.control.machine_config import machine_config
-    from relayflow.control.service import check_compiled
+    from relayflow.control.plane.common import check_compiled
     from relayflow.settings import get_settings
 
     variant = compensation_variant(asl)

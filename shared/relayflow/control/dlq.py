@@ -25,7 +25,7 @@ from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.causes import public_cause
 from relayflow.control.errors import Conflict, NotFound
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
-from relayflow.control.service import translated
+from relayflow.control.plane.common import translated
 from relayflow.dal.dlq import DLQ_STATUSES, RETRYABLE_STATUSES, DlqDal, DlqEntry
 from relayflow.dal.errors import DataAccessError
 from relayflow.reliability.dlq import is_transient, next_auto_retry
@@ -49,7 +49,7 @@ class DlqNotRetryable(Conflict):
 
 
 def _iso(moment: datetime) -> str:
-    from relayflow.control.service import iso
+    from relayflow.control.plane.common import iso
 
     return iso(moment)
 
@@ -75,7 +75,7 @@ class Dlq:
         """Archive a run that ended ``failed`` or ``timed_out`` — or, when it was a retry,
         settle its entry (``pending`` with the next automatic retry, or ``exhausted``).
         Idempotent: a repeat for the same execution changes nothing (``None``)."""
-        from relayflow.control.service import epoch, parse_iso
+        from relayflow.control.plane.common import epoch, parse_iso
         from relayflow.settings import get_settings
 
         now = now or _now()
@@ -251,7 +251,7 @@ class Dlq:
         """Start the automatic retries that are due (all tenants). Returns counts and emits
         ``DlqDepth``. A retry the workflow's open breaker refuses stays due."""
         from relayflow.control.errors import ApiError
-        from relayflow.control.service import BreakerOpen
+        from relayflow.control.plane.common import BreakerOpen
         from relayflow.observability import logger, record_metric
 
         now = now or _now()
@@ -314,7 +314,7 @@ class Dlq:
         """The run item back to ``running`` on the new execution, then the execution
         started with the run's original document (same run id, version, trigger payload and
         start time)."""
-        from relayflow.control.service import loads_optional, to_json
+        from relayflow.control.plane.common import loads_optional, to_json
         from relayflow.document import execution_input
 
         document = execution_input(

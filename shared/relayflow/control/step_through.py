@@ -54,8 +54,9 @@ class StepThrough:
     def _publish(self, head: WorkflowItem, item: VersionItem) -> str:
         from relayflow.compiler import compile_workflow
         from relayflow.compiler.debug import step_through_variant
+        from relayflow.control.engines import compile_options
         from relayflow.control.machine_config import machine_config
-        from relayflow.control.service import check_compiled, compile_options
+        from relayflow.control.plane.common import check_compiled
         from relayflow.definition import validate_data
 
         workflow, problems = validate_data(json.loads(item.definition))

@@ -30,7 +30,7 @@ from relayflow.control.errors import (
     Unprocessable,
 )
 from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
-from relayflow.control.service import check_limit, check_tenant, translated
+from relayflow.control.plane.common import check_limit, check_tenant, translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
 
