@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from relayflow_testing import (
+    HTTP_TIMEOUT,
     Received,
     Reply,
     Server,
@@ -657,8 +658,11 @@ def test_breakers_are_per_tenant_and_another_tenants_reset_is_not_found(server, 
 
 
 def test_breaker_routes_need_an_api_key(server):
-    assert httpx.get(f"{server.url}/breakers").status_code == 401
-    assert httpx.post(f"{server.url}/breakers/workflow:x/reset").status_code == 401
+    assert httpx.get(f"{server.url}/breakers", timeout=HTTP_TIMEOUT).status_code == 401
+    assert (
+        httpx.post(f"{server.url}/breakers/workflow:x/reset", timeout=HTTP_TIMEOUT).status_code
+        == 401
+    )
 
 
 def test_the_skip_record_and_trip_audit_stay_out_of_the_listing(server, api):
