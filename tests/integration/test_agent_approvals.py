@@ -56,7 +56,7 @@ def workflow(workflow_id: str, tools: Server) -> dict[str, Any]:
         "http_tools": {
             "billing": {
                 "base_url": f"{tools.url}/billing",
-                "timeout_seconds": 5,
+                "timeout_seconds": 30,
                 "operations": {
                     "invoice": {"method": "GET", "path": "/invoices/{{ args.id }}"},
                     "refund": {

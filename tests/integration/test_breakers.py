@@ -141,8 +141,11 @@ def together(count: int, action: Callable[[], Any]) -> list[Any]:
     threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
+    # Every caller's result is needed: a caller still running would leave ``None`` in its
+    # place and fake a lost trip. The bound only ends a test that hangs.
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a caller is still running"
     return results
 
 
@@ -365,7 +368,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_http_request(server, remote,
         "http.billing",
         {
             "args": {"method": "POST", "path": "/charge"},
-            "http_tool": {"base_url": f"{remote.url}/v1", "timeout_seconds": 5},
+            "http_tool": {"base_url": f"{remote.url}/v1", "timeout_seconds": 30},
             "breaker": {"failure_threshold": 1, "cooldown_seconds": 600},
         },
     )
@@ -409,7 +412,7 @@ def test_a_tool_step_without_a_breaker_calls_through(server, remote, tenant):
     event = tool_event(
         tenant,
         "http.billing",
-        {"args": {}, "http_tool": {"base_url": remote.url, "timeout_seconds": 5}},
+        {"args": {}, "http_tool": {"base_url": remote.url, "timeout_seconds": 30}},
     )
     with pytest.raises(HttpError):
         tool.run(event)
@@ -452,7 +455,7 @@ def test_a_failing_http_tool_trips_its_breaker_and_the_next_run_routes_circuit_o
     definition = {
         "id": "charge",
         "start": "call",
-        "http_tools": {"payments": {"base_url": f"{remote.url}/v1", "timeout_seconds": 5}},
+        "http_tools": {"payments": {"base_url": f"{remote.url}/v1", "timeout_seconds": 30}},
         "steps": {
             "call": {
                 "type": "tool",

@@ -71,7 +71,7 @@ def runtime() -> Iterator[LocalRuntime]:
 
 
 def tool(server: Server, **extra: Any) -> dict[str, Any]:
-    return {"base_url": f"{server.url}/v1", "timeout_seconds": 5, **extra}
+    return {"base_url": f"{server.url}/v1", "timeout_seconds": 30, **extra}
 
 
 def call(name: str, args: Any, declaration: dict[str, Any], doc: dict[str, Any] = DOC) -> Any:

@@ -30,6 +30,20 @@ def callback_task(function: str, next_state: str | None = None, **extra):
     )
 
 
+class Held:
+    """A Lambda handler that runs until the test releases it (two minutes at most, longer
+    than any wait of these tests, so only the fix under test can end its execution first)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, event, context):
+        self.entered.set()
+        self.release.wait(120)
+        return {"released": True}
+
+
 # -- jsonpath_definite_paths --------------------------------------------------------------
 
 
@@ -84,16 +98,18 @@ def test_parallel_result_selector_indexes_branch_outputs(rt):
 
 
 def test_map_catch_sees_states_timeout_from_an_iteration(rt):
-    # Given a Map whose iteration Task times out, with a Catch for States.Timeout on the Map
+    # Given a Map whose iteration Task times out (its Lambda answers only after the run), with
+    # a Catch for States.Timeout on the Map
+    held = Held()
+    rt.register_handler("held-iteration", held)
     asl = machine(
         {
             "Each": {
                 "Type": "Map",
                 "ItemsPath": "$.items",
-                "ItemSelector": {"seconds": 2},
                 "ItemProcessor": {
                     "StartAt": "Slow",
-                    "States": {"Slow": task("sleep", TimeoutSeconds=1)},
+                    "States": {"Slow": task("held-iteration", TimeoutSeconds=1)},
                 },
                 "Catch": [
                     {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
@@ -106,7 +122,10 @@ def test_map_catch_sees_states_timeout_from_an_iteration(rt):
     )
 
     # When it runs
-    record = rt.run("map-states-timeout", asl, {"items": [1]})
+    try:
+        record = rt.run("map-states-timeout", asl, {"items": [1]})
+    finally:
+        held.release.set()
 
     # Then the Map's catcher fired with the iteration's error name
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -116,13 +135,16 @@ def test_map_catch_sees_states_timeout_from_an_iteration(rt):
 
 
 def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
-    # Given a Parallel whose branch Task times out, with a Catch for States.Timeout
+    # Given a Parallel whose branch Task times out (its Lambda answers only after the run), with
+    # a Catch for States.Timeout
+    held = Held()
+    rt.register_handler("held-branch", held)
     asl = machine(
         {
             "Both": {
                 "Type": "Parallel",
                 "Branches": [
-                    machine({"Slow": task("sleep", payload={"seconds": 2}, TimeoutSeconds=1)}),
+                    machine({"Slow": task("held-branch", TimeoutSeconds=1)}),
                     machine({"Quick": pass_state()}),
                 ],
                 "Catch": [
@@ -136,7 +158,10 @@ def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
     )
 
     # When it runs
-    record = rt.run("parallel-states-timeout", asl, {})
+    try:
+        record = rt.run("parallel-states-timeout", asl, {})
+    finally:
+        held.release.set()
 
     # Then the Parallel's catcher fired with States.Timeout
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -447,20 +472,6 @@ def test_each_attempt_of_a_callback_task_gets_a_new_token(rt):
 
 
 # -- stop_blocked_task --------------------------------------------------------------------
-
-
-class Held:
-    """A Lambda handler that runs until the test releases it (two minutes at most, longer
-    than any wait of these tests, so only the fix under test can end its execution first)."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self, event, context):
-        self.entered.set()
-        self.release.wait(120)
-        return {"released": True}
 
 
 def test_stop_aborts_an_execution_blocked_on_a_callback(rt):
