@@ -670,10 +670,13 @@ def test_a_cached_program_serves_concurrent_executions(rt):
 # -- dynamodb_atomic_requests -------------------------------------------------------------
 
 
-def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
+def _read_while_another_thread_writes(
+    rt, writer_seconds: float
+) -> tuple[list[BaseException], bool]:
     """Read an item while another thread updates it, in the middle of moto turning the item
-    into its response: after the first attribute the writer starts and is given 0.3 s.
-    Returns the read's errors and whether the writer had to wait for the read."""
+    into its response: after the first attribute the writer starts and is given
+    ``writer_seconds``. Returns the read's errors and whether the writer had to wait for the
+    read."""
     from moto.dynamodb import responses
     from moto.dynamodb.models import utilities
 
@@ -706,7 +709,7 @@ def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
         writer = threading.Thread(target=write)
         writers.append(writer)
         writer.start()
-        writer.join(timeout=0.3)
+        writer.join(timeout=writer_seconds)
         writer_waited.append(writer.is_alive())
         for name, attribute in items:  # moto's own loop, resumed
             result[name] = original(attribute)
@@ -731,7 +734,8 @@ def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
 
 def test_a_dynamodb_read_never_sees_an_item_change_under_it(rt):
     # When another thread updates an item while a read is turning it into its response
-    errors, writer_waited = _read_while_another_thread_writes(rt)
+    # (the writer is blocked until the read ends, so a short look at it is enough)
+    errors, writer_waited = _read_while_another_thread_writes(rt, writer_seconds=0.3)
     # Then the write waits for the read to finish (DynamoDB applies requests atomically)
     assert errors == [] and writer_waited
 
@@ -741,7 +745,8 @@ def test_without_the_fix_moto_changes_an_item_under_a_read(rt):
 
     compat.apply(skip=["dynamodb_atomic_requests"])
     try:
-        errors, writer_waited = _read_while_another_thread_writes(rt)
+        # (the writer is not blocked: it is given all the time a loaded machine may need)
+        errors, writer_waited = _read_while_another_thread_writes(rt, writer_seconds=30)
     finally:
         compat.apply()
     # The write lands in the middle of the read, which fails
