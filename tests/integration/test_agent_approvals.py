@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Server, allowed_server
+from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server
 
 from relayflow.approvals.links import approval_guest_links
 from relayflow.local.serve import LocalServer
@@ -56,7 +56,7 @@ def workflow(workflow_id: str, tools: Server) -> dict[str, Any]:
         "http_tools": {
             "billing": {
                 "base_url": f"{tools.url}/billing",
-                "timeout_seconds": 5,
+                "timeout_seconds": 30,
                 "operations": {
                     "invoice": {"method": "GET", "path": "/invoices/{{ args.id }}"},
                     "refund": {
@@ -125,7 +125,7 @@ def test_an_approved_call_waits_is_approved_by_guest_link_runs_once_and_resumes(
     assert approval.title == "Agent step 'refunder' asks to run http.billing.refund"
     assert api.get(f"/runs/{run_id}").json()["status"] == "running"
     # When a guest approves through the signed link
-    answer = httpx.post(approval_guest_links(approval)["approve"], data={})
+    answer = httpx.post(approval_guest_links(approval)["approve"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the tool runs exactly once and the loop finishes
     run = finished(api, run_id)
@@ -145,7 +145,7 @@ def test_a_rejected_call_never_runs_and_the_model_is_told(env):
     tools.requests.clear()
     api, run_id, approval = pending(local, "agent-reject", tools)
     # When the guest rejects
-    answer = httpx.post(approval_guest_links(approval)["reject"], data={})
+    answer = httpx.post(approval_guest_links(approval)["reject"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the refund never ran, the loop went on, and the rejection is recorded
     run = finished(api, run_id)

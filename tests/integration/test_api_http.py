@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import tenant_client
+from relayflow_testing import HTTP_TIMEOUT, tenant_client
 
 from relayflow.local.serve import LocalServer
 
@@ -69,7 +69,9 @@ def server() -> Iterator[LocalServer]:
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
     with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {server.bootstrap_key}"}
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
+        timeout=HTTP_TIMEOUT,
     ) as client:
         yield client
 
@@ -166,7 +168,7 @@ def test_the_authorizer_raises_unauthorized_for_api_gateways_401(server, headers
 
 def test_the_openapi_document_is_public_and_documents_every_route(server):
     # When the document is fetched without a key
-    response = httpx.get(f"{server.url}/openapi.json")
+    response = httpx.get(f"{server.url}/openapi.json", timeout=HTTP_TIMEOUT)
     # Then it is there, with every route, both auth schemes and the error model
     assert response.status_code == 200
     document = response.json()
@@ -204,7 +206,7 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
 
 
 def test_swagger_ui_is_public(server):
-    response = httpx.get(f"{server.url}/swagger")
+    response = httpx.get(f"{server.url}/swagger", timeout=HTTP_TIMEOUT)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert "swagger" in response.text.lower()
@@ -236,7 +238,9 @@ def test_swagger_ui_is_public(server):
     ],
 )
 def test_every_route_refuses_a_missing_or_bad_key_with_401(server, headers, method, path):
-    response = httpx.request(method, f"{server.url}{path}", headers=headers, json={})
+    response = httpx.request(
+        method, f"{server.url}{path}", headers=headers, json={}, timeout=HTTP_TIMEOUT
+    )
     assert_error(response, 401, "unauthorized")
 
 
@@ -244,26 +248,41 @@ def test_a_revoked_key_is_refused(server):
     # Given a key that worked
     admin = {"X-Admin-Token": server.admin_token}
     key = httpx.post(
-        f"{server.url}/admin/keys", json={"tenant": "local", "name": "tmp"}, headers=admin
+        f"{server.url}/admin/keys",
+        json={"tenant": "local", "name": "tmp"},
+        headers=admin,
+        timeout=HTTP_TIMEOUT,
     )
     assert key.status_code == 201
     secret = key.json()["secret"]
-    assert httpx.get(f"{server.url}/workflows", headers={"X-Api-Key": secret}).status_code == 200
+    assert (
+        httpx.get(
+            f"{server.url}/workflows", headers={"X-Api-Key": secret}, timeout=HTTP_TIMEOUT
+        ).status_code
+        == 200
+    )
     # When it is revoked
-    revoked = httpx.delete(f"{server.url}/admin/keys/{key.json()['key_id']}", headers=admin)
+    revoked = httpx.delete(
+        f"{server.url}/admin/keys/{key.json()['key_id']}", headers=admin, timeout=HTTP_TIMEOUT
+    )
     assert revoked.status_code == 200 and revoked.json()["revoked_at"]
     # Then it is refused
-    response = httpx.get(f"{server.url}/workflows", headers={"X-Api-Key": secret})
+    response = httpx.get(
+        f"{server.url}/workflows", headers={"X-Api-Key": secret}, timeout=HTTP_TIMEOUT
+    )
     assert_error(response, 401, "unauthorized")
 
 
 def test_admin_routes_need_the_admin_token(server):
-    response = httpx.post(f"{server.url}/admin/keys", json={"tenant": "local", "name": "x"})
+    response = httpx.post(
+        f"{server.url}/admin/keys", json={"tenant": "local", "name": "x"}, timeout=HTTP_TIMEOUT
+    )
     assert_error(response, 401, "unauthorized")
     response = httpx.post(
         f"{server.url}/admin/keys",
         json={"tenant": "local", "name": "x"},
         headers={"X-Admin-Token": "wrong"},
+        timeout=HTTP_TIMEOUT,
     )
     assert_error(response, 401, "unauthorized")
 
@@ -461,7 +480,7 @@ def lifecycle_queue(server: LocalServer) -> dict[str, Any]:
     return {"sqs": sqs, "url": url, "seen": []}
 
 
-def lifecycle_events(queue: dict[str, Any], run_id: str, count: int, timeout: float = 10.0):
+def lifecycle_events(queue: dict[str, Any], run_id: str, count: int, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         received = queue["sqs"].receive_message(
@@ -662,10 +681,11 @@ def test_requests_over_the_rate_limit_are_429_with_retry_after(server):
     try:
         headers = {"X-Api-Key": server.bootstrap_key}
         statuses = [
-            httpx.get(f"{server.url}/workflows", headers=headers).status_code for _ in range(4)
+            httpx.get(f"{server.url}/workflows", headers=headers, timeout=HTTP_TIMEOUT).status_code
+            for _ in range(4)
         ]
         assert statuses[:2] == [200, 200] and 429 in statuses[2:]
-        response = httpx.get(f"{server.url}/workflows", headers=headers)
+        response = httpx.get(f"{server.url}/workflows", headers=headers, timeout=HTTP_TIMEOUT)
         body = assert_error(response, 429, "too_many_requests")
         assert body["message"]
         assert int(response.headers["Retry-After"]) >= 1

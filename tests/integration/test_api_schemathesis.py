@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from relayflow_testing import HTTP_TIMEOUT
 
 schemathesis = pytest.importorskip("schemathesis")
 
@@ -62,8 +63,12 @@ def seeded(server: LocalServer) -> dict[str, str]:
         "start": "s",
         "steps": {"s": {"type": "transform", "mapping": {"ok": True}}},
     }
-    assert httpx.put(f"{server.url}/workflows/a", json=definition, headers=headers).is_success
-    run = httpx.post(f"{server.url}/workflows/a/runs", json={}, headers=headers).json()
+    assert httpx.put(
+        f"{server.url}/workflows/a", json=definition, headers=headers, timeout=HTTP_TIMEOUT
+    ).is_success
+    run = httpx.post(
+        f"{server.url}/workflows/a/runs", json={}, headers=headers, timeout=HTTP_TIMEOUT
+    ).json()
     return {"workflow_id": "a", "run_id": run["run_id"]}
 
 

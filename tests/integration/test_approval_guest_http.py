@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
-from relayflow_testing import tenant_client
+from relayflow_testing import HTTP_TIMEOUT, tenant_client
 
 from relayflow.approvals.links import approval_guest_links, sign_link, signing_key
 from relayflow.local.serve import LocalServer
@@ -57,7 +57,9 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}) as client:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
+    ) as client:
         yield client
 
 
@@ -119,7 +121,7 @@ def test_the_page_shows_the_request_escaped_under_a_strict_policy(api):
     _, approval = start_pending(api, "local", "guest-page")
     links = approval_guest_links(approval)
     # When the guest opens the approve link
-    page = httpx.get(links["approve"])
+    page = httpx.get(links["approve"], timeout=HTTP_TIMEOUT)
     # Then the request is shown, escaped, with the form and the option as the button
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
@@ -132,7 +134,8 @@ def test_the_page_shows_the_request_escaped_under_a_strict_policy(api):
     # And no API key was needed, while the authenticated API still wants one
     assert (
         httpx.get(
-            f"{urlsplit(links['approve']).scheme}://{urlsplit(links['approve']).netloc}/workflows"
+            f"{urlsplit(links['approve']).scheme}://{urlsplit(links['approve']).netloc}/workflows",
+            timeout=HTTP_TIMEOUT,
         ).status_code
         == 401
     )
@@ -146,6 +149,7 @@ def test_a_guest_approves_once_and_the_run_continues_with_the_form_data(api):
     answer = httpx.post(
         links["approve"],
         data={"f.note": "customer is right", "f.amount": "120", "f.urgent": "true"},
+        timeout=HTTP_TIMEOUT,
     )
     # Then the outcome page says so and the run takes on_approve with the data in the output
     assert answer.status_code == 200, answer.text
@@ -161,17 +165,17 @@ def test_a_guest_approves_once_and_the_run_continues_with_the_form_data(api):
     assert item.status == "decided" and item.decision["responder"] == "guest:approve"
 
     # When the same link, or the reject link, is used again
-    again = httpx.post(links["reject"], data={"f.note": "no"})
+    again = httpx.post(links["reject"], data={"f.note": "no"}, timeout=HTTP_TIMEOUT)
     # Then it is refused as already decided, saying by whom, and nothing changes
     assert again.status_code == 409
     assert "already answered “Approve” by guest:approve" in again.text
-    assert httpx.get(links["approve"]).status_code == 409
+    assert httpx.get(links["approve"], timeout=HTTP_TIMEOUT).status_code == 409
     assert stored("local", approval.approval_id).decision["option"] == "approve"
 
 
 def test_a_guest_rejects_and_the_run_takes_on_reject(api):
     run_id, approval = start_pending(api, "local", "guest-reject")
-    answer = httpx.post(approval_guest_links(approval)["reject"], data={})
+    answer = httpx.post(approval_guest_links(approval)["reject"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200 and "Rejected — the workflow continues" in answer.text
     run = finished(api, run_id)
     assert run["status"] == "succeeded"
@@ -183,9 +187,9 @@ def test_form_data_that_breaks_the_schema_is_shown_again_and_decides_nothing(api
     _, approval = start_pending(api, "local", "guest-bad-form", FORM)
     link = approval_guest_links(approval)["approve"]
     # the page checks types; the service checks the rest of the schema (minimum)
-    typed = httpx.post(link, data={"f.note": "x", "f.amount": "lots"})
+    typed = httpx.post(link, data={"f.note": "x", "f.amount": "lots"}, timeout=HTTP_TIMEOUT)
     assert typed.status_code == 422 and "amount must be a whole number" in typed.text
-    schema = httpx.post(link, data={"f.note": "x", "f.amount": "0"})
+    schema = httpx.post(link, data={"f.note": "x", "f.amount": "0"}, timeout=HTTP_TIMEOUT)
     assert schema.status_code == 422 and "minimum" in schema.text
     assert stored("local", approval.approval_id).status == "pending"
 
@@ -195,11 +199,17 @@ def test_a_tampered_link_is_403_and_decides_nothing(api):
     link = approval_guest_links(approval)["approve"]
     sig = parse_qs(urlsplit(link).query)["sig"][0]
     tampered = with_query(link, sig=("0" if sig[0] != "0" else "1") + sig[1:])
-    for response in (httpx.get(tampered), httpx.post(tampered, data={})):
+    for response in (
+        httpx.get(tampered, timeout=HTTP_TIMEOUT),
+        httpx.post(tampered, data={}, timeout=HTTP_TIMEOUT),
+    ):
         assert response.status_code == 403
         assert "This link is invalid or has expired." in response.text
     # another option with the approve link's signature is tampered too
-    assert httpx.post(with_query(link, option="reject"), data={}).status_code == 403
+    assert (
+        httpx.post(with_query(link, option="reject"), data={}, timeout=HTTP_TIMEOUT).status_code
+        == 403
+    )
     assert stored("local", approval.approval_id).status == "pending"
 
 
@@ -213,7 +223,7 @@ def test_an_expired_link_is_410_and_decides_nothing(api, server):
         expires_at=int(time.time()) - 5,
         key=signing_key(),
     )
-    response = httpx.post(expired, data={})
+    response = httpx.post(expired, data={}, timeout=HTTP_TIMEOUT)
     assert response.status_code == 410
     assert "This link is invalid or has expired." in response.text
     assert stored("local", approval.approval_id).status == "pending"
@@ -224,7 +234,12 @@ def test_another_tenants_approval_cannot_be_answered(api, other, server):
     _, theirs = start_pending(other, OTHER_TENANT, "guest-theirs")
     their_link = approval_guest_links(theirs)["approve"]
     # When its link is re-pointed at this tenant, the signature no longer matches: 403
-    assert httpx.post(with_query(their_link, tenant="local"), data={}).status_code == 403
+    assert (
+        httpx.post(
+            with_query(their_link, tenant="local"), data={}, timeout=HTTP_TIMEOUT
+        ).status_code
+        == 403
+    )
     # And even a correctly signed link of this tenant naming their id finds nothing: 404
     forged = sign_link(
         server.url,
@@ -234,8 +249,8 @@ def test_another_tenants_approval_cannot_be_answered(api, other, server):
         expires_at=int(time.time()) + 600,
         key=signing_key(),
     )
-    assert httpx.get(forged).status_code == 404
-    assert httpx.post(forged, data={}).status_code == 404
+    assert httpx.get(forged, timeout=HTTP_TIMEOUT).status_code == 404
+    assert httpx.post(forged, data={}, timeout=HTTP_TIMEOUT).status_code == 404
     # Then their approval is still pending
     assert stored(OTHER_TENANT, theirs.approval_id).status == "pending"
 
@@ -249,13 +264,13 @@ def test_an_unknown_approval_is_404(server):
         expires_at=int(time.time()) + 600,
         key=signing_key(),
     )
-    assert httpx.get(link).status_code == 404
+    assert httpx.get(link, timeout=HTTP_TIMEOUT).status_code == 404
 
 
 def test_a_form_body_over_64_kb_is_refused(api):
     _, approval = start_pending(api, "local", "guest-large", FORM)
     link = approval_guest_links(approval)["approve"]
-    response = httpx.post(link, data={"f.note": "x" * 70_000})
+    response = httpx.post(link, data={"f.note": "x" * 70_000}, timeout=HTTP_TIMEOUT)
     assert response.status_code == 413
     assert stored("local", approval.approval_id).status == "pending"
 
@@ -286,8 +301,8 @@ def test_the_approval_notification_carries_a_working_guest_link_per_option(api):
         assert set(links) == {"approve", "reject"}
         assert links["reject"] in note["text"]
         # And following the approve link answers the request: the run takes on_approve
-        assert httpx.get(links["approve"]).status_code == 200
-        answered = httpx.post(links["approve"], data={})
+        assert httpx.get(links["approve"], timeout=HTTP_TIMEOUT).status_code == 200
+        answered = httpx.post(links["approve"], data={}, timeout=HTTP_TIMEOUT)
         assert answered.status_code == 200, answered.text
         run = finished(api, run_id)
         assert run["status"] == "succeeded"

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.approvals.links import approval_guest_links
 from relayflow.local.serve import LocalServer
@@ -288,7 +289,9 @@ def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
 
 
 def test_a_guest_approves_in_chromium_and_the_run_continues(server, browser, tmp_path):
-    with httpx.Client(base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}) as api:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
+    ) as api:
         # Given a run waiting for a refund approval, and the guest link for "approve"
         run_id, approval = waiting_approval(server, api)
         link = approval_guest_links(approval)["approve"]

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from relayflow_testing import (
+    HTTP_TIMEOUT,
     Received,
     Reply,
     Server,
@@ -140,8 +141,11 @@ def together(count: int, action: Callable[[], Any]) -> list[Any]:
     threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
+    # Every caller's result is needed: a caller still running would leave ``None`` in its
+    # place and fake a lost trip. The bound only ends a test that hangs.
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a caller is still running"
     return results
 
 
@@ -364,7 +368,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_http_request(server, remote,
         "http.billing",
         {
             "args": {"method": "POST", "path": "/charge"},
-            "http_tool": {"base_url": f"{remote.url}/v1", "timeout_seconds": 5},
+            "http_tool": {"base_url": f"{remote.url}/v1", "timeout_seconds": 30},
             "breaker": {"failure_threshold": 1, "cooldown_seconds": 600},
         },
     )
@@ -408,7 +412,7 @@ def test_a_tool_step_without_a_breaker_calls_through(server, remote, tenant):
     event = tool_event(
         tenant,
         "http.billing",
-        {"args": {}, "http_tool": {"base_url": remote.url, "timeout_seconds": 5}},
+        {"args": {}, "http_tool": {"base_url": remote.url, "timeout_seconds": 30}},
     )
     with pytest.raises(HttpError):
         tool.run(event)
@@ -451,7 +455,7 @@ def test_a_failing_http_tool_trips_its_breaker_and_the_next_run_routes_circuit_o
     definition = {
         "id": "charge",
         "start": "call",
-        "http_tools": {"payments": {"base_url": f"{remote.url}/v1", "timeout_seconds": 5}},
+        "http_tools": {"payments": {"base_url": f"{remote.url}/v1", "timeout_seconds": 30}},
         "steps": {
             "call": {
                 "type": "tool",
@@ -657,8 +661,11 @@ def test_breakers_are_per_tenant_and_another_tenants_reset_is_not_found(server, 
 
 
 def test_breaker_routes_need_an_api_key(server):
-    assert httpx.get(f"{server.url}/breakers").status_code == 401
-    assert httpx.post(f"{server.url}/breakers/workflow:x/reset").status_code == 401
+    assert httpx.get(f"{server.url}/breakers", timeout=HTTP_TIMEOUT).status_code == 401
+    assert (
+        httpx.post(f"{server.url}/breakers/workflow:x/reset", timeout=HTTP_TIMEOUT).status_code
+        == 401
+    )
 
 
 def test_the_skip_record_and_trip_audit_stay_out_of_the_listing(server, api):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.cli import main
 from relayflow.local.serve import LocalServer
@@ -161,11 +162,17 @@ def test_keys_create_and_revoke_through_the_local_admin_routes(server, capsys):
     # Then it works for that tenant only
     headers = {"X-Api-Key": key["secret"]}
     assert key["tenant"] == "initech" and key["secret"].startswith("rf_")
-    assert httpx.get(f"{server.url}/workflows", headers=headers).json()["items"] == []
+    assert (
+        httpx.get(f"{server.url}/workflows", headers=headers, timeout=HTTP_TIMEOUT).json()["items"]
+        == []
+    )
     # And once revoked it is refused
     assert main(["keys", "revoke", key["key_id"], *admin]) == 0
     assert "revoked at" in capsys.readouterr().out
-    assert httpx.get(f"{server.url}/workflows", headers=headers).status_code == 401
+    assert (
+        httpx.get(f"{server.url}/workflows", headers=headers, timeout=HTTP_TIMEOUT).status_code
+        == 401
+    )
     # And a wrong admin token is refused
     wrong = ["--api", server.url, "--admin-token", "wrong"]
     assert main(["keys", "create", "--tenant", "initech", "--name", "x", *wrong]) == 1
@@ -180,10 +187,20 @@ def test_keys_create_and_revoke_directly_in_the_table(server, capsys):
     out = capsys.readouterr().out
     secret = out.split("secret (shown once): ")[1].strip()
     key_id = out.split()[1]
-    assert httpx.get(f"{server.url}/workflows", headers={"X-Api-Key": secret}).status_code == 200
+    assert (
+        httpx.get(
+            f"{server.url}/workflows", headers={"X-Api-Key": secret}, timeout=HTTP_TIMEOUT
+        ).status_code
+        == 200
+    )
     assert main(["keys", "revoke", key_id, *table]) == 0
     capsys.readouterr()
-    assert httpx.get(f"{server.url}/workflows", headers={"X-Api-Key": secret}).status_code == 401
+    assert (
+        httpx.get(
+            f"{server.url}/workflows", headers={"X-Api-Key": secret}, timeout=HTTP_TIMEOUT
+        ).status_code
+        == 401
+    )
 
 
 def test_keys_without_a_backend_is_a_usage_error(monkeypatch, capsys):

@@ -312,7 +312,7 @@ def test_cancel_aborts_a_running_run_and_refuses_a_finished_one(runtime, plane, 
     # Then it is aborted at once, in the table and in Step Functions
     assert cancelled.status == "aborted" and cancelled.error == "Relayflow.Cancelled"
     assert plane.get_run(tenant, run.run_id).status == "aborted"
-    execution = runtime.wait(plane.dal.get_run(tenant, run.run_id).execution_arn, timeout=5)
+    execution = runtime.wait(plane.dal.get_run(tenant, run.run_id).execution_arn, timeout=30)
     assert execution.status == "ABORTED" and execution.error == "Relayflow.Cancelled"
     # And cancelling it again, or cancelling a finished run, is a conflict
     with pytest.raises(Conflict):

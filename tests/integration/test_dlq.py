@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from relayflow_testing import (
+    HTTP_TIMEOUT,
     Received,
     Reply,
     Server,
@@ -337,7 +338,9 @@ def test_concurrent_retries_of_one_entry_start_one_execution(server, api, remote
 
 def test_the_maintenance_admin_route_runs_the_function(server, api, remote):
     answer = httpx.post(
-        f"{server.url}/admin/maintenance", headers={"X-Admin-Token": server.admin_token}
+        f"{server.url}/admin/maintenance",
+        headers={"X-Admin-Token": server.admin_token},
+        timeout=HTTP_TIMEOUT,
     )
     assert answer.status_code == 200, answer.text
     assert set(answer.json()) == {"started", "postponed", "skipped", "depth", "express"}

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import tenant_client
+from relayflow_testing import HTTP_TIMEOUT, tenant_client
 
 from relayflow.local.eventbridge import Delivery
 from relayflow.local.serve import LocalServer
@@ -34,7 +34,9 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}) as c:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
+    ) as c:
         yield c
 
 
@@ -216,6 +218,8 @@ def test_post_events_refuses_reserved_sources_and_malformed_bodies(api, body, pa
 
 def test_post_events_needs_an_api_key(server):
     response = httpx.post(
-        f"{server.url}/events", json={"source": "shop", "detail_type": "x", "detail": {}}
+        f"{server.url}/events",
+        json={"source": "shop", "detail_type": "x", "detail": {}},
+        timeout=HTTP_TIMEOUT,
     )
     assert response.status_code == 401

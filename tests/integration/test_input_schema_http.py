@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
+from relayflow_testing import HTTP_TIMEOUT, bootstrap_client
 
 from relayflow.adapters.aws import client
 from relayflow.local.serve import LocalServer
@@ -106,7 +106,7 @@ def test_an_api_start_that_matches_runs(server, api):
 def test_a_webhook_delivery_that_breaks_the_schema_is_refused_with_422(server, api):
     slug = f"orders-{uuid.uuid4().hex[:8]}"
     put(api, orders("orders-hook", [{"type": "webhook", "slug": slug}]))
-    with httpx.Client(base_url=server.url) as public:
+    with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT) as public:
         refused = public.post(f"/hooks/{slug}", json={"order": "not a number"})
         accepted = public.post(f"/hooks/{slug}", json={"order": 7})
     assert refused.status_code == 422, refused.text
@@ -185,7 +185,7 @@ def test_batched_triggers_are_each_checked_on_arrival_and_the_batch_starts(serve
     definition = orders("orders-batch", [{"type": "webhook", "slug": slug}])
     definition["batch"] = {"max_size": 2}
     put(api, definition)
-    with httpx.Client(base_url=server.url) as public:
+    with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT) as public:
         first = public.post(f"/hooks/{slug}", json={"order": 1})
         refused = public.post(f"/hooks/{slug}", json={"order": "two"})
         second = public.post(f"/hooks/{slug}", json={"order": 3})

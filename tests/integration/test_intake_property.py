@@ -19,6 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.local.serve import LocalServer
 
@@ -307,7 +308,11 @@ def fail(world: World, text: str) -> Sent:
 
 
 def webhook(world: World, text: str) -> Sent:
-    response = httpx.post(f"{world.server.url}/hooks/{ECHO['triggers'][0]['slug']}", content=text)
+    response = httpx.post(
+        f"{world.server.url}/hooks/{ECHO['triggers'][0]['slug']}",
+        content=text,
+        timeout=HTTP_TIMEOUT,
+    )
     return response, [*_started(response), RUNS]
 
 
@@ -327,6 +332,7 @@ def admin_key(world: World, text: str) -> Sent:
         f"{world.server.url}/admin/keys",
         content=f'{{"tenant": {text}, "name": {text}}}',
         headers={"X-Admin-Token": world.server.admin_token, **JSON},
+        timeout=HTTP_TIMEOUT,
     )
     return response, []
 
@@ -372,5 +378,6 @@ def test_after_every_hostile_write_everything_still_reads_back(world):
         keys = httpx.get(
             f"{world.server.url}/admin/keys?tenant=local",
             headers={"X-Admin-Token": world.server.admin_token},
+            timeout=HTTP_TIMEOUT,
         )
         assert keys.status_code == 200, keys.text

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.cost.runs import run_cost_usd
 from relayflow.local.serve import LocalServer
@@ -72,7 +73,9 @@ def server() -> Iterator[LocalServer]:
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
     with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {server.bootstrap_key}"}
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
+        timeout=HTTP_TIMEOUT,
     ) as client:
         yield client
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.local.serve import LocalServer
 from relayflow.settings import get_settings
@@ -47,7 +48,7 @@ def test_serve_publishes_step_events_of_an_opted_in_workflow(server: LocalServer
         },
     }
     headers = {"Authorization": f"Bearer {server.bootstrap_key}"}
-    with httpx.Client(base_url=server.url, headers=headers) as api:
+    with httpx.Client(base_url=server.url, headers=headers, timeout=HTTP_TIMEOUT) as api:
         assert api.put("/workflows/greet", json=definition).status_code in (200, 201)
         run_id = api.post("/workflows/greet/runs", json={"input": {}}).json()["run_id"]
         for _ in range(200):

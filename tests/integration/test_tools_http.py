@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -71,7 +71,7 @@ def runtime() -> Iterator[LocalRuntime]:
 
 
 def tool(server: Server, **extra: Any) -> dict[str, Any]:
-    return {"base_url": f"{server.url}/v1", "timeout_seconds": 5, **extra}
+    return {"base_url": f"{server.url}/v1", "timeout_seconds": 30, **extra}
 
 
 def call(name: str, args: Any, declaration: dict[str, Any], doc: dict[str, Any] = DOC) -> Any:
@@ -247,17 +247,22 @@ def test_a_503_answer_is_transient(runtime, server):
 
 
 def test_a_slow_server_times_out_as_transient(runtime, server):
+    # Given a server that answers only once the test is over: only the tool's own timeout
+    # can end the call
+    answer = threading.Event()
+
     def slow(received: Received) -> Reply:
-        time.sleep(1.0)
+        answer.wait(60)
         return 200, {}, b""
 
     server.reply = slow
     declaration = {**tool(server), "timeout_seconds": 0.2}
-    started = time.monotonic()
-    with pytest.raises(TransientError) as info:
-        call("http.billing", {}, declaration)
-    assert time.monotonic() - started < 0.9
-    assert "timed out" in info.value.message
+    try:
+        with pytest.raises(TransientError) as info:
+            call("http.billing", {}, declaration)
+    finally:
+        answer.set()
+    assert "timed out after 0.2 s" in info.value.message
 
 
 def test_a_metadata_base_url_is_blocked(runtime):

@@ -63,7 +63,7 @@ class Run:
         return recorded_outputs(record)
 
 
-def eventually(find: Callable[[], Any], timeout: float = 10.0) -> Any:
+def eventually(find: Callable[[], Any], timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = find()

@@ -4,7 +4,7 @@ receiver sees them (signature verified), outputs, routing and named errors."""
 from __future__ import annotations
 
 import json
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -148,15 +148,22 @@ def test_webhook_out_503_is_transient(runtime, server):
 def test_webhook_out_times_out_as_transient(runtime, server):
     from relayflow.steps import webhook_out
 
+    # Given a receiver that answers only once the test is over: only the step's own timeout
+    # can end the request
+    answer = threading.Event()
+
     def slow(received: Received) -> Reply:
-        time.sleep(1.0)
+        answer.wait(60)
         return 200, {}, b""
 
     server.reply = slow
     config = {"url": f"{server.url}/h", "request_timeout_seconds": 0.2}
-    with pytest.raises(TransientError) as info:
-        webhook_out.run(task("webhook_out", config))
-    assert "timed out" in info.value.message
+    try:
+        with pytest.raises(TransientError) as info:
+            webhook_out.run(task("webhook_out", config))
+    finally:
+        answer.set()
+    assert "timed out after 0.2 s" in info.value.message
 
 
 def test_webhook_out_to_the_metadata_address_is_blocked(runtime):

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Server, allowed_server, load_handler
+from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server, load_handler
 
 from relayflow.definition import validate_data
 from relayflow.document import StepRef
@@ -59,7 +59,9 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
         ],
     }
     with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {server.bootstrap_key}"}
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
+        timeout=HTTP_TIMEOUT,
     ) as client:
         put = client.put("/workflows/seed-inbound", json=definition)
         assert put.status_code == 201, put.text

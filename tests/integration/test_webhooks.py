@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import load_event, load_handler
+from relayflow_testing import bootstrap_client, load_event, load_handler
 
 from relayflow.local.lambda_endpoint import LambdaContext
 from relayflow.local.serve import LocalServer
@@ -110,9 +110,7 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {server.bootstrap_key}"}
-    ) as client:
+    with bootstrap_client(server) as client:
         for workflow_id, triggers in (
             (WORKFLOW, TRIGGERS),
             (DELETED_WORKFLOW, [hook("retired")]),

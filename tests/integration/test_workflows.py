@@ -7,6 +7,7 @@ state document, and how many Lambda invocations the local endpoint served.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -339,9 +340,16 @@ steps:
     assert "the upstream is down" in (result.cause or "")
 
 
-def sleepy(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    time.sleep(3)
-    return {"output": "too late"}
+class Held:
+    """A step's logic that answers only once the test releases it (a minute at most): only a
+    timeout can end the step sooner, however slow the machine."""
+
+    def __init__(self) -> None:
+        self.answer = threading.Event()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        self.answer.wait(60)
+        return {"output": "too late"}
 
 
 def test_step_timeout_routes_to_on_failure():
@@ -352,8 +360,12 @@ steps:
   slow: {type: transform, mapping: 1, timeout_seconds: 1, on_failure: late}
   late: {type: transform, mapping: {timed_out: "{{ error.Error }}"}}
 """
-    with LocalRuntime({"relayflow-transform": sleepy}, time_scale=0.001) as rt:
-        result = run(rt, definition)
+    held = Held()
+    with LocalRuntime({"relayflow-transform": held}, time_scale=0.001) as rt:
+        try:
+            result = run(rt, definition)
+        finally:
+            held.answer.set()
     assert result.status == "succeeded"
     assert outputs(result)["late"] == {"timed_out": "States.Timeout"}
 
@@ -419,8 +431,12 @@ run_timeout_seconds: 1
 steps:
   slow: {type: transform, mapping: "{{ 1 + 1 }}"}
 """
-    with LocalRuntime({"relayflow-transform": sleepy}, time_scale=0.001) as rt:
-        result = run(rt, definition)
+    held = Held()
+    with LocalRuntime({"relayflow-transform": held}, time_scale=0.001) as rt:
+        try:
+            result = run(rt, definition)
+        finally:
+            held.answer.set()
     assert result.status == "timed_out"
 
 

@@ -19,6 +19,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Seconds a test's HTTP request to a local server may take (httpx's own default is 5 s). A
+#: request that compiles a workflow or starts a run takes more than 5 s on a loaded 2-core CI
+#: machine; the bound only ends a test that is failing anyway.
+HTTP_TIMEOUT = 30.0
 
 
 def load_handler(function: str) -> ModuleType:
@@ -162,23 +166,27 @@ def bootstrap_client(server: Any) -> Any:
     return httpx.Client(
         base_url=server.url,
         headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=30,
+        timeout=HTTP_TIMEOUT,
     )
 
 
 def tenant_client(server: Any, tenant: str, **client_options: Any) -> Any:
     """An ``httpx.Client`` for ``tenant`` on a ``relayflow serve`` test server, with a key
-    created through its admin route. Close it (or use it as a context manager)."""
+    created through its admin route (requests time out after :data:`HTTP_TIMEOUT` unless
+    ``client_options`` say otherwise). Close it (or use it as a context manager)."""
     import httpx
 
     created = httpx.post(
         f"{server.url}/admin/keys",
         json={"tenant": tenant, "name": "tests"},
         headers={"X-Admin-Token": server.admin_token},
+        timeout=HTTP_TIMEOUT,
     )
     assert created.status_code == 201, created.text
     return httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": created.json()["secret"]}, **client_options
+        base_url=server.url,
+        headers={"X-Api-Key": created.json()["secret"]},
+        **{"timeout": HTTP_TIMEOUT, **client_options},
     )
 
 

@@ -300,7 +300,7 @@ def _dead(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("uid", PARENT_UIDS)
-def test_killing_the_parent_kills_the_child_within_a_second(uid, copy):
+def test_killing_the_parent_kills_the_child(uid, copy):
     # Given a parent whose code step is sleeping, well within its wall-clock limit
     pid_file = copy.scratch / f"child-of-{uid}.pid"
     parent = start_parent(
@@ -322,8 +322,9 @@ def test_killing_the_parent_kills_the_child_within_a_second(uid, copy):
         # When the parent is killed from outside
         parent.kill()
         parent.wait()
-        # Then the child is killed with it, within a second
-        deadline = time.monotonic() + 1.0
+        # Then the child is killed with it, long before its 30 s sleep would end (the bound
+        # leaves a loaded machine time to deliver the signal and reap the child)
+        deadline = time.monotonic() + 10.0
         while not _dead(child) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert _dead(child)

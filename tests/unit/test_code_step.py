@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,15 +191,14 @@ def test_exiting_is_a_code_error_not_a_result():
 
 def test_an_infinite_loop_is_stopped_by_the_cpu_limit():
     # Given one second of CPU time and a wall clock generous enough for a busy test machine
-    limits = Limits(cpu_seconds=1, memory_mb=64, wall_seconds=10, output_bytes=100_000)
-    started = time.monotonic()
+    # (a process that gets a third of a core needs several seconds for one second of CPU)
+    limits = Limits(cpu_seconds=1, memory_mb=64, wall_seconds=60, output_bytes=100_000)
     # When the code spins
     with pytest.raises(CodeLimitExceeded) as info:
         run("while True:\n    pass", limits)
     # Then the CPU limit, not the wall clock, stopped it
     assert type(info.value).__name__ == "Relayflow.CodeLimitExceeded"
     assert info.value.details == {"limit": "cpu", "value": 1, "unit": "s"}
-    assert time.monotonic() - started < limits.wall_seconds
 
 
 def test_code_that_waits_is_stopped_by_the_wall_clock():

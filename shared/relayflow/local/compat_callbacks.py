@@ -13,6 +13,12 @@ from typing import Any
 
 from relayflow.local.compat import HEARTBEAT_TIMEOUT, Patches, fix
 
+#: The name of the thread that runs one attempt of a Task (``stop_blocked_task``): an attempt
+#: abandoned by a stop or a timeout ends in it later, when its Lambda or callback returns.
+ATTEMPT_THREAD_NAME = "relayflow-task-attempt"
+_HISTORY_CLOSED_ATTR = "_relayflow_history_closed"
+_HISTORY_LOCK_ATTR = "_relayflow_history_lock"
+
 
 class _HeartbeatTimeoutMarker:
     """Mixin marking the error name of a missed heartbeat (see ``heartbeat_timeout_catch``)."""
@@ -131,11 +137,18 @@ def _stop_blocked_task(patches: Patches) -> None:
     The same blocked wait made the state machine's ``TimeoutSeconds`` set TIMED_OUT without the
     ``ExecutionTimedOut`` event, which the worker only wrote once the Task returned (row 10).
     The worker now wakes on the timeout and is given a moment to record the event before the
-    status changes."""
+    status changes.
+
+    An abandoned attempt still runs to its end in its own thread; the events it records then
+    (``TaskSubmitted``, ``TaskSucceeded`` …) are dropped, because on AWS an execution's
+    terminal event (``ExecutionSucceeded``/``Failed``/``Aborted``/``TimedOut``) is always its
+    history's last."""
     from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.api import HistoryEventType
     from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
     from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
     from moto.stepfunctions.parser.utils import TMP_THREADS
     from moto.stepfunctions.responses import StepFunctionResponse
 
@@ -164,7 +177,7 @@ def _stop_blocked_task(patches: Patches) -> None:
                 exceptions.append(ex)
             done.set()
 
-        thread = threading.Thread(target=exec_and_notify, daemon=True)
+        thread = threading.Thread(target=exec_and_notify, name=ATTEMPT_THREAD_NAME, daemon=True)
         TMP_THREADS.append(thread)
         thread.start()
 
@@ -218,6 +231,28 @@ def _stop_blocked_task(patches: Patches) -> None:
             env.set_timed_out()
             worker.join(timeout=2.0)
 
+    terminal_events = frozenset(
+        {
+            HistoryEventType.ExecutionSucceeded,
+            HistoryEventType.ExecutionFailed,
+            HistoryEventType.ExecutionAborted,
+            HistoryEventType.ExecutionTimedOut,
+        }
+    )
+    original_add_event = EventManager.add_event
+
+    def add_event(self: Any, context: Any, event_type: Any, *args: Any, **kwargs: Any) -> int:
+        # One lock per history makes "closed?" and the append one step: a late event can
+        # never slip in after the terminal one (setdefault is atomic).
+        with self.__dict__.setdefault(_HISTORY_LOCK_ATTR, threading.Lock()):
+            if self.__dict__.get(_HISTORY_CLOSED_ATTR):
+                return int(context.last_published_event_id or 0)
+            event_id = int(original_add_event(self, context, event_type, *args, **kwargs))
+            if event_type in terminal_events:
+                self.__dict__[_HISTORY_CLOSED_ATTR] = True
+            return event_id
+
     patches.set(ExecutionState, "_evaluate_with_timeout", evaluate_with_timeout)
     patches.set(Program, "eval", program_eval)
     patches.set(StepFunctionResponse, "stop_execution", stop_execution)
+    patches.set(EventManager, "add_event", add_event)

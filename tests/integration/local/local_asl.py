@@ -50,8 +50,9 @@ def pass_state(next_state: str | None = None, **extra: Any) -> dict[str, Any]:
     return state
 
 
-def wait_for(predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> Any:
-    """Poll ``predicate`` until it returns something truthy, and return that."""
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.01) -> Any:
+    """Poll ``predicate`` until it returns something truthy, and return that. The deadline
+    only bounds a failing test: a loaded machine may take seconds to get there."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

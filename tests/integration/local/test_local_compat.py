@@ -14,6 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from local_asl import INVOKE_WAIT_FOR_TOKEN, machine, pass_state, task, wait_for
 
+from relayflow.local.compat_callbacks import ATTEMPT_THREAD_NAME
 from relayflow.local.history import parse_time
 
 pytestmark = pytest.mark.integration
@@ -27,6 +28,20 @@ def callback_task(function: str, next_state: str | None = None, **extra):
     return task(
         function, payload=payload, next_state=next_state, resource=INVOKE_WAIT_FOR_TOKEN, **extra
     )
+
+
+class Held:
+    """A Lambda handler that runs until the test releases it (two minutes at most, longer
+    than any wait of these tests, so only the fix under test can end its execution first)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, event, context):
+        self.entered.set()
+        self.release.wait(120)
+        return {"released": True}
 
 
 # -- jsonpath_definite_paths --------------------------------------------------------------
@@ -83,16 +98,18 @@ def test_parallel_result_selector_indexes_branch_outputs(rt):
 
 
 def test_map_catch_sees_states_timeout_from_an_iteration(rt):
-    # Given a Map whose iteration Task times out, with a Catch for States.Timeout on the Map
+    # Given a Map whose iteration Task times out (its Lambda answers only after the run), with
+    # a Catch for States.Timeout on the Map
+    held = Held()
+    rt.register_handler("held-iteration", held)
     asl = machine(
         {
             "Each": {
                 "Type": "Map",
                 "ItemsPath": "$.items",
-                "ItemSelector": {"seconds": 2},
                 "ItemProcessor": {
                     "StartAt": "Slow",
-                    "States": {"Slow": task("sleep", TimeoutSeconds=1)},
+                    "States": {"Slow": task("held-iteration", TimeoutSeconds=1)},
                 },
                 "Catch": [
                     {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
@@ -105,7 +122,10 @@ def test_map_catch_sees_states_timeout_from_an_iteration(rt):
     )
 
     # When it runs
-    record = rt.run("map-states-timeout", asl, {"items": [1]})
+    try:
+        record = rt.run("map-states-timeout", asl, {"items": [1]})
+    finally:
+        held.release.set()
 
     # Then the Map's catcher fired with the iteration's error name
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -115,13 +135,16 @@ def test_map_catch_sees_states_timeout_from_an_iteration(rt):
 
 
 def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
-    # Given a Parallel whose branch Task times out, with a Catch for States.Timeout
+    # Given a Parallel whose branch Task times out (its Lambda answers only after the run), with
+    # a Catch for States.Timeout
+    held = Held()
+    rt.register_handler("held-branch", held)
     asl = machine(
         {
             "Both": {
                 "Type": "Parallel",
                 "Branches": [
-                    machine({"Slow": task("sleep", payload={"seconds": 2}, TimeoutSeconds=1)}),
+                    machine({"Slow": task("held-branch", TimeoutSeconds=1)}),
                     machine({"Quick": pass_state()}),
                 ],
                 "Catch": [
@@ -135,7 +158,10 @@ def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
     )
 
     # When it runs
-    record = rt.run("parallel-states-timeout", asl, {})
+    try:
+        record = rt.run("parallel-states-timeout", asl, {})
+    finally:
+        held.release.set()
 
     # Then the Parallel's catcher fired with States.Timeout
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -449,21 +475,22 @@ def test_each_attempt_of_a_callback_task_gets_a_new_token(rt):
 
 
 def test_stop_aborts_an_execution_blocked_on_a_callback(rt):
-    # Given an execution waiting for a task token that will never come
+    # Given an execution blocked on a task token that will never come (the handler gets the
+    # token before the Task starts waiting for it, which TaskSubmitted records)
     tokens = []
     rt.register_handler("park", lambda event, context: tokens.append(event["token"]))
     arn = rt.start_execution(
         rt.create_state_machine("stop-callback", machine({"Await": callback_task("park")})), {}
     )
     token = wait_for(lambda: tokens and tokens[0])
+    wait_for(lambda: "TaskSubmitted" in rt.describe(arn).event_types())
 
     # When it is stopped with an error and a cause
-    started = time.monotonic()
     rt.stop_execution(arn, error="Operator.Cancelled", cause="asked to")
-    record = rt.wait(arn, timeout=3)
 
-    # Then it is ABORTED at once, with them, and the token is no longer accepted
-    assert time.monotonic() - started < 1
+    # Then it is ABORTED with them (the Task has no timeout and its token never comes, so
+    # only the stop can end it), and the token is no longer accepted
+    record = rt.wait(arn, timeout=30)
     assert record.status == "ABORTED"
     assert (record.error, record.cause) == ("Operator.Cancelled", "asked to")
     aborted = record.events[-1]
@@ -475,35 +502,68 @@ def test_stop_aborts_an_execution_blocked_on_a_callback(rt):
 
 
 def test_stop_aborts_an_execution_while_a_lambda_runs(rt):
-    # Given an execution whose Lambda takes 3 s
+    # Given an execution whose Lambda runs until the test releases it
+    held = Held()
+    rt.register_handler("held", held)
     arn = rt.start_execution(
-        rt.create_state_machine("stop-lambda", machine({"Slow": task("sleep")})), {"seconds": 3}
+        rt.create_state_machine("stop-lambda", machine({"Slow": task("held")})), {}
     )
-    wait_for(lambda: rt.invocations_of("sleep") or "TaskStarted" in rt.describe(arn).event_types())
+    assert held.entered.wait(30)
+    try:
+        # When it is stopped
+        rt.stop_execution(arn)
+        # Then it is ABORTED while its Lambda still runs: the stop did not wait for it
+        assert rt.wait(arn, timeout=30).status == "ABORTED"
+    finally:
+        held.release.set()
 
-    # When it is stopped
-    started = time.monotonic()
-    rt.stop_execution(arn)
 
-    # Then it does not wait for the Lambda to return
-    assert rt.wait(arn, timeout=2).status == "ABORTED"
-    assert time.monotonic() - started < 1
+def test_an_abandoned_attempt_adds_nothing_after_the_terminal_event(rt):
+    # Given an execution stopped while its Lambda runs
+    held = Held()
+    rt.register_handler("held-late", held)
+    earlier = {t for t in threading.enumerate() if t.name == ATTEMPT_THREAD_NAME}
+    arn = rt.start_execution(
+        rt.create_state_machine("stop-late", machine({"Slow": task("held-late")})), {}
+    )
+    assert held.entered.wait(30)
+    rt.stop_execution(arn, error="Operator.Cancelled", cause="asked to")
+    at_stop = rt.wait(arn, timeout=30).event_types()
+    attempts = [
+        t for t in threading.enumerate() if t.name == ATTEMPT_THREAD_NAME and t not in earlier
+    ]
+
+    # When the Lambda returns afterwards and its abandoned attempt runs to its end
+    held.release.set()
+    for attempt in attempts:
+        attempt.join(timeout=30)
+    assert attempts and not any(attempt.is_alive() for attempt in attempts)
+
+    # Then the history is as it was at the stop: ExecutionAborted stays its last event
+    assert at_stop[-1] == "ExecutionAborted"
+    assert rt.describe(arn).event_types() == at_stop
 
 
 # -- execution_timed_out_event ------------------------------------------------------------
 
 
 def test_state_machine_timeout_ends_history_with_execution_timed_out(rt):
-    # Given a state machine with TimeoutSeconds 1 whose Lambda takes 3 s
-    asl = machine({"Slow": task("sleep", payload={"seconds": 3})}, TimeoutSeconds=1)
+    # Given a state machine with TimeoutSeconds 3 whose Lambda runs until the test releases it
+    held = Held()
+    rt.register_handler("held-timeout", held)
+    asl = machine({"Slow": task("held-timeout")}, TimeoutSeconds=3)
 
     # When it runs
     started = time.monotonic()
-    record = rt.run("sm-timeout", asl, {})
+    try:
+        record = rt.run("sm-timeout", asl, {})
+    finally:
+        held.release.set()
 
-    # Then it times out after 1 s (not scaled) and the history says so
+    # Then it times out while the Lambda still runs, no sooner than 3 s (TimeoutSeconds is not
+    # scaled; at the default 0.01 it would be 0.03 s), and the history says so
     assert record.status == "TIMED_OUT"
-    assert 0.9 <= time.monotonic() - started < 2.5
+    assert time.monotonic() - started >= 2.9
     assert record.event_types()[-1] == "ExecutionTimedOut"
     assert record.state("Slow").status == "timed_out"
 
@@ -610,10 +670,13 @@ def test_a_cached_program_serves_concurrent_executions(rt):
 # -- dynamodb_atomic_requests -------------------------------------------------------------
 
 
-def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
+def _read_while_another_thread_writes(
+    rt, writer_seconds: float
+) -> tuple[list[BaseException], bool]:
     """Read an item while another thread updates it, in the middle of moto turning the item
-    into its response: after the first attribute the writer starts and is given 0.3 s.
-    Returns the read's errors and whether the writer had to wait for the read."""
+    into its response: after the first attribute the writer starts and is given
+    ``writer_seconds``. Returns the read's errors and whether the writer had to wait for the
+    read."""
     from moto.dynamodb import responses
     from moto.dynamodb.models import utilities
 
@@ -646,7 +709,7 @@ def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
         writer = threading.Thread(target=write)
         writers.append(writer)
         writer.start()
-        writer.join(timeout=0.3)
+        writer.join(timeout=writer_seconds)
         writer_waited.append(writer.is_alive())
         for name, attribute in items:  # moto's own loop, resumed
             result[name] = original(attribute)
@@ -671,7 +734,8 @@ def _read_while_another_thread_writes(rt) -> tuple[list[BaseException], bool]:
 
 def test_a_dynamodb_read_never_sees_an_item_change_under_it(rt):
     # When another thread updates an item while a read is turning it into its response
-    errors, writer_waited = _read_while_another_thread_writes(rt)
+    # (the writer is blocked until the read ends, so a short look at it is enough)
+    errors, writer_waited = _read_while_another_thread_writes(rt, writer_seconds=0.3)
     # Then the write waits for the read to finish (DynamoDB applies requests atomically)
     assert errors == [] and writer_waited
 
@@ -681,7 +745,8 @@ def test_without_the_fix_moto_changes_an_item_under_a_read(rt):
 
     compat.apply(skip=["dynamodb_atomic_requests"])
     try:
-        errors, writer_waited = _read_while_another_thread_writes(rt)
+        # (the writer is not blocked: it is given all the time a loaded machine may need)
+        errors, writer_waited = _read_while_another_thread_writes(rt, writer_seconds=30)
     finally:
         compat.apply()
     # The write lands in the middle of the read, which fails

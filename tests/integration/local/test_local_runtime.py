@@ -202,7 +202,7 @@ def test_wait_gives_up_with_the_running_record(rt):
     assert raised.value.record.status == "RUNNING"
     assert raised.value.record.states[-1].status == "running"
     rt.stop_execution(arn, error="Test.Stop", cause="done waiting")
-    record = rt.wait(arn, timeout=5)
+    record = rt.wait(arn, timeout=30)
     assert record.status == "ABORTED"
     assert (record.error, record.cause) == ("Test.Stop", "done waiting")
     assert record.states[-1].status == "aborted"

@@ -343,11 +343,12 @@ def test_stop_history_and_callbacks_work_for_version_and_alias_executions(rt):
     wait_for(lambda: len(tokens) == 2)
     sfn.stop_execution(executionArn=stopped, error="Operator.Cancelled", cause="asked to")
 
-    # Then the first succeeds with the callback's output and the second is ABORTED at once
-    record = rt.wait(answered, timeout=5)
+    # Then the first succeeds with the callback's output and the second is ABORTED (its token
+    # never comes: only the stop can end it)
+    record = rt.wait(answered, timeout=30)
     assert record.status == "SUCCEEDED", (record.error, record.cause)
     assert record.output == {"paid": True}
-    aborted = rt.wait(stopped, timeout=3)
+    aborted = rt.wait(stopped, timeout=30)
     assert (aborted.status, aborted.error, aborted.cause) == (
         "ABORTED",
         "Operator.Cancelled",
