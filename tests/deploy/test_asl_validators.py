@@ -25,7 +25,8 @@ from asl_validators import (
     validate_definitions,
     validate_files,
 )
-from workflow_strategies import LONG_DELAY, draw_corpus, workflow_definitions
+from corpus import draw_corpus
+from workflow_strategies import LONG_DELAY, workflow_definitions
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine

@@ -23,19 +23,17 @@ tool, webhook_out, custom, approval, waitpoint or sub_workflow, and no code step
 sandbox process per call is slow), short delays and retries, cycles bounded at a dozen
 steps, templates that read only the trigger (:data:`RUNNABLE_TRIGGER`).
 
-Use with ``@given`` or :func:`draw_corpus`, which collects a deterministic list.
+Use with ``@given`` or ``corpus.draw_corpus``, which collects a deterministic list.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from workflow_vocabulary import (
     AGENT_MODELS,
@@ -81,7 +79,6 @@ __all__ = [
     "TRIGGER_PATHS",
     "USER_KEYS",
     "WAIT_MATCHES",
-    "draw_corpus",
     "finite_numbers",
     "workflow_definitions",
 ]
@@ -750,52 +747,3 @@ class _Builder:
 def workflow_definitions(draw: Callable[..., Any], runnable: bool = False) -> dict[str, Any]:
     """A valid workflow definition (plain data). See the module docstring."""
     return _Builder(draw, runnable).workflow()
-
-
-def draw_corpus(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
-    """``count`` examples of ``strategy``, the same list on every run: Hypothesis derandomized
-    (its seed derives from this function), no example database, no shrinking, and no "local
-    constants" (see :func:`_without_local_constants`)."""
-    drawn: list[Any] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
-    def collect(example: Any) -> None:
-        drawn.append(example)
-
-    with _without_local_constants():
-        collect()
-    return drawn
-
-
-@contextmanager
-def _without_local_constants() -> Iterator[None]:
-    """Hypothesis sometimes draws a literal found in the source of the *local* modules loaded
-    so far (``providers._get_local_constants``). Which modules those are depends on the
-    checkout's path and on what the process imported before (an xdist worker's earlier
-    tests), so a derandomized corpus would still differ between runs and machines. Drawing
-    from the global constants only (the random stream is consumed the same way) makes it the
-    same everywhere. This is Hypothesis internals, pinned by its version in pyproject.toml."""
-    from hypothesis.internal.conjecture import providers
-
-    empty = providers.Constants(
-        integers=providers.SortedSet(),
-        floats=providers.SortedSet(key=providers.float_to_int),
-        bytes=providers.SortedSet(),
-        strings=providers.SortedSet(),
-    )
-    original = providers._get_local_constants
-    providers.CONSTANTS_CACHE.cache.clear()
-    providers._get_local_constants = lambda: empty
-    try:
-        yield
-    finally:
-        providers._get_local_constants = original
-        providers.CONSTANTS_CACHE.cache.clear()

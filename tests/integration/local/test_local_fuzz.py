@@ -13,7 +13,8 @@ import json
 from collections import Counter
 
 import pytest
-from workflow_strategies import RUNNABLE_TRIGGER, draw_corpus, workflow_definitions
+from corpus import draw_corpus
+from workflow_strategies import RUNNABLE_TRIGGER, workflow_definitions
 
 from relayflow.definition import validate_data
 from relayflow.local import ExecutionRecord, ExecutionWaitTimeout
