@@ -11,6 +11,7 @@ from relayflow.dal.errors import (
     ItemTooLarge,
     SlugTaken,
     Throttled,
+    TransactionConflict,
 )
 from relayflow.dal.flow import FlowDal as FlowDal
 from relayflow.dal.items import (
@@ -41,6 +42,7 @@ __all__ = [
     "RunItem",
     "SlugTaken",
     "Throttled",
+    "TransactionConflict",
     "VersionItem",
     "WorkflowItem",
     "create_table",

@@ -9,7 +9,14 @@ class DataAccessError(Exception):
 
 
 class ConditionFailed(DataAccessError):
-    """A conditional write found the item in another state (or a transaction was cancelled)."""
+    """A conditional write found the item in another state (or a transaction was cancelled
+    because one of its conditions failed)."""
+
+
+class TransactionConflict(ConditionFailed):
+    """A transaction was cancelled because another request changed one of its items at the
+    same time: as for a failed condition, the caller reads the items again and decides anew
+    (every caller that handles :class:`ConditionFailed` does)."""
 
 
 class ItemTooLarge(DataAccessError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from functools import lru_cache
@@ -24,6 +25,7 @@ from relayflow.dal.errors import (
     ItemTooLarge,
     SlugTaken,
     Throttled,
+    TransactionConflict,
 )
 from relayflow.dal.items import (
     ApiKeyItem,
@@ -55,12 +57,52 @@ def _translate(exc: Exception, action: str) -> DataAccessError:
     error = getattr(exc, "response", {}).get("Error", {})
     code = str(error.get("Code", ""))
     message = f"{action}: {code or type(exc).__name__}: {error.get('Message', exc)}"
-    if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+    if code == "TransactionCanceledException":
+        return _cancelled(exc, message)
+    if code == "ConditionalCheckFailedException":
         return ConditionFailed(message)
     if code in _THROTTLING:
         return Throttled(message)
     if code == "ValidationException" and "size" in str(error.get("Message", "")).lower():
         return ItemTooLarge(message)
+    return DataAccessError(message)
+
+
+#: Why DynamoDB cancels a transaction without any condition failing, other than a conflict:
+#: a capacity limit. Retrying the transaction later may succeed.
+_THROTTLED_CANCELLATIONS = frozenset(
+    {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
+)
+
+
+def _cancelled(exc: Exception, message: str) -> DataAccessError:
+    """A cancelled transaction, by its reasons (one per item, ``None`` for the items that were
+    not the cause): a failed condition is :class:`ConditionFailed`; a conflict with another
+    request on the same items :class:`TransactionConflict` (a ``ConditionFailed``: read again
+    and decide anew); a capacity limit :class:`Throttled`; anything else (a validation error,
+    an item collection over its size) a :class:`DataAccessError`, never a failed condition.
+    A cancellation that gives no reason counts as a failed condition, the only cause
+    Relayflow's transactions expect."""
+    response = getattr(exc, "response", {}) or {}
+    codes = {
+        str(reason.get("Code"))
+        for reason in response.get("CancellationReasons") or []
+        if isinstance(reason, Mapping)
+    }
+    if not codes:
+        # botocore may leave the reasons out of the response; the message lists them.
+        listed = re.search(r"\[([^\]]*)\]", str(response.get("Error", {}).get("Message", "")))
+        codes = {code.strip() for code in listed.group(1).split(",")} if listed else set()
+    codes.discard("None")
+    if not codes or "ConditionalCheckFailed" in codes:
+        return ConditionFailed(message)
+    if (
+        "TransactionConflict" in codes
+        and codes <= {"TransactionConflict"} | _THROTTLED_CANCELLATIONS
+    ):
+        return TransactionConflict(message)
+    if codes <= _THROTTLED_CANCELLATIONS:
+        return Throttled(message)
     return DataAccessError(message)
 
 
