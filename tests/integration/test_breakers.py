@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -68,11 +67,6 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     with tenant_client(server, OTHER_TENANT, timeout=30) as client:
         yield client
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 class Clock:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, platform_runtime
+from relayflow_testing import Received, Reply, Server, allowed_server
 
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX
 from relayflow.control.cancel_on import handle_cancel
@@ -39,12 +38,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture(scope="module")
 def remote() -> Iterator[Server]:
     with allowed_server() as server:
         yield server
@@ -63,16 +56,6 @@ def answer(received: Received) -> Reply:
         return 500, {"Content-Type": "application/json"}, b'{"error": "down"}'
     body = {"id": received.path.rsplit("/", 1)[-1]}
     return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def saga(url: str, hold: dict[str, Any], **settings: Any) -> dict[str, Any]:

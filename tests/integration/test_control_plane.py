@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import itertools
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.adapters.aws import client
 from relayflow.control.errors import (
@@ -32,20 +29,9 @@ from relayflow.settings import get_settings
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
 @pytest.fixture
 def plane(runtime) -> ControlPlane:
     return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def definition(workflow_id: str = "greet", greeting: str = "v1", delay: int = 0) -> dict:

@@ -9,12 +9,9 @@ them. Here only the parent's end is handed to the recorder, as on AWS.
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
@@ -22,22 +19,6 @@ from relayflow.dal.dlq import DlqDal
 from relayflow.local import LocalRuntime
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 class Events:

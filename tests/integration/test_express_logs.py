@@ -5,14 +5,12 @@ local runtime: its machine logs level ALL to the state-machine log group (as on 
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from relayflow_testing import allowed_server, platform_runtime
+from relayflow_testing import allowed_server
 
 from relayflow.control.dlq import Dlq
 from relayflow.control.engines import sweep_express_runs
@@ -24,22 +22,6 @@ from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def failing(workflow_id: str = "failing") -> dict[str, Any]:

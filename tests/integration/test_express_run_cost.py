@@ -6,11 +6,9 @@ log an Express machine writes is the one ``relayflow compile --cost`` models."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.control.service import ControlPlane
@@ -29,12 +27,6 @@ SHORT: dict[str, Any] = {
     "start": "shape",
     "steps": {"shape": {"type": "transform", "mapping": {"greeting": "hi {{ trigger.name }}"}}},
 }
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
 
 
 @pytest.fixture

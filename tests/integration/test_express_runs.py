@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from relayflow_testing import allowed_server, load_handler, platform_runtime
+from relayflow_testing import allowed_server, load_handler
 
 from relayflow.control.engines import sweep_express_runs
 from relayflow.control.errors import InvalidDefinition, Unprocessable
@@ -26,22 +26,11 @@ from relayflow.settings import override_settings
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
 @pytest.fixture
 def plane(runtime: LocalRuntime) -> Iterator[ControlPlane]:
     runtime.reset_invocations()
     yield ControlPlane()
     runtime.duplicate_invocations = False
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def short(workflow_id: str = "quick", fail: bool = False) -> dict[str, Any]:

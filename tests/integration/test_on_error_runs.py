@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, platform_runtime
+from relayflow_testing import Received, Reply, Server, allowed_server
 
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
 from relayflow.control.recorder import record_status_change, status_change_event
@@ -40,12 +39,6 @@ class Events:
 
 
 @pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture(scope="module")
 def remote() -> Iterator[Server]:
     with allowed_server() as server:
         yield server
@@ -65,16 +58,6 @@ def fail(received: Received) -> Reply:
 
 def ok(received: Received) -> Reply:
     return 200, {"Content-Type": "application/json"}, b'{"id": "ch_1"}'
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def charging(url: str, on_error: dict[str, Any], **charge: Any) -> dict[str, Any]:

@@ -91,11 +91,6 @@ def plane(runtime) -> ControlPlane:
     return ControlPlane()
 
 
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
-
-
 def sample(name: str, run_id: str | None = None) -> dict[str, Any]:
     """A sample event, for a fresh run id (so tests sharing the table do not meet)."""
     event = load_event(name)

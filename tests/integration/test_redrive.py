@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.cli import main
 from relayflow.control.recorder import status_change_event
@@ -36,12 +35,6 @@ GREET = {
     "steps": {"done": {"type": "transform", "mapping": {"greeting": "hi"}}},
 }
 RULE = "run-status-changes"
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
 
 
 @pytest.fixture

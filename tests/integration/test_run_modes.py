@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.adapters.aws import client
 from relayflow.control import service
@@ -25,22 +23,6 @@ from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def greet(greeting: str = "hi", requires: str | None = None) -> dict[str, Any]:

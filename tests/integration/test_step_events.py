@@ -43,11 +43,6 @@ def runtime() -> Iterator[LocalRuntime]:
 
 
 @pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
 def shipper(runtime: LocalRuntime) -> StepLogShipper:
     handler = runtime.handlers.get("relayflow-step_events")
     if handler is None:

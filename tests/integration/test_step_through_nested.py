@@ -5,12 +5,9 @@ keep their machine (no gates, the same transitions)."""
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
@@ -42,22 +39,6 @@ EACH = {
         "price": {"type": "transform", "mapping": {"sku": "{{ item.sku }}"}},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def pending(plane: ControlPlane, tenant: str, run_id: str, count: int) -> list[str]:

@@ -5,12 +5,9 @@ parent runs its child on the local runtime."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import platform_runtime
 
 from relayflow.control.errors import InvalidDefinition
 from relayflow.control.recorder import record_status_change, status_change_event
@@ -19,22 +16,6 @@ from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
-
-
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def child(label: str) -> dict[str, Any]:

@@ -41,16 +41,6 @@ def runtime() -> Iterator[LocalRuntime]:
             yield rt
 
 
-@pytest.fixture
-def plane(runtime: LocalRuntime) -> ControlPlane:
-    return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
-
-
 def handler(label: str) -> dict[str, Any]:
     return {
         "id": f"{label}-handler",

@@ -15,12 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from relayflow_testing import load_event, load_handler, platform_runtime
+from relayflow_testing import load_event, load_handler
 
 from relayflow.adapters.aws import client
 from relayflow.control.errors import Conflict, InvalidDefinition
 from relayflow.control.service import ControlPlane
-from relayflow.local import LocalRuntime
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import LambdaContext
 from relayflow.settings import get_settings
@@ -28,12 +27,6 @@ from relayflow.triggers.cron import schedule_name
 from relayflow.triggers.sync import name_prefix, rule_name
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with platform_runtime() as rt:
-        yield rt
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +38,6 @@ def router(runtime) -> Iterator[LocalEventRouter]:
 @pytest.fixture
 def plane(runtime, router) -> ControlPlane:
     return ControlPlane()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def definition(workflow_id: str = "report", *triggers: dict[str, Any], label: str = "v1") -> dict:
