@@ -120,8 +120,10 @@ def _millis(value: Any) -> int | None:
     if isinstance(value, int | float):
         return int(value)
     if isinstance(value, str):
+        from relayflow.control.plane.common import parse_iso
+
         try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            return int(parse_iso(value).timestamp() * 1000)
         except ValueError:
             return None
     return None

@@ -270,6 +270,11 @@ def _run_ref(detail: StatusChangeDetail, control: ControlPlane) -> _RunRef | Non
     if document is None:
         described = control.machines.describe(detail.execution_arn) or {}
         document = _parse_input(described.get("input"))
+    return _ref_of(document)
+
+
+def _ref_of(document: Any) -> _RunRef | None:
+    """``$.run`` of an execution's input document, when it names a Relayflow run."""
     run = document.get("run") if isinstance(document, dict) else None
     try:
         ref = _RunRef.model_validate(run)
@@ -321,7 +326,7 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         expires_at=epoch(parse_iso(started_at) + RUN_MAX_AGE),
         # A child of a dry run is dry: its document says so (the parent's step copied it).
         dry_run=isinstance(info, dict) and info.get("dry_run") is True,
-        engine=_engine_of(control, detail.execution_arn, document),
+        engine=_engine_of(control, detail.execution_arn, ref),
     )
     if control.dal.create_run(run):
         return run
@@ -484,28 +489,21 @@ def _record_express_children(
     """Record the end of each Express child the run's ``sub_workflow`` steps ran, from the
     run's history (:mod:`relayflow.control.express_children`)."""
     for child in child_executions(history or []):
-        if _engine_of(control, str(child["ExecutionArn"]), child.get("Input")) != "express":
+        ref = _ref_of(child.get("Input"))  # a sync:2 Input is the parsed document
+        if _engine_of(control, str(child["ExecutionArn"]), ref) != "express":
             continue  # a Standard child sends its own status changes
         for event in child_status_changes(child):
             record_status_change(event, control=control, events=events)
 
 
-def _engine_of(control: ControlPlane, execution_arn: str, document: Any) -> str:
+def _engine_of(control: ControlPlane, execution_arn: str, ref: _RunRef | None) -> str:
     """The engine of an execution the control plane did not start: an Express execution's
     ARN says so on AWS (``…:express:<machine>:…``); otherwise its workflow's machine type."""
     if execution_arn.split(":")[5:6] == ["express"]:
         return "express"
-    if isinstance(document, str):
-        document = _parse_input(document)
-    info = document.get("run") if isinstance(document, dict) else None
-    if not isinstance(info, dict):
+    if ref is None:
         return "standard"
-    tenant, workflow_id = info.get("tenant"), info.get("workflow_id")
-    if not isinstance(tenant, str) or not isinstance(workflow_id, str):
-        return "standard"
-    if not TENANT_PATTERN.match(tenant):
-        return "standard"
-    head = control.dal.get_workflow(tenant, workflow_id)
+    head = control.dal.get_workflow(ref.tenant, ref.workflow_id)
     return head.engine if head is not None else "standard"
 
 
