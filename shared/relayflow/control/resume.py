@@ -28,11 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from relayflow.control.errors import (
     BadRequest,
     Conflict,
-    ServiceUnavailable,
-    TooManyRequests,
     Unprocessable,
 )
 from relayflow.control.models import Page, RunSummary
+from relayflow.control.waits import TokenGone, send_task
 from relayflow.dal.items import TERMINAL_STATUSES
 from relayflow.document import ROOTS
 
@@ -47,8 +46,6 @@ RESERVED_CONTEXT_KEYS = frozenset(
 )
 #: Prefixes of engine-owned keys (a linear retry's counter is ``retry_<key>``).
 RESERVED_CONTEXT_PREFIXES = ("retry_",)
-_GONE = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 #: Step Functions' limit on a SendTaskSuccess output.
 MAX_DECISION_BYTES = 256 * 1024
 
@@ -139,7 +136,7 @@ class Parks:
         )
         try:
             self._send(park.task_token, decision)
-        except _TokenGone as exc:
+        except TokenGone as exc:
             self.parks.expire(tenant, park_id)
             raise Conflict(
                 f"run {run_id} no longer waits at step {park.step} (its park timed out)"
@@ -159,28 +156,11 @@ class Parks:
         return park is None or park.mergeable  # a missing park is a 409 just after
 
     def _send(self, token: str, decision: dict[str, Any]) -> None:
-        from botocore.exceptions import ClientError
-
         output = json.dumps(decision, separators=(",", ":"))
-        try:
-            self.control.machines.client.send_task_success(taskToken=token, output=output)
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in _GONE:
-                raise _TokenGone(code) from exc
-            if code in _THROTTLING:
-                raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
-            from relayflow.observability import logger
-
-            # The message may quote the token: only the code is logged.
-            logger.error("SendTaskSuccess failed", extra={"error": code or type(exc).__name__})
-            raise ServiceUnavailable(
-                "the service could not reach Step Functions; send the same request again"
-            ) from exc
-
-
-class _TokenGone(Exception):
-    """Step Functions no longer waits on the token."""
+        send_task(
+            self.control.machines.client,
+            lambda client: client.send_task_success(taskToken=token, output=output),
+        )
 
 
 def _park_of(run: RunItem) -> str | None:

@@ -116,8 +116,31 @@ def failure_cause(error: str | None, message: str | None) -> str:
 # ----------------------------------------------------------------------------- service
 
 
-class _TokenGone(Exception):
+class TokenGone(Exception):
     """Step Functions no longer waits on the token."""
+
+
+def send_task(client: Any, call: Any) -> None:
+    """One SendTask* call, ``call(client)`` (approvals, waitpoints, parks): :class:`TokenGone`
+    when Step Functions no longer waits on the token; throttling and other failures as API
+    errors (the caller releases its claim)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        call(client)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _GONE:
+            raise TokenGone(code) from exc
+        if code in _THROTTLING:
+            raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
+        from relayflow.observability import logger
+
+        # The message may quote the token: only the code is logged.
+        logger.error("SendTask call failed", extra={"error": code or type(exc).__name__})
+        raise ServiceUnavailable(
+            "the service could not reach Step Functions; send the same request again"
+        ) from exc
 
 
 class WaitService:
@@ -201,7 +224,7 @@ class WaitService:
         output = json.dumps({**decision, "timed_out": False}, separators=(",", ":"))
         try:
             self._send(lambda c: c.send_task_success(taskToken=claimed.task_token, output=output))
-        except _TokenGone as exc:
+        except TokenGone as exc:
             self.waits.expire_approval(tenant, approval_id)
             raise ApprovalExpired(
                 f"approval {approval_id} expired: its run no longer waits for a decision"
@@ -330,7 +353,7 @@ class WaitService:
             raise WaitpointExpired(f"waitpoint {waitpoint_id} expired")
         try:
             self._send(lambda c: send(c, claimed.task_token))
-        except _TokenGone as exc:
+        except TokenGone as exc:
             self.waits.expire_waitpoint(tenant, waitpoint_id)
             raise WaitpointExpired(
                 f"waitpoint {waitpoint_id} expired: its run no longer waits for it"
@@ -365,25 +388,8 @@ class WaitService:
     # -- Step Functions ----------------------------------------------------------------------
 
     def _send(self, call: Any) -> None:
-        """One SendTask* call: :class:`_TokenGone` when Step Functions no longer waits on the
-        token; throttling and other failures as API errors (the caller releases its claim)."""
-        from botocore.exceptions import ClientError
-
-        try:
-            call(self.machines.client)
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in _GONE:
-                raise _TokenGone(code) from exc
-            if code in _THROTTLING:
-                raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
-            from relayflow.observability import logger
-
-            # The message may quote the token: only the code is logged.
-            logger.error("SendTask call failed", extra={"error": code or type(exc).__name__})
-            raise ServiceUnavailable(
-                "the service could not reach Step Functions; send the same request again"
-            ) from exc
+        """One SendTask* call (:func:`send_task`)."""
+        send_task(self.machines.client, call)
 
 
 def _check_storable(data: Any) -> None:
