@@ -91,18 +91,12 @@ def execution_log_bytes(
 ) -> int:
     """Billed bytes an execution with these history ``events`` (oldest first) writes to
     CloudWatch Logs at ``level``, every record naming ``execution_arn``."""
-    from relayflow.local.history import parse_time
     from relayflow.local.step_logs import log_record
 
     total = 0
     for event in events:
         if not logged(str(event.get("type", "")), level):
             continue
-        # The local runtime's histories carry ISO timestamps, AWS's datetimes: the record
-        # holds epoch milliseconds either way.
-        stamp = event.get("timestamp")
-        if isinstance(stamp, str):
-            event = {**event, "timestamp": parse_time(stamp)}
         total += record_bytes(log_record(event, execution_arn))
     return total
 

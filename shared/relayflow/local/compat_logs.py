@@ -18,7 +18,6 @@ Registered with :mod:`relayflow.local.compat` on import, in the order compat.py 
 
 from __future__ import annotations
 
-import datetime
 import json
 import threading
 from typing import Any
@@ -49,16 +48,6 @@ def _session_for(state_machine: Any, execution_arn: str) -> Any | None:
     return CloudWatchLoggingSession(execution_arn=execution_arn, configuration=configuration)
 
 
-def _millis(moment: Any) -> int:
-    """Epoch milliseconds of a history event's time (a datetime, or the ISO text the other
-    compat fixes give some events)."""
-    if isinstance(moment, str):
-        moment = datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1000)
-
-
 def _publish(session: Any, history_log: dict[str, Any]) -> None:
     """Write one record in AWS's shape. Never fails the execution: a record that cannot be
     written is dropped with a warning, as a failed delivery is on AWS."""
@@ -73,9 +62,9 @@ def _publish(session: Any, history_log: dict[str, Any]) -> None:
 def _write(session: Any, history_log: dict[str, Any]) -> None:
     from moto.logs.exceptions import ResourceNotFoundException
 
-    from relayflow.local.step_logs import aws_log_record
+    from relayflow.local.step_logs import aws_log_record, epoch_millis
 
-    at_ms = _millis(history_log["event_timestamp"])
+    at_ms = epoch_millis(history_log["event_timestamp"])
     record = aws_log_record(
         event_id=history_log["id"],
         event_type=str(getattr(history_log["type"], "value", history_log["type"])),

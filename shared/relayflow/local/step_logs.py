@@ -24,12 +24,17 @@ from relayflow.local.runtime import LocalRuntime
 _LOGGED_DETAILS = ("name", "resource", "resourceType", "error", "index", "length")
 
 
-def _millis(value: Any) -> int:
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return int(value.timestamp() * 1000)
-    return int(value or 0)
+def epoch_millis(value: Any) -> int:
+    """Epoch milliseconds of a history event's time: a datetime (AWS, moto), the ISO text some
+    compat fixes give events, or epoch milliseconds already; 0 when there is none."""
+    from relayflow.local.history import parse_time
+
+    moment = parse_time(value)
+    if moment is None:
+        return int(value or 0)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def log_record(event: Mapping[str, Any], execution_arn: str) -> dict[str, Any]:
@@ -42,7 +47,7 @@ def log_record(event: Mapping[str, Any], execution_arn: str) -> dict[str, Any]:
         event_id=event["id"],
         event_type=str(event["type"]),
         previous_id=event.get("previousEventId"),
-        at_ms=_millis(event.get("timestamp")),
+        at_ms=epoch_millis(event.get("timestamp")),
         execution_arn=execution_arn,
         details=details,
     )
