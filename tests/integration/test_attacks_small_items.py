@@ -7,7 +7,10 @@
 - a captured signed webhook delivery replayed under a fresh delivery id starts nothing;
 - the guest approval form refuses integers over 38 digits, as the API does;
 - a ``null`` body completing or failing a waitpoint, or continuing a step-through run, is 422;
-- a body over 10 MB gets its 413 after the server drained it, so the client reads it.
+- a body over 10 MB gets its 413 after the server drained it, so the client reads it;
+
+and numbered item 5: a public webhook whose ``input_schema`` has a catastrophic pattern
+answers the attack input at once (RE2), instead of stalling ``serve``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,16 @@ WAITPOINT = {
         "done": {"type": "transform", "mapping": {"got": "{{ steps.wait.output }}"}},
     },
 }
+EVIL = {
+    "id": "evil",
+    "input_schema": {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}},
+    },
+    "start": "echo",
+    "steps": {"echo": {"type": "transform", "mapping": {"got": "{{ trigger }}"}}},
+    "triggers": [{"type": "webhook", "slug": f"evil-{SUFFIX}"}],
+}
 STEPPED = {
     "id": "stepped",
     "start": "one",
@@ -85,7 +98,7 @@ def server() -> Iterator[LocalServer]:
 @pytest.fixture(scope="module")
 def api(server: LocalServer) -> Iterator[httpx.Client]:
     with bootstrap_client(server) as client:
-        for definition in (ECHO, WAITPOINT, STEPPED):
+        for definition in (ECHO, WAITPOINT, STEPPED, EVIL):
             put = client.put(f"/workflows/{definition['id']}", json=definition)
             assert put.status_code in (200, 201), put.text
         yield client
@@ -338,3 +351,21 @@ def test_a_body_over_10_mb_gets_its_413_after_it_was_sent_whole(server):
             answer += piece
     # Then it reads a 413 (the server drained the body: no reset, no broken pipe)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+# --------------------------------------------------------------------------- ReDoS
+
+
+def test_a_public_webhooks_catastrophic_pattern_answers_the_attack(server, api):
+    # Given an unsigned public webhook whose input_schema has ^(a+)+$ (2**40 ways to fail on
+    # a backtracking engine for this input; 26 characters took 6.5 s before)
+    public = httpx.Client(base_url=server.url, timeout=30)
+    attack = json.dumps({"name": "a" * 40 + "!"}).encode()
+    # When anybody delivers the attack, and then a matching payload
+    refused = public.post(f"/hooks/evil-{SUFFIX}", content=attack)
+    accepted = public.post(f"/hooks/evil-{SUFFIX}", content=json.dumps({"name": "a" * 40}))
+    public.close()
+    # Then the attack is 422 invalid_input naming the pointer and the rule, and the match runs
+    error = error_of(refused, 422, "invalid_input")
+    assert [(v["pointer"], v["rule"]) for v in error["details"]] == [("/name", "pattern")]
+    assert accepted.status_code == 202, accepted.text
