@@ -332,17 +332,28 @@ def test_a_null_body_does_not_start_a_run(api):
 # --------------------------------------------------------------------------- 10 MB
 
 
-def test_a_body_over_10_mb_gets_its_413_after_it_was_sent_whole(server):
+def _chunked(body: bytes, size: int = 1 << 20) -> bytes:
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_body_over_10_mb_gets_its_413_after_it_was_sent_whole(server, framing):
     # Given a client that sends the whole body before it reads the answer (as curl does)
     address = urlsplit(server.url)
     body = b"x" * (MAX_REQUEST_BYTES + 1)
+    if framing == "chunked":
+        # The server finds out chunk by chunk: 20 MB are still to come when it does
+        framed, length = _chunked(body * 3), "Transfer-Encoding: chunked"
+    else:
+        framed, length = body, f"Content-Length: {len(body)}"
     head = (
         f"POST /workflows/echo/runs HTTP/1.1\r\nHost: {address.netloc}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: application/json\r\n{length}\r\n\r\n"
     ).encode()
     with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
         # When it sends it
-        sock.sendall(head + body)
+        sock.sendall(head + framed)
         answer = b""
         while b"\r\n\r\n" not in answer:
             piece = sock.recv(65536)
