@@ -265,17 +265,22 @@ def test_a_signature_outside_the_replay_window_is_401(api, public, scheme, offse
 def test_a_rotated_secret_accepts_the_previous_and_the_current_version(
     server, api, public, monkeypatch
 ):
-    # Given a webhook whose secret was used (and cached) at version 1
-    body = body_of({"step": "rotation"})
-    assert deliver(public, "rotating", body, scheme="relayflow", secret="rot-secret-v1").is_success
+    # Given a webhook whose secret was used (and cached) at version 1 (each delivery its own
+    # body: the same signed bytes twice are one delivery, docs/webhooks.md#duplicates)
+    def body(n: int) -> bytes:
+        return body_of({"step": "rotation", "n": n})
+
+    assert deliver(
+        public, "rotating", body(0), scheme="relayflow", secret="rot-secret-v1"
+    ).is_success
     # When the secret rotates to version 2
     secrets = server.runtime.client("secretsmanager")
     secrets.put_secret_value(SecretId=secret_name("rotating"), SecretString="rot-secret-v2")
     before = run_count(api)
     # Then senders still signing with version 1 (AWSPREVIOUS) and those on version 2
     # (AWSCURRENT) are both accepted, at once
-    old = deliver(public, "rotating", body, scheme="relayflow", secret="rot-secret-v1")
-    new = deliver(public, "rotating", body, scheme="relayflow", secret="rot-secret-v2")
+    old = deliver(public, "rotating", body(1), scheme="relayflow", secret="rot-secret-v1")
+    new = deliver(public, "rotating", body(2), scheme="relayflow", secret="rot-secret-v2")
     assert (old.status_code, new.status_code) == (202, 202), (old.text, new.text)
     assert run_count(api) == before + 2
     # And after the next rotation, once the values the function keeps have aged out,
@@ -284,9 +289,11 @@ def test_a_rotated_secret_accepts_the_previous_and_the_current_version(
 
     secrets.put_secret_value(SecretId=secret_name("rotating"), SecretString="rot-secret-v3")
     monkeypatch.setattr(webhook, "SECRET_MAX_AGE_SECONDS", 0)
-    stale = deliver(public, "rotating", body, scheme="relayflow", secret="rot-secret-v1")
+    stale = deliver(public, "rotating", body(3), scheme="relayflow", secret="rot-secret-v1")
     assert_error(stale, 401, "unauthorized")
-    assert deliver(public, "rotating", body, scheme="relayflow", secret="rot-secret-v2").is_success
+    assert deliver(
+        public, "rotating", body(4), scheme="relayflow", secret="rot-secret-v2"
+    ).is_success
     assert run_count(api) == before + 3
 
 

@@ -119,9 +119,10 @@ def start_parent(
     *,
     input: Any = None,
     limits: dict[str, Any] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[str]:
     """Start a parent as ``uid`` that runs ``source`` as a code step. Its environment holds
-    ``AWS_SECRET_ACCESS_KEY=parent-secret``, as a Lambda's does."""
+    ``AWS_SECRET_ACCESS_KEY=parent-secret``, as a Lambda's does; it inherits ``pass_fds``."""
     process = subprocess.Popen(
         [python_for(uid), "-c", PARENT],
         **_as_user(uid),
@@ -131,6 +132,7 @@ def start_parent(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        pass_fds=pass_fds,
     )
     request = {"source": source, "input": input, "limits": {**LIMITS, **(limits or {})}}
     assert process.stdin is not None
@@ -148,10 +150,11 @@ def run_as(
     *,
     input: Any = None,
     limits: dict[str, Any] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Run ``source`` as a code step from a parent of ``uid``; the parent must finish the step
     (exit 0). Its outcome: ``{"value", "stdout"}`` or ``{"error": <name>, "message", …details}``."""
-    process = start_parent(uid, copy, source, input=input, limits=limits)
+    process = start_parent(uid, copy, source, input=input, limits=limits, pass_fds=pass_fds)
     try:
         stdout, stderr = process.communicate(timeout=60)
     finally:

@@ -16,7 +16,9 @@ import socket
 import struct
 import subprocess
 import sys
+import termios
 import time
+import tty
 from collections.abc import Iterator
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -242,6 +244,85 @@ def test_the_code_may_still_signal_itself(uid, copy):
         "return got\n"
     )
     assert run_as(uid, copy, source)["value"] == ["usr1", "usr2"]
+
+
+# --------------------------------------------------------------------------- terminals
+
+#: User code: push "id\n" into a terminal's input with TIOCSTI (a shell reading that terminal
+#: would run it), through each way the code could reach one. Answers, per way, "typed" or the
+#: name of the errno the open or the ioctl failed with.
+TIOCSTI_ATTACK = """
+import errno, fcntl, os, termios
+def push(fd):
+    try:
+        for byte in b"id\\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([byte]))
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
+    return "typed"
+def open_and_push(path):
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError as exc:
+        return "open: " + errno.errorcode[exc.errno]
+    return push(fd)
+return {
+    "inherited_is_a_terminal": os.isatty(input["fd"]),
+    "inherited": push(input["fd"]),
+    "dev_tty": open_and_push("/dev/tty"),
+    "pts": open_and_push(input["pts"]),
+}
+"""
+
+
+@pytest.fixture()
+def terminal() -> Iterator[int]:
+    """A pseudo-terminal made here (the tests run without one): its follower side, raw and
+    non-blocking, so whatever is typed into it can be read back at once."""
+    leader, follower = os.openpty()
+    tty.setraw(follower)
+    os.set_blocking(follower, False)
+    try:
+        yield follower
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+@pytest.mark.parametrize("uid", PARENT_UIDS)
+def test_the_code_cannot_type_into_a_terminal(uid, copy, terminal):
+    # Given a terminal owned by the parent's user, which the parent holds open, and whose
+    # path the code knows (root may type into any terminal; anyone into its controlling one,
+    # which opening a terminal as a session leader makes it)
+    path = os.ttyname(terminal)
+    os.chown(path, uid, -1)
+    # When the code tries TIOCSTI on the inherited descriptor, /dev/tty and that path
+    outcome = run_as(
+        uid,
+        copy,
+        TIOCSTI_ATTACK,
+        input={"fd": terminal, "pts": path},
+        pass_fds=(terminal,),
+    )
+    # Then the descriptor was not inherited, there is no controlling terminal, and the
+    # filter refuses the ioctl itself
+    assert outcome["value"] == {
+        "inherited_is_a_terminal": False,
+        "inherited": "EPERM",
+        "dev_tty": "open: ENXIO",
+        "pts": "EPERM",
+    }
+    # And nothing reached the terminal's input
+    with pytest.raises(BlockingIOError):
+        os.read(terminal, 100)
+
+
+def test_a_child_holding_a_terminal_runs_no_code(terminal):
+    # Given this process, which holds a terminal descriptor
+    # When the jail checks its descriptors
+    # Then it refuses to go on
+    with pytest.raises(jail.SetupError, match=r"inherited a terminal \(descriptor \d+\)"):
+        jail.detach_terminal()
 
 
 @pytest.mark.parametrize("uid", PARENT_UIDS)
@@ -529,6 +610,12 @@ def test_the_filter_program_decides_as_the_rules_say_on_both_architectures(machi
     assert decide("clone", 0x11) == ERRNO | 11
     assert decide("clone3", 0, 88) == ERRNO | 38
     assert decide("execve", 0) == ERRNO | 1
+    # Terminal ioctls that type into, steal or redirect a terminal are refused (the request is
+    # an unsigned int: its low 32 bits); others, such as TCGETS, are allowed
+    for request in (termios.TIOCSTI, termios.TIOCLINUX, termios.TIOCSCTTY, termios.TIOCCONS):
+        assert decide("ioctl", 0, request, 0) == ERRNO | 1
+        assert decide("ioctl", 0, (1 << 32) | request, 0) == ERRNO | 1
+    assert decide("ioctl", 0, termios.TCGETS, 0) == ALLOW
     # A syscall of another ABI (i386, AArch32) kills the process
     assert decide("socket", socket.AF_UNIX, 1, on=0x40000003) == KILL
     assert decide("socket", socket.AF_UNIX, 1, on=0x40000028) == KILL

@@ -77,6 +77,7 @@ from relayflow.api.resolver import (
     control_plane,
     current_tenant,
     json_reply,
+    media_type_refusal,
     response_docs,
 )
 from relayflow.api.routes import breakers, dlq, events, runs, waits, workflows
@@ -197,6 +198,8 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.thread_safe_append_keys(request_id=request_id)
     try:
         refused = _refuse_body(event)
+        if refused is None and (reason := media_type_refusal(event)) is not None:
+            refused = _early_error(415, "unsupported_media_type", reason)
         if refused is not None:
             return refused
         return app.resolve(event, context)

@@ -20,7 +20,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from pydantic import BaseModel, Field
 
 from relayflow.api import openapi
-from relayflow.control.errors import ApiError, BadRequest, InvalidDefinition, Unauthorized
+from relayflow.control.errors import (
+    ApiError,
+    BadRequest,
+    InvalidDefinition,
+    Unauthorized,
+    Unprocessable,
+)
 from relayflow.intake import UNREADABLE_RULES, IntakeError, loads
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN
@@ -48,6 +54,34 @@ GUEST_APPROVAL_RESOURCE = "/guest/approvals/{id}"
 _YAML_MEDIA_TYPES = frozenset(
     {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
 )
+
+
+#: Methods whose body a route reads.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def media_type_refusal(event: Mapping[str, Any]) -> str | None:
+    """Why the body of ``event`` is in a format no route here reads (a 415), or ``None``.
+
+    Every route reads JSON (and ``PUT /workflows/{id}`` YAML too); the guest approval page reads
+    its HTML form. Powertools would parse a form or multipart body into fields, so a route whose
+    fields all have defaults would act on an empty request (a run started without its input),
+    and a multipart type without a boundary would fail inside the parser. A request without a
+    body or without a Content-Type is read as JSON, as before."""
+    if str(event.get("httpMethod") or "").upper() not in _BODY_METHODS:
+        return None
+    if event.get("resource") == GUEST_APPROVAL_RESOURCE:
+        return None
+    headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
+    raw = str(headers.get("content-type") or "").strip()
+    if not raw or not event.get("body"):
+        return None
+    media_type = raw.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return None
+    if media_type in _YAML_MEDIA_TYPES and str(event.get("httpMethod")).upper() == "PUT":
+        return None
+    return f"Content-Type {media_type or raw} is not read here: send the body as application/json"
 
 
 class UnsupportedMediaType(ApiError):
@@ -124,6 +158,18 @@ def control_plane() -> Any:
     from relayflow.control.service import get_control_plane
 
     return get_control_plane()
+
+
+def no_body_or(request: Any) -> Any:
+    """``request`` (an optional body's model), or ``None`` when the request had no body. A body
+    of JSON ``null`` reaches a route as ``None`` too, but it is not "no body": it is refused
+    (422), so a ``null`` meant as data never completes a waitpoint as "no data"."""
+    if request is None and (app.current_event.decoded_body or "").strip():
+        raise Unprocessable(
+            "the body is null: send a JSON object, or no body at all",
+            [{"path": "body", "message": "Input should be an object", "type": "model_type"}],
+        )
+    return request
 
 
 def current_tenant() -> str:

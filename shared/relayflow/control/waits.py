@@ -406,9 +406,9 @@ def _check_storable(data: Any) -> None:
 
 def _check_form(schema: dict[str, Any], data: Any) -> None:
     """``data`` against the approval's JSON Schema; every violation, with its path."""
-    from jsonschema.validators import validator_for
+    from relayflow.definition.tenant_schema import validator as schema_validator
 
-    validator = validator_for(schema)(schema)
+    validator = schema_validator(schema)
     problems = [
         {
             "path": "data" + "".join(f"[{p!r}]" for p in error.absolute_path),

@@ -50,7 +50,9 @@ def check_input_schema(schema: Mapping[str, Any]) -> None:
     """Raise :class:`PydanticCustomError` (rule ``input-schema-size`` or ``json-schema``)
     unless ``schema`` is a draft 2020-12 JSON Schema of at most
     :data:`MAX_INPUT_SCHEMA_BYTES`."""
-    from jsonschema import Draft202012Validator, SchemaError
+    from jsonschema import SchemaError
+
+    from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
 
     size = len(json.dumps(schema, separators=(",", ":"), default=str).encode())
     if size > MAX_INPUT_SCHEMA_BYTES:
@@ -67,7 +69,11 @@ def check_input_schema(schema: Mapping[str, Any]) -> None:
             {"dialect": DIALECT, "declared": str(declared)},
         )
     try:
-        Draft202012Validator.check_schema(schema)
+        check_schema({**schema, "$schema": DIALECT})
+    except UnsupportedPattern as exc:
+        raise PydanticCustomError(
+            "json_schema", "input_schema: {message}", {"message": exc.message}
+        ) from None
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path)
         raise PydanticCustomError(
@@ -95,11 +101,11 @@ def input_violations(schema: Mapping[str, Any] | None, value: Any) -> list[Input
     :data:`MAX_REPORTED`, in a stable order (by pointer, then rule)."""
     if schema is None:
         return []
-    from jsonschema import Draft202012Validator
+    from relayflow.definition.tenant_schema import validator
 
     found = [
         InputViolation(_pointer(error.absolute_path), str(error.validator), error.message)
-        for error in Draft202012Validator(schema).iter_errors(value)
+        for error in validator({**schema, "$schema": DIALECT}).iter_errors(value)
     ]
     found.sort(key=lambda v: (v.pointer, v.rule, v.message))
     return found[:MAX_REPORTED]

@@ -101,6 +101,34 @@ def _duplicate_paths(node: yaml.Node, path: list[str], out: list[tuple[str, str,
             )
 
 
+#: The tags whose values JSON can hold; the rest build bytes (``!!binary``), sets, dates
+#: (``!!timestamp``), pairs, or nothing at all (``!!python/…``, application tags).
+_JSON_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "merge")
+)
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org") else tag
+
+
+def _non_json_tags(node: yaml.Node, path: str, out: list[tuple[str, str, int]]) -> None:
+    """Record (path, tag, line) for every node, key or value, whose tag is not a JSON type."""
+    if node.tag not in _JSON_TAGS:
+        out.append((path, _short_tag(node.tag), node.start_mark.line + 1))
+        return
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+            here = f"{path}.{key}" if path else key
+            _non_json_tags(key_node, here, out)
+            _non_json_tags(value_node, here, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _non_json_tags(item, f"{path}[{index}]", out)
+
+
 def parse_text(text: str, file: str, *, fmt: str | None = None) -> LoadedDocument:
     """Parse YAML or JSON text. ``fmt`` is ``"json"``, ``"yaml"`` or ``None`` (by content).
 
@@ -151,6 +179,22 @@ def _parse_yaml(text: str, doc: LoadedDocument) -> None:
     check_yaml(text)
     try:
         node = yaml.compose(text, Loader=_Yaml12Loader)
+        tagged: list[tuple[str, str, int]] = []
+        if node is not None:
+            _non_json_tags(node, "", tagged)
+        if tagged:
+            # Before any value is built: a definition is JSON, whatever it is written in.
+            doc.problems.extend(
+                Problem(
+                    doc.file,
+                    path,
+                    "yaml-tag",
+                    f"the tag {tag} (line {line}) builds a value JSON cannot hold; "
+                    "write a string, number, boolean, null, list or mapping",
+                )
+                for path, tag, line in tagged
+            )
+            return
         doc.data = yaml.load(text, Loader=_Yaml12Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -482,11 +482,12 @@ class Checker:
             schema = raw.get("form_schema")
             if isinstance(schema, Mapping):
                 from jsonschema import SchemaError
-                from jsonschema.validators import validator_for
+
+                from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
 
                 try:
-                    validator_for(schema).check_schema(schema)
-                except SchemaError as exc:
+                    check_schema(schema)
+                except (SchemaError, UnsupportedPattern) as exc:
                     self.add(f"{base}.form_schema", "json-schema", exc.message)
 
     def check_sub_workflow_input(self, path: str, value: Any) -> None:

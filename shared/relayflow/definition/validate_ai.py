@@ -155,11 +155,12 @@ def check_agents(checker: Checker) -> None:
         schema = raw.get("output_schema")
         if isinstance(schema, Mapping):
             from jsonschema import SchemaError
-            from jsonschema.validators import validator_for
+
+            from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
 
             try:
-                validator_for(schema).check_schema(schema)
-            except SchemaError as exc:
+                check_schema(schema)
+            except (SchemaError, UnsupportedPattern) as exc:
                 checker.add(f"{base}.output_schema", "json-schema", exc.message)
         outcomes = raw.get("outcomes")
         if isinstance(outcomes, Mapping) and not outcomes:

@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 #: API Gateway refuses bodies over 10 MB before any function runs.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
+#: A refused body is read and discarded up to this many bytes before the 413 is written: a
+#: client still sending when the server closed would see a connection reset, not the status.
+#: A body announced (or sent) beyond it is cut off by closing the connection.
+MAX_DRAIN_BYTES = 4 * MAX_REQUEST_BYTES
+#: Seconds the drain waits for the client's next bytes before giving up on it.
+DRAIN_TIMEOUT_SECONDS = 5.0
 #: Requests per second per API key, and the burst above it (generous: tests stay far below).
 DEFAULT_RATE_PER_SECOND = 50.0
 DEFAULT_RATE_BURST = 200
@@ -117,7 +123,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         app = self.server.app
         try:
             body = self._read_body()
-        except _TooLarge:
+        except _TooLarge as exc:
+            self._drain(exc)
             response = _error(413, "payload_too_large", "the body is larger than 10 MB")
             self.close_connection = True
         except ValueError:
@@ -147,7 +154,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length < 0:
             raise ValueError("negative Content-Length")
         if length > MAX_REQUEST_BYTES:
-            raise _TooLarge()
+            raise _TooLarge(length)
         return self.rfile.read(length) if length else b""
 
     def _read_chunked(self) -> bytes:
@@ -161,9 +168,43 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 return b"".join(chunks)
             total += size
             if total > MAX_REQUEST_BYTES:
-                raise _TooLarge()
+                raise _TooLarge(None, chunk_left=size)
             chunks.append(self.rfile.read(size))
             self.rfile.readline()
+
+    def _drain(self, refused: _TooLarge) -> None:
+        """Read and discard what is left of a refused body (the announced length, or the rest
+        of a chunked one), at most :data:`MAX_DRAIN_BYTES` and never waiting longer than
+        :data:`DRAIN_TIMEOUT_SECONDS` for the next bytes, so the client reads the 413."""
+        budget = MAX_DRAIN_BYTES
+        self.connection.settimeout(DRAIN_TIMEOUT_SECONDS)
+        try:
+            if refused.remaining is not None:
+                if refused.remaining <= budget:
+                    self._discard(refused.remaining)
+                return
+            if refused.chunk_left > budget:
+                return
+            budget -= refused.chunk_left
+            self._discard(refused.chunk_left)
+            self.rfile.readline(1024)
+            while budget > 0:
+                line = self.rfile.readline(1024)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0 or size > budget:
+                    return
+                budget -= size
+                self._discard(size)
+                self.rfile.readline(1024)
+        except (OSError, ValueError):
+            return  # the client stopped sending or sent garbage: the connection closes anyway
+
+    def _discard(self, count: int) -> None:
+        while count > 0:
+            piece = self.rfile.read(min(count, 1 << 16))
+            if not piece:
+                return
+            count -= len(piece)
 
     def _write(self, response: LocalResponse) -> None:
         self.send_response(response.status)
@@ -181,4 +222,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class _TooLarge(Exception):
-    pass
+    """The body is over :data:`MAX_REQUEST_BYTES`: ``remaining`` bytes of it are unread (None
+    for a chunked body, whose current chunk has ``chunk_left`` bytes unread)."""
+
+    def __init__(self, remaining: int | None, *, chunk_left: int = 0) -> None:
+        super().__init__(remaining)
+        self.remaining = remaining
+        self.chunk_left = chunk_left

@@ -3,8 +3,10 @@
 Standard library only, and loaded by ``runner.py`` from its file path (the child never
 imports relayflow). Four parts, each in :func:`enter` or :func:`lock`:
 
-1. **No orphans.** ``PR_SET_PDEATHSIG`` (SIGKILL), then a check that the parent is still the
-   one that started us: a parent that died before the ``prctl`` would not trigger it.
+1. **No orphans, no terminal.** ``PR_SET_PDEATHSIG`` (SIGKILL), then a check that the parent
+   is still the one that started us: a parent that died before the ``prctl`` would not
+   trigger it. The process leads a session of its own with no controlling terminal and
+   holds no terminal descriptor (:func:`detach_terminal`).
 2. **A seccomp-BPF filter** (``PR_SET_NO_NEW_PRIVS``, then ``PR_SET_SECCOMP``): no sockets
    but ``AF_UNIX``, no signals but to itself, no ``ptrace`` or other reach into another
    process, no new processes, threads or ``exec``. A refused call fails with ``EACCES``,
@@ -68,6 +70,11 @@ F_SETSIG = 10
 F_SETOWN_EX = 15
 FIOSETOWN = 0x8901
 SIOCSPGRP = 0x8902
+#: Terminal ioctls (the same numbers on x86_64 and arm64, ``asm-generic/ioctls.h``).
+TIOCSCTTY = 0x540E
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+TIOCCONS = 0x541D
 
 #: Syscall numbers, (x86_64, aarch64), from the kernel's ``arch/x86/entry/syscalls/
 #: syscall_64.tbl`` and ``include/uapi/asm-generic/unistd.h`` (arm64 uses the generic table;
@@ -164,7 +171,13 @@ RULES: dict[str, Deny | OnlyIf | Unless] = {
     # A signal the kernel sends on the code's behalf: SIGIO (or any F_SETSIG signal) to
     # the owner of a file descriptor, which could be set to the parent.
     "fcntl": Unless(1, (F_SETOWN, F_SETOWN_EX, F_SETSIG), errno.EPERM),
-    "ioctl": Unless(1, (FIOSETOWN, SIOCSPGRP), errno.EPERM),
+    # Terminals: TIOCSTI pushes bytes into a terminal's input, so a shell reading it runs
+    # them (root may do it to any terminal it can open; anyone to its controlling one);
+    # TIOCLINUX does the same through a virtual console's selection; TIOCSCTTY lets root
+    # steal another session's terminal; TIOCCONS redirects the console to one.
+    "ioctl": Unless(
+        1, (FIOSETOWN, SIOCSPGRP, TIOCSTI, TIOCLINUX, TIOCSCTTY, TIOCCONS), errno.EPERM
+    ),
     # Reaching into another process of the same uid (the parent): its memory, its file
     # descriptors, its limits and its scheduling.
     "ptrace": Deny(errno.EPERM),
@@ -419,9 +432,27 @@ def watch(pid: int, refusals: Refusals, on_own_signal: Callable[[int], None]) ->
     sys.addaudithook(hook)
 
 
+def detach_terminal() -> None:
+    """Lead a session of our own (so no controlling terminal is shared with the parent or
+    a shell), and refuse to go on holding a terminal descriptor: the parent passes regular
+    files only, so one here is a mistake that would hand the code a terminal."""
+    if os.getsid(0) != os.getpid():
+        os.setsid()
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError as exc:
+        raise SetupError(f"the open descriptors cannot be listed ({exc})") from exc
+    for name in names:
+        fd = int(name)
+        if os.isatty(fd):
+            raise SetupError(f"the code process inherited a terminal (descriptor {fd})")
+
+
 def enter(parent: int) -> None:
-    """Bind this process to ``parent``: the first thing the runner does."""
+    """Bind this process to ``parent`` and detach it from any terminal: the first thing
+    the runner does."""
     die_with_parent(parent)
+    detach_terminal()
 
 
 def lock(refusals: Refusals, on_own_signal: Callable[[int], None]) -> None:

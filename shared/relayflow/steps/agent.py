@@ -456,10 +456,10 @@ class AgentLoop:
     # ------------------------------------------------------------------ answers
 
     def answer_problem(self, answer: Any) -> str | None:
-        from jsonschema.validators import validator_for
+        from relayflow.definition.tenant_schema import validator as schema_validator
 
         assert self.schema is not None
-        validator = validator_for(self.schema)(self.schema)
+        validator = schema_validator(self.schema)
         errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.path))
         if not errors:
             return None

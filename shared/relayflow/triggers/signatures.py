@@ -157,8 +157,10 @@ def verify_delivery(
     now: float,
     window_seconds: int,
     header: str | None = None,
-) -> None:
-    """Accept the delivery or raise :class:`SignatureRejected`.
+) -> str:
+    """Accept the delivery or raise :class:`SignatureRejected`; answers the hex sha256 of
+    what the signature covers (:func:`signed_message`), which a replay of the delivery
+    shares whatever unsigned headers it changes, and which only the secret's holder can vary.
 
     ``headers`` has lower-case names. The signature must be one of ``secrets`` (every one is
     tried, so a rotation's previous version still verifies) over the exact ``body``; a
@@ -183,3 +185,4 @@ def verify_delivery(
             matched |= hmac.compare_digest(expected, digest.encode("ascii"))
     if not matched:
         raise SignatureRejected("mismatch", header, window_seconds)
+    return hashlib.sha256(message).hexdigest()

@@ -20,7 +20,9 @@ refusal answers in the API's error model and starts no run:
    than ``rate_limit_per_minute`` deliveries in any 60 s; over it, 429 with ``Retry-After``;
 5. **repeat**: a delivery id seen before (the ``dedup_header``, by default the scheme's
    delivery header, or Stripe's event ``id``) answers what its first delivery was answered,
-   with ``Idempotent-Replayed: true``, and starts nothing;
+   with ``Idempotent-Replayed: true``, and starts nothing. The delivery id is not signed, so
+   a signed delivery is also remembered by what its signature covers (``signed:<sha256>``):
+   a captured delivery replayed with a fresh delivery id is a repeat too;
 6. **transform**: the trigger's template, rendered against ``trigger = {body, headers,
    query}``, is the run's input (default: the body); a template that fails is 422.
 
@@ -218,20 +220,22 @@ class _Delivery:
                 {"size_bytes": len(body), "limit_bytes": trigger.max_body_bytes},
             )
         headers = lower_headers(self.event)
+        signed: str | None = None
         if trigger.secret is not None:
             # Forged deliveries count against the sender's own, smaller budget, never against
             # the endpoint's rate, so they cannot lock the real sender out.
             _storage(self._refuse_repeated_forgeries, endpoint)
-            self._verify(endpoint, body, headers)
+            signed = f"signed:{self._verify(endpoint, body, headers)}"
         _storage(self._count, endpoint)
         payload = parse_payload(body)
         delivery_id = _delivery_id(trigger, headers, payload)
-        if delivery_id is not None:
-            stored = _storage(self.webhooks.get_delivery, endpoint.slug, delivery_id)
+        remembered = [key for key in (delivery_id, signed) if key is not None]
+        for key in remembered:
+            stored = _storage(self.webhooks.get_delivery, endpoint.slug, key)
             if stored is not None:
                 logger.info(
                     "webhook delivery repeated",
-                    extra={"slug": endpoint.slug, "delivery_id": delivery_id},
+                    extra={"slug": endpoint.slug, "delivery_id": delivery_id, "seen_as": key},
                 )
                 return _replayed(stored.status_code, stored.body)
         run_input = transformed(
@@ -240,7 +244,7 @@ class _Delivery:
             without_signature(headers, trigger.signature_header),
             self.event,
         )
-        status, answer = self._start(endpoint, run_input, delivery_id)
+        status, answer = self._start(endpoint, run_input, delivery_id or signed)
         logger.info(
             "webhook delivery accepted",
             extra={
@@ -252,9 +256,9 @@ class _Delivery:
                 "status": status,
             },
         )
-        if delivery_id is None:
+        if not remembered:
             return json_response(status, answer)
-        return self._remember(endpoint, delivery_id, status, answer)
+        return self._remember(endpoint, remembered, status, answer)
 
     # -- the checks --------------------------------------------------------------------------
 
@@ -312,11 +316,12 @@ class _Delivery:
         pk = signature_failures_partition(endpoint.slug, self._source())
         self._limiter().admit(pk, limit, RATE_WINDOW_SECONDS, tenant=endpoint.tenant)
 
-    def _verify(self, endpoint: Endpoint, body: bytes, headers: Mapping[str, str]) -> None:
+    def _verify(self, endpoint: Endpoint, body: bytes, headers: Mapping[str, str]) -> str:
+        """The digest of what the delivery's signature covers, or 401."""
         trigger = endpoint.trigger
 
-        def check(secrets: tuple[str, ...]) -> None:
-            verify_delivery(
+        def check(secrets: tuple[str, ...]) -> str:
+            return verify_delivery(
                 trigger.signature_scheme,
                 body,
                 headers,
@@ -328,12 +333,12 @@ class _Delivery:
 
         try:
             try:
-                check(signing_secrets(trigger.secret))
+                return check(signing_secrets(trigger.secret))
             except SignatureRejected as exc:
                 if exc.reason != "mismatch":
                     raise
                 # The secret may have rotated since it was read: read it again, once.
-                check(signing_secrets(trigger.secret, refresh=True))
+                return check(signing_secrets(trigger.secret, refresh=True))
         except SignatureRejected as exc:
             _storage(self._count_forgery, endpoint)
             raise Unauthorized(str(exc), {"reason": exc.reason, "header": exc.header}) from None
@@ -413,28 +418,33 @@ class _Delivery:
         return {"status": run.status.upper(), "output": run.output, "error": run.error}
 
     def _remember(
-        self, endpoint: Endpoint, delivery_id: str, status: int, answer: dict[str, Any]
+        self, endpoint: Endpoint, keys: list[str], status: int, answer: dict[str, Any]
     ) -> dict[str, Any]:
-        """Store the answer for repeats; when a racing copy stored one first, give that."""
+        """Store the answer for repeats under each of ``keys`` (the delivery id, the signed
+        digest); when a racing copy stored one first, give that."""
         from relayflow.control.service import now_iso
         from relayflow.dal.webhooks import DeliveryItem, delivery_expiry
 
         body = _dumps(answer)
-        item = DeliveryItem(
-            slug=endpoint.slug,
-            delivery_id=delivery_id,
-            tenant=endpoint.tenant,
-            workflow_id=endpoint.workflow_id,
-            run_id=answer["run_id"],
-            status_code=status,
-            body=body,
-            created_at=now_iso(),
-            expires_at=delivery_expiry(self.clock()),
-        )
-        kept = _storage(self.webhooks.save_delivery, item)
-        if kept is item:
+        first: DeliveryItem | None = None
+        for key in keys:
+            item = DeliveryItem(
+                slug=endpoint.slug,
+                delivery_id=key,
+                tenant=endpoint.tenant,
+                workflow_id=endpoint.workflow_id,
+                run_id=answer["run_id"],
+                status_code=status,
+                body=body,
+                created_at=now_iso(),
+                expires_at=delivery_expiry(self.clock()),
+            )
+            kept = _storage(self.webhooks.save_delivery, item)
+            if first is None and kept is not item:
+                first = kept
+        if first is None:
             return json_response(status, answer)
-        return _replayed(kept.status_code, kept.body)
+        return _replayed(first.status_code, first.body)
 
 
 # ----------------------------------------------------------------------------- the pieces

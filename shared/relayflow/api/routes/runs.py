@@ -18,6 +18,7 @@ from relayflow.api.resolver import (
     control_plane,
     current_tenant,
     json_reply,
+    no_body_or,
     response_docs,
 )
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
@@ -85,7 +86,7 @@ def start_run(
     request: Annotated[StartRunRequest | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[StartRunResult]:
-    request = request or StartRunRequest()
+    request = no_body_or(request) or StartRunRequest()
     result = control_plane().start_run(
         current_tenant(),
         workflow_id,
@@ -154,7 +155,7 @@ def cancel_run(run_id: RunId) -> Response[RunSummary]:
 def continue_run(
     run_id: RunId, request: Annotated[ContinueRequest | None, Body()] = None
 ) -> Response[ContinueResult]:
-    request = request or ContinueRequest()
+    request = no_body_or(request) or ContinueRequest()
     return json_reply(
         200, control_plane().continue_run(current_tenant(), run_id, to_end=request.to_end)
     )

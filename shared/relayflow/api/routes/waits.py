@@ -14,6 +14,7 @@ from relayflow.api.resolver import (
     control_plane,
     current_tenant,
     json_reply,
+    no_body_or,
     response_docs,
 )
 from relayflow.control.models import ApprovalView, Page, WaitpointView
@@ -163,6 +164,7 @@ def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
 def complete_waitpoint(
     waitpoint_id: WaitId, request: Annotated[CompleteWaitpointRequest | None, Body()] = None
 ) -> Response[WaitpointView]:
+    request = no_body_or(request)
     data = request.data if request is not None else None
     return json_reply(200, _waits().complete_waitpoint(current_tenant(), waitpoint_id, data))
 
@@ -180,7 +182,7 @@ def complete_waitpoint(
 def fail_waitpoint(
     waitpoint_id: WaitId, request: Annotated[FailWaitpointRequest | None, Body()] = None
 ) -> Response[WaitpointView]:
-    request = request or FailWaitpointRequest()
+    request = no_body_or(request) or FailWaitpointRequest()
     view = _waits().fail_waitpoint(
         current_tenant(), waitpoint_id, request.message, error=request.error
     )
