@@ -68,7 +68,7 @@ def secret_name_problem(name: str) -> str | None:
         return "a name starting with / reaches outside the tenant's folder"
     for segment in name.split("/"):
         if segment in ("", ".", ".."):
-            return f"an empty, . or .. segment reaches outside the tenant's folder ({name!r})"
+            return "an empty, . or .. segment reaches outside the tenant's folder"
         if not _SEGMENT.match(segment):
             return "each /-separated segment holds only A-Z a-z 0-9 _ + = @ . -"
     return None

@@ -104,7 +104,7 @@ class SecretRef(_Model):
         problem = secret_name_problem(value[1:] if value.startswith("/") else value)
         if problem is not None:
             raise PydanticCustomError(
-                "secret-name", "secret {name!r}: {problem}", {"name": value, "problem": problem}
+                "secret-name", "secret {name}: {problem}", {"name": repr(value), "problem": problem}
             )
         return value
 
