@@ -220,7 +220,10 @@ def would_call(
             raise ToolNotFound(
                 f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
             )
-        parse_args(spec, args)
+        from relayflow.tools.guard import check_tool_call
+
+        # A dry run refuses what the real call would refuse.
+        check_tool_call(tool, parse_args(spec, args))
         return dry_run.aws_call(tool, spec.iam_action, args)
     if tool.startswith("http."):
         from relayflow.tools.http import prepare_http_tool
