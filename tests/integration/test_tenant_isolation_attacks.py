@@ -206,6 +206,20 @@ def test_a_stored_definition_naming_as_secret_is_refused_when_bs_step_runs(serve
     assert receiver.requests == []
 
 
+def test_a_stored_webhook_naming_as_secret_never_verifies_with_it(server):
+    from relayflow.control.errors import ServiceUnavailable
+    from relayflow.definition.step_models import SecretRef
+    from relayflow.triggers.webhook import signing_secrets
+
+    # Given B's webhook trigger as stored before names were checked, naming A's key
+    ref = SecretRef(name=A_ABSOLUTE)
+    # Then B's endpoint cannot read A's key to verify (or forge) deliveries: it answers 503
+    with pytest.raises(ServiceUnavailable):
+        signing_secrets(ref, MALLORY)
+    # While A's own webhook, naming it inside A's folder, verifies with it
+    assert signing_secrets(SecretRef(name="hook"), ACME) == (A_HOOK_KEY,)
+
+
 def test_relayflow_run_exits_2_naming_a_secret_outside_the_local_tenant(tmp_path: Path, capsys):
     from relayflow.cli import main
 
