@@ -283,6 +283,44 @@ def test_bs_put_events_claiming_as_tenant_reaches_only_b(server, acme, mallory, 
     assert act == {"tenant": MALLORY, "got": {"total": 5}}
 
 
+def test_bs_forged_event_completes_none_of_as_waits(server, acme, mallory):
+    # Given A's run waiting for a payment event
+    source = f"billing.{uuid.uuid4().hex[:8]}"
+    waiting = f"wait-{uuid.uuid4().hex[:6]}"
+    step = {"type": "wait_for_event", "event": "payment.received", "source": source}
+    published(acme, one_step(waiting, {**step, "timeout_seconds": 86400}))
+    started = acme.post(f"/workflows/{waiting}/runs", json={"input": {}})
+    assert started.status_code in (200, 201, 202), started.text
+    run_id = started.json()["run_id"]
+    server.settle()
+    # When B's tool step puts that event on the Relayflow bus, claiming A's tenant
+    forge = f"forge-wait-{uuid.uuid4().hex[:6]}"
+    args = {
+        "bus": "relayflow",
+        "source": source,
+        "detail_type": "payment.received",
+        "detail": {"relayflow_tenant": ACME, "paid": "forged"},
+    }
+    published(mallory, one_step(forge, tool_step("aws.events.put_events", args)))
+    assert run_to_end(mallory, forge)["status"] == "succeeded"
+    server.settle()
+    # Then A's run still waits; A's own event completes it, with A's payload
+    assert acme.get(f"/runs/{run_id}").json()["status"] == "running"
+    response = acme.post(
+        "/events",
+        json={"source": source, "detail_type": "payment.received", "detail": {"paid": "real"}},
+    )
+    assert response.status_code == 202, response.text
+    server.settle()
+    deadline = time.monotonic() + 30
+    while (run := acme.get(f"/runs/{run_id}").json())["status"] == "running":
+        assert time.monotonic() < deadline, "A's wait never completed"
+        time.sleep(0.05)
+    assert run["status"] == "succeeded", run
+    (act,) = [step["output"] for step in run["steps"] if step["key"] == "act"]
+    assert act["detail"]["paid"] == "real"
+
+
 @pytest.mark.parametrize(
     ("source", "detail_type", "word"),
     [
