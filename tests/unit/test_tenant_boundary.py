@@ -179,3 +179,19 @@ def test_reserved_sources_and_detail_types_are_refused(source, detail_type, fiel
     with pytest.raises(ReservedEvent) as info:
         tenant_event("acme", source, detail_type, {})
     assert info.value.field == field
+
+
+def test_a_dry_run_refuses_what_the_real_call_would():
+    from relayflow.tools.catalogue import would_call
+
+    forged = {"bus": "relayflow", "source": "relayflow", "detail_type": "relayflow.run.failed"}
+    with pytest.raises(TenantBoundary) as info:
+        would_call("aws.events.put_events", forged, doc={})
+    assert info.value.details["field"] == "source"
+    with pytest.raises(TenantBoundary):
+        would_call(
+            "aws.lambda.invoke", {"function": "123456789012:function:relayflow-code"}, doc={}
+        )
+    # A tenant's own event is recorded, not refused
+    own = {"bus": "relayflow", "source": "shop.orders", "detail_type": "order.created"}
+    assert would_call("aws.events.put_events", own, doc={})
