@@ -24,6 +24,7 @@ from relayflow.triggers.publish import ReservedEvent, tenant_event
         ("relayflow/acme/stripe", "secretsmanager", "relayflow/acme/stripe"),
         ("stripe", "ssm", "/relayflow/acme/stripe"),
         ("/relayflow/acme/billing/key", "ssm", "/relayflow/acme/billing/key"),
+        ("relayflow/acme/billing/key", "ssm", "/relayflow/acme/billing/key"),
         # Relayflow's own key's name is just a name inside the tenant's folder
         (
             "relayflow-internal/local/key",

@@ -54,7 +54,11 @@ def secret_path(name: str, tenant: str, source: str = "secretsmanager") -> str:
     """The full name of ``tenant``'s secret ``name``: relative names join the tenant's folder,
     a name already in it stays. Raises :class:`TenantBoundary` for any other name."""
     folder = tenant_folder(tenant, source)
-    relative = name[len(folder) :] if name.startswith(folder) else name
+    relative = name
+    for spelled in (folder, folder.lstrip("/")):  # SSM's folder, with or without its /
+        if name.startswith(spelled):
+            relative = name[len(spelled) :]
+            break
     problem = secret_name_problem(relative)
     prefix = folder[: -len(tenant) - 1].lstrip("/")
     if problem is None and prefix and relative.startswith(prefix):
