@@ -36,6 +36,20 @@ def _load(path: str) -> Workflow:
     return load_workflow(path)
 
 
+def _check_local_secrets(workflow: Workflow, path: str) -> None:
+    """A local run acts for the tenant ``local``: a secret outside its folder is a definition
+    problem (exit 2), as the API answers it for the caller's tenant (422)."""
+    from dataclasses import replace
+
+    from relayflow.document import RunInfo
+    from relayflow.tools.secrets import tenant_secret_problems
+
+    tenant = RunInfo.model_fields["tenant"].default
+    problems = tenant_secret_problems(workflow, tenant)
+    if problems:
+        raise DefinitionError([replace(problem, file=path) for problem in problems])
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     schema = Workflow.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -339,6 +353,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.runner import run_workflow_within
 
     workflow = _load(args.file)
+    _check_local_secrets(workflow, args.file)
     trigger = _read_input(args.input)
     _check_input(workflow, trigger)
     resources = None

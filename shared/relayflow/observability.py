@@ -40,6 +40,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+from relayflow.tenancy import acting_for
+
 Handler = Callable[[dict[str, Any], Any], Any]
 
 SERVICE = "relayflow"
@@ -323,7 +325,8 @@ def _error_name(exc: BaseException) -> str:
 
 
 def step_handler(func: Handler) -> Handler:
-    """Decorate a step function's handler: correlation keys (and the Lambda context's) on
+    """Decorate a step function's handler: the run's tenant as the acting tenant
+    (:func:`relayflow.tenancy.acting_for`), correlation keys (and the Lambda context's) on
     every log line this thread writes, one line per failure with its full trace, and one
     metrics line per invocation. Exceptions propagate unchanged: their class
     name is the ASL error name."""
@@ -337,7 +340,10 @@ def step_handler(func: Handler) -> Handler:
         started = time.perf_counter()
         error: str | None = None
         try:
-            return func(event, context)
+            # The step acts for its run's tenant: its secrets and AWS calls are that tenant's
+            # (relayflow.tenancy); a payload without one acts for nobody and such calls refuse.
+            with acting_for(keys.get("tenant")):
+                return func(event, context)
         except Exception as exc:
             error = _error_name(exc)
             duration_ms = round((time.perf_counter() - started) * 1000.0, 3)

@@ -30,6 +30,7 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
     "state_machine_log_group_arn": "StateMachineLogGroup",
     "step_events_log_group_arn": "StepEventsLogGroup",
     "tenant_state_machine_policy_arn": "TenantStateMachinePolicy",
+    "tenant_step_role_arn": "TenantStepRole",
     "scheduler_role_arn": "SchedulerRole",
     "trigger_function_arn": "TriggerFunction",
     "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
@@ -91,6 +92,19 @@ class Settings(BaseSettings):
         description="TenantStateMachinePolicy: the one policy (and boundary) of the per-tenant "
         "roles that machines with a templated sub_workflow target run under; unset: those "
         "machines run under the shared state_machine_role_arn.",
+    )
+    tenant_step_role_arn: str | None = Field(
+        None,
+        description="TenantStepRole: the role acting steps assume, with the session tag "
+        "relayflow-tenant=<the run's tenant>, to call AWS and read secrets for a tenant "
+        "(relayflow.adapters.tenant_aws); unset (the local runtime): the function's own "
+        "credentials, with the same refusals enforced in code.",
+    )
+    secret_name_prefix: str = Field(
+        "relayflow/",
+        description="SecretNamePrefix: a tenant's secrets are <prefix><tenant>/<name> in "
+        "Secrets Manager and /<prefix><tenant>/<name> in SSM Parameter Store; a workflow "
+        "names them by <name> (relayflow.tools.secrets).",
     )
     step_events_log_group_arn: str | None = Field(
         "arn:aws:logs:us-east-1:123456789012:log-group:/aws/vendedlogs/states/relayflow-local-steps:*",

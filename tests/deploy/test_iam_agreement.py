@@ -258,3 +258,35 @@ def test_every_call_recorded_from_the_integration_suite_is_allowed():
     assert {kind for kind, *_ in calls} >= {"api", "webhook", "recorder", "trigger", "tool"}
     # Then each function's role allows each of its calls
     assert not _refused(calls)
+
+
+# ----------------------------------------------------------------------------- tenant identity
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
+def test_no_function_reaches_another_tenants_secret_item_or_object_through_the_tenant_identity(
+    kind: str,
+):
+    from test_template_tenant_identity import tenant_identity
+
+    # Given what the function's role may do, and what it may do acting as tenant acme
+    own = function_statements(kind)
+    assumes = [s for s in own if "sts:AssumeRole" in _list(s["Action"])]
+    assert all(s["Resource"] == DEV.get_att("TenantStepRole", "Arn") for s in assumes), kind
+    acting = tenant_identity("acme") if assumes else []
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:relayflow/globex/stripe-AbCdEf"
+    parameter = f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/relayflow/globex/stripe"
+    # Then as acme it reads none of globex's secrets, and the identity adds no Relayflow item
+    # or object to what the function's own role holds
+    assert not allows(acting, "secretsmanager:GetSecretValue", secret)
+    assert not allows(acting, "ssm:GetParameter", parameter)
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"):
+        for key in ("TENANT#globex#RUN#r1", "TENANT#acme#RUN#r1", "HOOK#orders"):
+            assert not allows_item(
+                [s for s in acting if s["Effect"] == "Allow"], action, TABLE_ARN, key
+            )
+            assert not allows(acting, action, TABLE_ARN)
+    bucket = DEV.get_att("PayloadBucket", "Arn")
+    for key in ("payloads/globex/run/out.json", "payloads/batch/x.jsonl", "for_each/x"):
+        assert not allows(acting, "s3:GetObject", f"{bucket}/{key}")
+        assert not allows(acting, "s3:PutObject", f"{bucket}/{key}")

@@ -106,6 +106,8 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         "RELAYFLOW_PAYLOAD_BUCKET",
         "RELAYFLOW_EVENT_BUS_NAME",
         "RELAYFLOW_AWS_ENDPOINT_URL",
+        "RELAYFLOW_SECRET_NAME_PREFIX",
+        "RELAYFLOW_TENANT_STEP_ROLE_ARN",
     }
     # The endpoint is the AWS adapter's (blank on AWS; events/env.json sets it for sam local)
     assert variables["RELAYFLOW_AWS_ENDPOINT_URL"] == ""
@@ -216,37 +218,15 @@ def test_code_steps_refuse_flow_control():
 
 
 @pytest.mark.parametrize("kind", ["tool", "webhook_out", "custom"])
-def test_outbound_functions_read_secrets_under_the_prefix_only(kind):
-    policies = props(FUNCTIONS[kind])["Policies"]
-    secrets = [
-        p["AWSSecretsManagerGetSecretValuePolicy"]
-        for p in policies
-        if "AWSSecretsManagerGetSecretValuePolicy" in p
-    ]
-    ssm = [p["SSMParameterReadPolicy"] for p in policies if "SSMParameterReadPolicy" in p]
-    assert DEV.resolve(secrets[0]["SecretArn"]) == (
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/*"
-    )
-    assert DEV.resolve(ssm[0]["ParameterName"]) == "relayflow/*"
+def test_outbound_functions_offload_payloads(kind):
+    # (their secrets: tests/deploy/test_template_tenant_identity.py)
     assert any(s.get("Sid") == "PayloadOffload" for s in _inline_statements(kind))
 
 
-def test_kms_decrypt_is_granted_only_for_a_customer_key_and_only_through_the_services():
-    with_key = Resolver(TEMPLATE, Stage="dev", SecretsKmsKeyArn="arn:aws:kms:us-east-1:1:key/k")
-    for kind in ("tool", "webhook_out", "custom"):
-        policies = props(FUNCTIONS[kind])["Policies"]
-        assert not [p for p in DEV.resolve(policies) if "kms" in json.dumps(p)], kind
-        granted = [p for p in with_key.resolve(policies) if "kms" in json.dumps(p)]
-        (statement,) = granted[0]["Statement"]
-        assert statement["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
-        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == [
-            "secretsmanager.us-east-1.amazonaws.com",
-            "ssm.us-east-1.amazonaws.com",
-        ]
-
-
 def test_tool_actions_are_scoped_to_the_resource_prefix():
-    text = json.dumps(DEV.resolve(props(FUNCTIONS["tool"])["Policies"]))
+    # The tool's AWS actions are the tenant step identity's (TenantStepRole)
+    role = RESOURCES["TenantStepRole"]["Properties"]["Policies"]
+    text = json.dumps(DEV.resolve(role))
     for action in (
         "dynamodb:GetItem",
         "dynamodb:PutItem",
@@ -255,16 +235,13 @@ def test_tool_actions_are_scoped_to_the_resource_prefix():
         "s3:GetObject",
         "s3:PutObject",
         "ses:SendEmail",
+        "sqs:SendMessage",
+        "sns:Publish",
+        "events:PutEvents",
+        "lambda:InvokeFunction",
+        "states:StartExecution",
     ):
         assert action in text, action
-    for policy_template in (
-        "SQSSendMessagePolicy",
-        "SNSPublishMessagePolicy",
-        "EventBridgePutEventsPolicy",
-        "LambdaInvokePolicy",
-        "StepFunctionsExecutionPolicy",
-    ):
-        assert policy_template in text, policy_template
     assert ":table/app-*" in text and "arn:aws:s3:::app-*/*" in text
     assert '"Resource": "*"' not in text
     # The prefix can never be one that reaches Relayflow's own resources
@@ -423,7 +400,7 @@ def test_the_recorder_hears_only_this_stage_and_keeps_what_it_cannot_take():
     assert not allows(statements, "states:StopExecution", "*")
 
 
-def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secrets():
+def test_the_recorder_can_send_failure_notifications_and_read_only_its_tenants_secrets():
     # Given the recorder's policies and environment
     statements = _inline_statements("recorder")
     policies = props("RecorderFunction")["Policies"]
@@ -441,18 +418,9 @@ def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secr
     assert allows(with_identity, "ses:SendEmail", identity)
     other = "arn:aws:ses:us-east-1:123456789012:identity/attacker.example"
     assert not allows(with_identity, "ses:SendEmail", other)
-    # And reads signing secrets under the prefix, decrypting only through the services
-    secret_policy = "AWSSecretsManagerGetSecretValuePolicy"
-    secrets = [p[secret_policy] for p in policies if secret_policy in p]
-    ssm = [p["SSMParameterReadPolicy"] for p in policies if "SSMParameterReadPolicy" in p]
-    assert DEV.resolve(secrets[0]["SecretArn"]) == (
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/*"
-    )
-    assert DEV.resolve(ssm[0]["ParameterName"]) == "relayflow/*"
-    assert not [p for p in DEV.resolve(policies) if "kms:" in json.dumps(p)]
-    with_key = Resolver(TEMPLATE, Stage="dev", SecretsKmsKeyArn="arn:aws:kms:us-east-1:1:key/k")
-    (granted,) = [p for p in with_key.resolve(policies) if "kms:" in json.dumps(p)]
-    assert granted["Statement"][0]["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
+    # And reads the workflow's tenant's signing secrets as that tenant only
+    # (tests/deploy/test_template_tenant_identity.py)
+    assert any(s.get("Sid") == "ActForATenant" for s in statements)
     # And its default sender is a setting
     assert env == {"RELAYFLOW_NOTIFICATION_SENDER": {"Ref": "NotificationSender"}}
     assert "notification_sender" in Settings.model_fields

@@ -4,6 +4,7 @@ shared role in everything else, and the API can create no role that does more.""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 
 import pytest
@@ -105,3 +106,27 @@ def test_the_api_creates_tenant_roles_only_bounded_by_that_policy():
 def test_the_control_plane_is_told_the_policy():
     env = RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert env["RELAYFLOW_TENANT_STATE_MACHINE_POLICY_ARN"] == {"Ref": "TenantStateMachinePolicy"}
+
+
+def test_a_tenant_role_reads_no_secret_and_is_not_the_step_identity():
+    # A tenant's state machines never read secrets: steps do, as TenantStepRole
+    statements = tenant_policy("acme")
+    for secret in ("relayflow/acme/stripe-AbCdEf", "relayflow/globex/stripe-AbCdEf"):
+        arn = f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{secret}"
+        assert not allows(statements, "secretsmanager:GetSecretValue", arn)
+    # And the API, which creates tenant roles and attaches their policy, can touch no role
+    # of the step identity's name: none of its IAM grants' resources match it
+    name = DEV.resolve(RESOURCES["TenantStepRole"]["Properties"]["RoleName"])
+    arn = f"arn:aws:iam::123456789012:role/{name}"
+    iam_resources = [
+        resource
+        for statement in api_statements()
+        if any(str(a).startswith("iam:") for a in _list(statement["Action"]))
+        for resource in _list(statement["Resource"])
+    ]
+    assert "arn:aws:iam::123456789012:role/relayflow-dev-tenant-*" in iam_resources
+    assert not [r for r in iam_resources if fnmatch.fnmatchcase(arn, r)]
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else [value]

@@ -14,6 +14,7 @@ from relayflow_testing import Received, Reply, Server, allowed_server, moto_tabl
 from relayflow.ai.messages import ModelRequest, ToolSpec, tool_result_block
 from relayflow.ai.providers import provider_for
 from relayflow.errors import ModelError, ModelResponseInvalid, SsrfBlocked, TransientError
+from relayflow.tenancy import acting_for
 
 pytestmark = pytest.mark.integration
 KEY = "sk-test-9f8e7d-secret"
@@ -37,10 +38,10 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     from relayflow.adapters.aws import client
     from relayflow.tools.secrets import clear_secret_cache
 
-    with moto_table(monkeypatch), allowed_server() as srv:
+    with moto_table(monkeypatch), allowed_server() as srv, acting_for("acme"):
         clear_secret_cache()
-        client("secretsmanager").create_secret(Name="relayflow/anthropic", SecretString=KEY)
-        client("ssm").put_parameter(Name="/relayflow/openai", Value=KEY, Type="SecureString")
+        client("secretsmanager").create_secret(Name="relayflow/acme/anthropic", SecretString=KEY)
+        client("ssm").put_parameter(Name="/relayflow/acme/openai", Value=KEY, Type="SecureString")
         yield srv
         clear_secret_cache()
 
@@ -69,7 +70,7 @@ def request(tools: bool = True) -> ModelRequest:
 
 def anthropic(server: Server) -> Any:
     provider, _ = provider_for(
-        "anthropic:m-1", {"base_url": server.url, "api_key": {"name": "relayflow/anthropic"}}
+        "anthropic:m-1", {"base_url": server.url, "api_key": {"name": "anthropic"}}
     )
     return provider
 
@@ -77,7 +78,7 @@ def anthropic(server: Server) -> Any:
 def openai(server: Server) -> Any:
     provider, _ = provider_for(
         "openai:m-1",
-        {"base_url": f"{server.url}/v1", "api_key": {"name": "/relayflow/openai", "source": "ssm"}},
+        {"base_url": f"{server.url}/v1", "api_key": {"name": "openai", "source": "ssm"}},
     )
     return provider
 

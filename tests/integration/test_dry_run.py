@@ -111,7 +111,7 @@ start: create
 http_tools:
   billing:
     base_url: {url}/v1
-    auth: {{type: bearer, token: {{name: relayflow/billing-token}}}}
+    auth: {{type: bearer, token: {{name: billing-token}}}}
     operations:
       create_invoice:
         method: POST
@@ -135,7 +135,7 @@ steps:
     url: "{url}/hooks/{{{{ steps.create.output.body.id }}}}"
     headers: {{X-Api-Key: not-for-logs, X-Trace: t-1}}
     body: {{invoice: "{{{{ steps.create.output.body.id }}}}"}}
-    secret: {{name: relayflow/hook-secret}}
+    secret: {{name: hook-secret}}
     signature_header: X-Webhook-Signature
 """
 
@@ -145,7 +145,10 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
 ):
     provision(
         LocalResources(
-            secrets={"relayflow/billing-token": "t0k3n", "relayflow/hook-secret": "whsec"}
+            secrets={
+                "relayflow/local/billing-token": "t0k3n",
+                "relayflow/local/hook-secret": "whsec",
+            }
         )
     )
     workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
@@ -176,7 +179,10 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
 def test_a_normal_run_of_the_same_workflow_acts(runtime, receiver):
     provision(
         LocalResources(
-            secrets={"relayflow/billing-token": "t0k3n", "relayflow/hook-secret": "whsec"}
+            secrets={
+                "relayflow/local/billing-token": "t0k3n",
+                "relayflow/local/hook-secret": "whsec",
+            }
         )
     )
     workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")

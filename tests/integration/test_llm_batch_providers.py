@@ -17,6 +17,7 @@ from relayflow.ai.batch import AnthropicBatch, BatchRequest
 from relayflow.ai.bedrock_batch import BedrockBatch, check_minimum, minimum_records
 from relayflow.errors import BatchFailed, BatchTooSmall, TransientError
 from relayflow.settings import override_settings
+from relayflow.tenancy import acting_for
 
 pytestmark = pytest.mark.integration
 KEY = "sk-batch-test-key"
@@ -31,9 +32,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     from relayflow.adapters.aws import client
     from relayflow.tools.secrets import clear_secret_cache
 
-    with moto_table(monkeypatch):
+    with moto_table(monkeypatch), acting_for("acme"):
         clear_secret_cache()
-        client("secretsmanager").create_secret(Name="relayflow/anthropic", SecretString=KEY)
+        client("secretsmanager").create_secret(Name="relayflow/acme/anthropic", SecretString=KEY)
         client("s3").create_bucket(Bucket="relayflow-payloads")
         yield
         clear_secret_cache()
@@ -96,7 +97,7 @@ def test_anthropic_message_batches_submit_poll_and_results(server):
         return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
     server.reply = reply
-    provider = AnthropicBatch(server.url, {"name": "relayflow/anthropic"})
+    provider = AnthropicBatch(server.url, {"name": "anthropic"})
     # When the batch is submitted
     handle = provider.submit("claude-haiku-4-5", REQUESTS)
     submitted = json.loads(server.requests[0].body)
@@ -128,7 +129,7 @@ def test_anthropic_message_batches_submit_poll_and_results(server):
 def test_anthropic_batch_429_is_transient(server):
     server.reply = lambda _: (429, {"Retry-After": "30", "Content-Type": "application/json"}, b"{}")
     with pytest.raises(TransientError) as raised:
-        AnthropicBatch(server.url, {"name": "relayflow/anthropic"}).submit("m", REQUESTS)
+        AnthropicBatch(server.url, {"name": "anthropic"}).submit("m", REQUESTS)
     assert raised.value.details["retry_after"] == 30
 
 
@@ -348,7 +349,7 @@ def test_openai_batch_uploads_jsonl_creates_the_batch_and_reads_output_and_error
         return 404, {}, b""
 
     server.reply = reply
-    provider = OpenAIBatch(f"{server.url}/v1", {"name": "relayflow/anthropic"})
+    provider = OpenAIBatch(f"{server.url}/v1", {"name": "anthropic"})
     # When submitted
     handle = provider.submit("gpt-4o-mini", REQUESTS)
     upload, create = server.requests[0], server.requests[1]

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 SUFFIX = uuid.uuid4().hex[:8]
 HOOK_SECRET = f"whsec-{uuid.uuid4().hex}"
-SECRET_NAME = f"relayflow/tests/{SUFFIX}/logs"
+SECRET_NAME = f"tests/{SUFFIX}/logs"
+#: Where it is stored: the serve key's tenant (local) folder.
+STORED_NAME = f"relayflow/local/{SECRET_NAME}"
 
 
 def approval_workflow() -> dict[str, Any]:
@@ -77,7 +79,7 @@ def server(captured: dict[str, io.StringIO]) -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.01, access_log=captured["access"]) as local:
         assert local.runtime is not None
         local.runtime.client("secretsmanager").create_secret(
-            Name=SECRET_NAME, SecretString=HOOK_SECRET
+            Name=STORED_NAME, SecretString=HOOK_SECRET
         )
         yield local
 

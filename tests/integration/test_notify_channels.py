@@ -28,7 +28,7 @@ SENDER = "alerts@example.com"
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime() as rt:
         rt.client("secretsmanager").create_secret(
-            Name="relayflow/alerts", SecretString=ALERT_SECRET
+            Name="relayflow/acme/alerts", SecretString=ALERT_SECRET
         )
         rt.client("ses").verify_email_identity(EmailAddress=SENDER)
         yield rt
@@ -74,9 +74,7 @@ def answers(*statuses: int) -> Any:
 
 def test_a_webhook_posts_the_envelope_as_json_signed_over_the_exact_body(runtime, server):
     # Given a signed webhook channel with an extra header
-    channel = WebhookChannel(
-        f"{server.url}/alerts", {"name": "relayflow/alerts"}, {"X-Team": "payments"}
-    )
+    channel = WebhookChannel(f"{server.url}/alerts", {"name": "alerts"}, {"X-Team": "payments"})
     # When a notification goes out
     delivery = channel.send(note())
     # Then the receiver got one JSON POST whose signature verifies with the secret
@@ -148,10 +146,10 @@ def test_a_redirect_to_a_refused_address_is_not_followed(runtime, server):
 
 
 def test_an_unreadable_secret_sends_nothing_and_says_which_secret(runtime, server):
-    channel = WebhookChannel(f"{server.url}/alerts", {"name": "relayflow/missing"})
+    channel = WebhookChannel(f"{server.url}/alerts", {"name": "missing"})
     delivery = channel.send(note())
     assert delivery.ok is False
-    assert "relayflow/missing" in delivery.detail
+    assert "missing" in delivery.detail and "relayflow/acme/missing" not in delivery.detail
     assert server.requests == []
 
 
@@ -212,7 +210,7 @@ def run_item(status: str) -> RunItem:
 def test_a_failed_run_notifies_both_channels_and_a_succeeded_one_neither(runtime, server):
     # Given a workflow's notifications: a signed webhook and an email from the default sender
     config = {
-        "webhook": {"url": f"{server.url}/relayflow", "secret": {"name": "relayflow/alerts"}},
+        "webhook": {"url": f"{server.url}/relayflow", "secret": {"name": "alerts"}},
         "email": {"to": ["ops@example.com"]},
     }
     before = len(sent_emails(runtime))

@@ -43,7 +43,15 @@ CONTEXT = SimpleNamespace(
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime(time_scale=0.001) as rt:
-        provision(LocalResources(secrets={"relayflow/hook-secret": "s3cr3t"}))
+        # The sample's tenant and the other tenant of the last case each hold their own.
+        provision(
+            LocalResources(
+                secrets={
+                    "relayflow/acme/hook-secret": "s3cr3t",
+                    "relayflow/globex/hook-secret": "g",
+                }
+            )
+        )
         yield rt
 
 

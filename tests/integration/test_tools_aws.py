@@ -13,9 +13,10 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from relayflow_testing import load_event, load_handler
 
+from relayflow.adapters import tenant_aws
 from relayflow.errors import HttpError, InvalidArgsError, ToolNotFound, TransientError
 from relayflow.local import LocalRuntime
-from relayflow.tools import aws as aws_tools
+from relayflow.tenancy import acting_for
 from relayflow.tools import run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +37,13 @@ def explode(event: Any, context: Any) -> Any:
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime(handlers={"my-double": double, "my-explode": explode}) as rt:
         yield rt
+
+
+@pytest.fixture(autouse=True)
+def acting_for_acme() -> Iterator[None]:
+    # The step handler opens this scope around a step; these tests call the tools directly.
+    with acting_for("acme"):
+        yield
 
 
 def call(tool: str, args: Any) -> Any:
@@ -367,7 +375,8 @@ def _client_error(code: str, status: int) -> ClientError:
 )
 def test_aws_failures_map_to_named_errors(monkeypatch, exc, expected, name):
     # Given a DynamoDB client that fails the way AWS does
-    monkeypatch.setattr(aws_tools, "client", lambda service: _FailingClient(exc))
+    # (a tool's calls get their client through the tenant identity's adapter)
+    monkeypatch.setattr(tenant_aws, "client", lambda service: _FailingClient(exc))
     # When a tool calls it, Then the failure leaves as the named error ASL retries on (or not)
     with pytest.raises(expected) as info:
         call("aws.dynamodb.put_item", {"table": "t", "item": {"pk": "x"}})

@@ -34,6 +34,7 @@ from relayflow.errors import (
 from relayflow.local import LocalRuntime
 from relayflow.net.http import verify_signature
 from relayflow.settings import override_settings
+from relayflow.tenancy import acting_for
 from relayflow.tools import run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,15 +60,23 @@ def server() -> Iterator[Server]:
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime() as rt:
         secrets = rt.client("secretsmanager")
-        secrets.create_secret(Name="billing/token", SecretString=TOKEN)
+        secrets.create_secret(Name="relayflow/acme/billing/token", SecretString=TOKEN)
         secrets.create_secret(
-            Name="billing/keys", SecretString=json.dumps({"api_key": "key-123", "other": "x"})
+            Name="relayflow/acme/billing/keys",
+            SecretString=json.dumps({"api_key": "key-123", "other": "x"}),
         )
-        secrets.create_secret(Name="billing/hmac", SecretString="hmac-shared-secret")
+        secrets.create_secret(Name="relayflow/acme/billing/hmac", SecretString="hmac-shared-secret")
         rt.client("ssm").put_parameter(
-            Name="/billing/password", Value="pa:ss w0rd", Type="SecureString"
+            Name="/relayflow/acme/billing/password", Value="pa:ss w0rd", Type="SecureString"
         )
         yield rt
+
+
+@pytest.fixture(autouse=True)
+def acting_for_acme() -> Iterator[None]:
+    # The step handler opens this scope around a step; these tests call the tool directly.
+    with acting_for("acme"):
+        yield
 
 
 def tool(server: Server, **extra: Any) -> dict[str, Any]:
@@ -170,7 +179,7 @@ def test_basic_auth_reads_the_password_from_ssm(runtime, server):
         auth={
             "type": "basic",
             "username": "svc",
-            "password": {"name": "/billing/password", "source": "ssm"},
+            "password": {"name": "billing/password", "source": "ssm"},
         },
     )
     call("http.billing", {}, declaration)
@@ -299,10 +308,10 @@ CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1"
 def test_tool_handler_runs_the_http_samples_against_a_local_server(runtime, server):
     # Given the samples' secrets, and their base URL pointed at the local server
     runtime.client("secretsmanager").create_secret(
-        Name="relayflow/billing-token", SecretString="sample-token"
+        Name="relayflow/acme/billing-token", SecretString="sample-token"
     )
     runtime.client("secretsmanager").create_secret(
-        Name="relayflow/billing", SecretString=json.dumps({"api_key": "sample-key"})
+        Name="relayflow/acme/billing", SecretString=json.dumps({"api_key": "sample-key"})
     )
     handler = load_handler("tool").handler
     create = load_event("tool", "http_create_invoice")

@@ -48,9 +48,9 @@ def server() -> Iterator[Server]:
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime() as rt:
         secrets = rt.client("secretsmanager")
-        secrets.create_secret(Name="relayflow/hook-secret", SecretString=HOOK_SECRET)
+        secrets.create_secret(Name="relayflow/acme/hook-secret", SecretString=HOOK_SECRET)
         secrets.create_secret(
-            Name="relayflow/decider", SecretString=json.dumps({"signing_key": DECIDER_KEY})
+            Name="relayflow/acme/decider", SecretString=json.dumps({"signing_key": DECIDER_KEY})
         )
         yield rt
 
@@ -68,7 +68,12 @@ def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
 def task(step_type: str, config: dict[str, Any], doc: dict[str, Any] | None = None) -> dict:
     return {
         "step": StepRef(key="s", type=step_type, config=config).wire(),
-        "doc": doc or {"run": {"id": "run-1", "workflow_id": "wf"}, "trigger": {}, "steps": {}},
+        "doc": doc
+        or {
+            "run": {"id": "run-1", "workflow_id": "wf", "tenant": "acme"},
+            "trigger": {},
+            "steps": {},
+        },
         "context": {"attempt": 0},
     }
 

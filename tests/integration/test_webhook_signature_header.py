@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 SUFFIX = uuid.uuid4().hex[:8]
 SLUG = f"seed-hook-{SUFFIX}"
-SECRET_NAME = f"relayflow/tests/{SUFFIX}/seed"
+SECRET_NAME = f"tests/{SUFFIX}/seed"
+#: Where it is stored: the serve key's tenant (local) folder.
+STORED_NAME = f"relayflow/local/{SECRET_NAME}"
 SECRET = "seed-signing-secret"
 
 
@@ -32,7 +34,7 @@ SECRET = "seed-signing-secret"
 def server() -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.01) as local:
         assert local.runtime is not None
-        local.runtime.client("secretsmanager").create_secret(Name=SECRET_NAME, SecretString=SECRET)
+        local.runtime.client("secretsmanager").create_secret(Name=STORED_NAME, SecretString=SECRET)
         yield local
 
 
@@ -156,7 +158,11 @@ def receiver() -> Iterator[Server]:
 def outbound(config: dict[str, Any]) -> dict[str, Any]:
     return {
         "step": StepRef(key="notify", type="webhook_out", config=config).wire(),
-        "doc": {"run": {"id": "run-1", "workflow_id": "wf"}, "trigger": {}, "steps": {}},
+        "doc": {
+            "run": {"id": "run-1", "workflow_id": "wf", "tenant": "local"},
+            "trigger": {},
+            "steps": {},
+        },
         "context": {"attempt": 0},
     }
 

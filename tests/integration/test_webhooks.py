@@ -43,7 +43,13 @@ def slug(name: str) -> str:
 
 
 def secret_name(name: str) -> str:
-    return f"relayflow/tests/{SUFFIX}/{name}"
+    """How a definition names the secret: inside its tenant's folder."""
+    return f"tests/{SUFFIX}/{name}"
+
+
+def stored_name(name: str) -> str:
+    """Where the operator stored it: the serve key's tenant, local, under the prefix."""
+    return f"relayflow/local/{secret_name(name)}"
 
 
 SECRETS = {
@@ -102,9 +108,9 @@ def server() -> Iterator[LocalServer]:
         assert local.runtime is not None
         secrets = local.runtime.client("secretsmanager")
         for name, value in SECRETS.items():
-            secrets.create_secret(Name=secret_name(name), SecretString=value)
+            secrets.create_secret(Name=stored_name(name), SecretString=value)
         for scheme, value in SAMPLE_SECRETS.items():
-            secrets.create_secret(Name=f"relayflow/samples/{scheme}", SecretString=value)
+            secrets.create_secret(Name=f"relayflow/local/samples/{scheme}", SecretString=value)
         yield local
 
 
@@ -275,7 +281,7 @@ def test_a_rotated_secret_accepts_the_previous_and_the_current_version(
     ).is_success
     # When the secret rotates to version 2
     secrets = server.runtime.client("secretsmanager")
-    secrets.put_secret_value(SecretId=secret_name("rotating"), SecretString="rot-secret-v2")
+    secrets.put_secret_value(SecretId=stored_name("rotating"), SecretString="rot-secret-v2")
     before = run_count(api)
     # Then senders still signing with version 1 (AWSPREVIOUS) and those on version 2
     # (AWSCURRENT) are both accepted, at once
@@ -287,7 +293,7 @@ def test_a_rotated_secret_accepts_the_previous_and_the_current_version(
     # version 1 is refused
     from relayflow.triggers import webhook
 
-    secrets.put_secret_value(SecretId=secret_name("rotating"), SecretString="rot-secret-v3")
+    secrets.put_secret_value(SecretId=stored_name("rotating"), SecretString="rot-secret-v3")
     monkeypatch.setattr(webhook, "SECRET_MAX_AGE_SECONDS", 0)
     stale = deliver(public, "rotating", body(3), scheme="relayflow", secret="rot-secret-v1")
     assert_error(stale, 401, "unauthorized")
@@ -517,7 +523,7 @@ def samples_registered(api: httpx.Client) -> None:
         {
             "type": "webhook",
             "slug": f"orders-{scheme}",
-            "secret": {"name": f"relayflow/samples/{scheme}"},
+            "secret": {"name": f"samples/{scheme}"},
             "signature_scheme": scheme,
             "replay_window_seconds": 300,
         }

@@ -454,7 +454,7 @@ class _Builder:
             if operations:
                 tool["operations"] = operations
             if draw(st.booleans()):
-                tool["auth"] = {"type": "bearer", "token": {"name": "relayflow/token"}}
+                tool["auth"] = {"type": "bearer", "token": {"name": "token"}}
             self.http_tools[name] = tool
         operations_declared = sorted(self.http_tools[name].get("operations", {}))
         return name, draw(st.sampled_from([None, *operations_declared]))
@@ -467,7 +467,7 @@ class _Builder:
         if draw(st.booleans()):
             step["headers"] = {"X-Run": "{{ run.id }}", "X-Name": self.template_string([])}
         if draw(st.booleans()):
-            step["secret"] = {"name": "relayflow/hook", "source": "ssm"}
+            step["secret"] = {"name": "hook", "source": "ssm"}
 
     def fill_custom(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw

@@ -57,3 +57,6 @@ def reset_clients() -> None:
     """Forget every cached client (the local runtime calls this when it opens and closes)."""
     with _lock:
         _clients.clear()
+    from relayflow.adapters.tenant_aws import reset_tenant_sessions
+
+    reset_tenant_sessions()

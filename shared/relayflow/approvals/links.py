@@ -7,7 +7,7 @@ option and the expiry, so changing any of them (or moving text from one part to 
 breaks it. Signatures are compared with :func:`hmac.compare_digest`.
 
 The key is the value of a Secrets Manager secret (setting ``approval_signing_secret``), read
-through :func:`relayflow.tools.secrets.resolve_secret` and cached for a few minutes per warm
+through :func:`relayflow.tools.secrets.read_platform_secret` and cached for a few minutes per warm
 Lambda. It must live outside the secret prefix that tool steps may read: whoever can read it
 can answer any tenant's approvals.
 
@@ -254,9 +254,9 @@ def signing_secret_name() -> str:
 def signing_key() -> bytes:
     """The current signing key, from Secrets Manager (cached per warm Lambda). A missing or
     short secret is a configuration fault and raises; its value is never logged."""
-    from relayflow.tools.secrets import resolve_secret
+    from relayflow.tools.secrets import read_platform_secret
 
-    key = resolve_secret({"name": signing_secret_name(), "source": "secretsmanager"}).encode()
+    key = read_platform_secret(signing_secret_name(), "secretsmanager").encode()
     _check_key(key)
     return key
 
@@ -269,9 +269,9 @@ def approval_guest_links(approval: Any, *, now: float | None = None) -> dict[str
     settings = get_settings()
     base_url = settings.public_base_url
     if not base_url and settings.public_base_url_parameter:
-        from relayflow.tools.secrets import resolve_secret
+        from relayflow.tools.secrets import read_platform_secret
 
-        base_url = resolve_secret({"name": settings.public_base_url_parameter, "source": "ssm"})
+        base_url = read_platform_secret(settings.public_base_url_parameter, "ssm")
     if not base_url:
         return {}
     return guest_links(approval, base_url, signing_key(), time.time() if now is None else now)

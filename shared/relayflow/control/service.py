@@ -163,6 +163,10 @@ class ControlPlane(Workflows, Runs, Access):
         workflow, problems = validate_data(
             json.loads(definition_json) if definition_json is not None else definition
         )
+        if workflow is not None:
+            from relayflow.tools.secrets import tenant_secret_problems
+
+            problems = [*problems, *tenant_secret_problems(workflow, tenant)]
         if problems or workflow is None:
             raise InvalidDefinition.from_problems(problems)
         if workflow.id != workflow_id:

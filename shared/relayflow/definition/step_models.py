@@ -81,13 +81,32 @@ class _Routed(_StepBase):
 
 
 class SecretRef(_Model):
-    """A secret held in AWS Secrets Manager or SSM Parameter Store (SecureString), read at
-    run time through Powertools parameters; the value never appears in a definition, the ASL
-    or a log line. ``field`` picks one key of a JSON secret."""
+    """A secret of the workflow's tenant, held in AWS Secrets Manager or SSM Parameter Store
+    (SecureString), read at run time through Powertools parameters; the value never appears
+    in a definition, the ASL or a log line. ``field`` picks one key of a JSON secret."""
 
-    name: str = Field(min_length=1, max_length=512, description="Secret name or parameter path.")
+    name: str = Field(
+        min_length=1,
+        max_length=512,
+        description="The secret's name in the tenant's folder: stripe is read as "
+        "<prefix><tenant>/stripe (SSM: /<prefix><tenant>/stripe). No .., no ARN.",
+    )
     source: Literal["secretsmanager", "ssm"] = "secretsmanager"
     field: str | None = Field(None, description="Key inside a JSON secret.")
+
+    @field_validator("name")
+    @classmethod
+    def _inside_the_tenant(cls, value: str) -> str:
+        from relayflow.tenancy import secret_name_problem
+
+        # A leading / is the absolute form of the tenant's own folder (/relayflow/acme/…):
+        # whether it is the tenant's is checked where the tenant is known.
+        problem = secret_name_problem(value[1:] if value.startswith("/") else value)
+        if problem is not None:
+            raise PydanticCustomError(
+                "secret-name", "secret {name}: {problem}", {"name": repr(value), "problem": problem}
+            )
+        return value
 
 
 class BearerAuth(_Model):

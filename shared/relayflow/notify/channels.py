@@ -130,7 +130,9 @@ class WebhookChannel:
             if self.secret:
                 from relayflow.tools.secrets import resolve_secret
 
-                sent[SIGNATURE_HEADER] = sign_body(content, resolve_secret(self.secret))
+                # The workflow's tenant's secret, read as that tenant.
+                key = resolve_secret(self.secret, tenant=notification.tenant or None)
+                sent[SIGNATURE_HEADER] = sign_body(content, key)
             while True:
                 attempts += 1
                 try:

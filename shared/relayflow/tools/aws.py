@@ -29,7 +29,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from relayflow.adapters.aws import client
 from relayflow.errors import HttpError, InvalidArgsError, TransientError
-from relayflow.naming import kind_from_function
 
 #: AWS error codes that mean "try again later".
 TRANSIENT_CODES = frozenset(
@@ -112,12 +111,18 @@ def aws_error(exc: Exception, *, tool: str, service: str) -> Exception:
 
 
 @contextmanager
-def aws_call(tool: str, service: str) -> Iterator[Any]:
-    """Yield the ``service`` client; botocore failures inside leave as named errors."""
+def aws_call(tool: str, service: str, tenant: str | None = None) -> Iterator[Any]:
+    """Yield the ``service`` client acting for ``tenant`` (``None``: Relayflow's own, for its
+    stamped paths); botocore failures inside, STS's included, leave as named errors."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        yield client(service)
+        if tenant is None:
+            yield client(service)
+        else:
+            from relayflow.adapters.tenant_aws import tenant_client
+
+            yield tenant_client(service, tenant)
     except (ClientError, BotoCoreError) as exc:
         mapped = aws_error(exc, tool=tool, service=service)
         if mapped is exc:
@@ -305,7 +310,9 @@ class GetObjectArgs(ToolArgs):
 
 
 class InvokeArgs(ToolArgs):
-    function: str = Field(min_length=1, description="Function name or ARN (not relayflow-*).")
+    function: str = Field(
+        min_length=1, description="Function name or ARN (not Relayflow's: relayflow-*)."
+    )
     payload: Any = Field(None, description="The event, sent as JSON.")
     qualifier: str | None = Field(None, description="Version or alias.")
 
@@ -677,18 +684,39 @@ def parse_args(tool: AwsTool, args: Any) -> ToolArgs:
 
 
 def run_aws_tool(name: str, args: Any) -> Any:
-    """Perform the AWS tool ``name`` with rendered ``args``; the JSON-friendly result."""
+    """Perform the AWS tool ``name`` with rendered ``args`` for the acting tenant; the
+    JSON-friendly result.
+
+    A call that names one of Relayflow's own resources is refused
+    (:func:`relayflow.tools.guard.check_tool_call`, ``Relayflow.InvalidArgs`` with
+    ``details.rule`` ``tenant-boundary``). ``aws.events.put_events`` on the Relayflow bus goes
+    through the stamped path: the tenant is stamped into its detail, a reserved source or
+    detail type is refused, and Relayflow sends it; every other call is made with the
+    tenant's identity (:mod:`relayflow.adapters.tenant_aws`)."""
+    from relayflow.tenancy import acting_tenant
+    from relayflow.tools.guard import check_tool_call
+
     tool = AWS_TOOLS[name]
     parsed = parse_args(tool, args)
-    if isinstance(parsed, InvokeArgs) and kind_from_function(parsed.function) is not None:
-        raise InvalidArgsError(
-            f"{name}: {parsed.function!r} is a Relayflow function; aws.lambda.invoke calls "
-            "your own functions only",
-            tool=name,
-            field="function",
-        )
-    with aws_call(name, tool.service) as service_client:
+    tenant = acting_tenant()
+    if check_tool_call(name, parsed):
+        return _put_on_relayflow_bus(name, tool, parsed, tenant)
+    with aws_call(name, tool.service, tenant) as service_client:
         return tool.action(service_client, parsed, name)
+
+
+def _put_on_relayflow_bus(name: str, tool: AwsTool, parsed: Any, tenant: str) -> Any:
+    from relayflow.settings import get_settings
+    from relayflow.tenancy import TenantBoundary
+    from relayflow.triggers.publish import ReservedEvent, tenant_event
+
+    try:
+        detail = tenant_event(tenant, parsed.source, parsed.detail_type, parsed.detail)
+    except ReservedEvent as exc:
+        raise TenantBoundary(f"{name}: {exc}", tool=name, field=exc.field) from None
+    stamped = parsed.model_copy(update={"detail": detail, "bus": get_settings().event_bus_name})
+    with aws_call(name, tool.service) as service_client:
+        return tool.action(service_client, stamped, name)
 
 
 __all__ = [

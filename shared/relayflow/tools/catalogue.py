@@ -220,7 +220,16 @@ def would_call(
             raise ToolNotFound(
                 f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
             )
-        parse_args(spec, args)
+        from relayflow.tenancy import TenantBoundary
+        from relayflow.tools.guard import check_tool_call
+        from relayflow.triggers.publish import reserved_problem
+
+        # A dry run refuses what the real call would refuse.
+        parsed = parse_args(spec, args)
+        if check_tool_call(tool, parsed):
+            problem = reserved_problem(parsed.source, parsed.detail_type)
+            if problem is not None:
+                raise TenantBoundary(f"{tool}: {problem}", tool=tool, field=problem.field)
         return dry_run.aws_call(tool, spec.iam_action, args)
     if tool.startswith("http."):
         from relayflow.tools.http import prepare_http_tool

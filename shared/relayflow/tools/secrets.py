@@ -1,6 +1,17 @@
 """Secrets for outbound calls (HTTP tool auth, webhook signing), read through Powertools
 parameters from Secrets Manager or SSM Parameter Store (``SecureString``, decrypted).
 
+**Every secret a workflow names belongs to the tenant that runs it.** A definition names a
+secret relative to its tenant's folder (``{name: stripe}``); Relayflow reads
+``<prefix><tenant>/stripe`` from Secrets Manager, ``/<prefix><tenant>/stripe`` from SSM
+(``settings.secret_name_prefix``, the stack's ``SecretNamePrefix``). The full name of the
+tenant's own folder is accepted too. A name that climbs out (``..``), starts at the root
+(``/``), is an ARN, or lies under the prefix but in another tenant's folder is refused, at
+validation (:func:`secret_name_problem`) and again here (:class:`~relayflow.tenancy.
+TenantBoundary`), and on AWS the read itself runs under the tenant's identity
+(:mod:`relayflow.adapters.tenant_aws`), which IAM lets read only ``<prefix><tenant>/*``.
+Relayflow's own secrets (the approval signing key) are read by :func:`read_platform_secret`.
+
 Values are cached in memory for :data:`SECRET_MAX_AGE_SECONDS` per warm Lambda, so a step
 that runs a thousand times reads its secret a handful of times, and a rotated secret is
 picked up within that window. Providers use the client from
@@ -20,25 +31,60 @@ from typing import Any
 
 from relayflow.adapters.aws import client
 from relayflow.errors import InvalidArgsError, TransientError
+from relayflow.tenancy import TenantBoundary, acting_tenant, secret_name_problem
 
 #: How long a secret value is reused before it is read again.
 SECRET_MAX_AGE_SECONDS = 300
 
 _lock = threading.Lock()
-_providers: dict[str, Any] = {}
+_providers: dict[tuple[str, str | None], Any] = {}
 
 
-def _provider(source: str) -> Any:
+def tenant_folder(tenant: str, source: str = "secretsmanager", prefix: str | None = None) -> str:
+    """``<prefix><tenant>/`` (Secrets Manager) or ``/<prefix><tenant>/`` (SSM)."""
+    if prefix is None:
+        from relayflow.settings import get_settings
+
+        prefix = get_settings().secret_name_prefix
+    folder = f"{prefix}{tenant}/"
+    return "/" + folder.lstrip("/") if source == "ssm" else folder
+
+
+def secret_path(name: str, tenant: str, source: str = "secretsmanager") -> str:
+    """The full name of ``tenant``'s secret ``name``: relative names join the tenant's folder,
+    a name already in it stays. Raises :class:`TenantBoundary` for any other name."""
+    folder = tenant_folder(tenant, source)
+    relative = name
+    for spelled in (folder, folder.lstrip("/")):  # SSM's folder, with or without its /
+        if name.startswith(spelled):
+            relative = name[len(spelled) :]
+            break
+    problem = secret_name_problem(relative)
+    prefix = folder[: -len(tenant) - 1].lstrip("/")
+    if problem is None and prefix and relative.startswith(prefix):
+        # Names under the prefix are absolute: only the tenant's own folder is accepted.
+        problem = f"it lies under {prefix!r} but outside the tenant's folder {folder!r}"
+    if problem is not None:
+        raise TenantBoundary(f"secret {name!r} is refused: {problem}", secret=name)
+    return folder + relative
+
+
+def _provider(source: str, tenant: str | None) -> Any:
     service = "secretsmanager" if source == "secretsmanager" else "ssm"
-    current = client(service)
+    if tenant is None:
+        current = client(service)
+    else:
+        from relayflow.adapters.tenant_aws import tenant_client
+
+        current = tenant_client(service, tenant)
     with _lock:
-        provider = _providers.get(source)
+        provider = _providers.get((source, tenant))
         if provider is None or provider.client is not current:
             from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
 
             factory = SecretsProvider if source == "secretsmanager" else SSMProvider
             provider = factory(boto3_client=current)
-            _providers[source] = provider
+            _providers[(source, tenant)] = provider
     return provider
 
 
@@ -65,16 +111,31 @@ def _ref_fields(ref: Any) -> tuple[str, str, str | None]:
     return name, source, field
 
 
-def resolve_secret(ref: Any) -> str:
-    """The value of a :class:`~relayflow.definition.models.SecretRef` (or its JSON form).
+def resolve_secret(ref: Any, *, tenant: str | None = None) -> str:
+    """The value of a :class:`~relayflow.definition.models.SecretRef` (or its JSON form) of
+    ``tenant`` (default: :func:`~relayflow.tenancy.acting_tenant`), read as that tenant.
 
-    With ``field``, the secret must be a JSON object and the field's value is returned (as
-    text). Throttling and network failures are ``Relayflow.Transient``; a missing secret,
-    missing field or denied access is ``Relayflow.InvalidArgs`` (a configuration fault that
-    retrying cannot fix)."""
+    The name is scoped by :func:`secret_path` (another tenant's name is
+    :class:`TenantBoundary`, before anything is read). With ``field``, the secret must be a
+    JSON object and the field's value is returned (as text). Throttling and network
+    failures are ``Relayflow.Transient``; a missing secret, missing field or denied access is
+    ``Relayflow.InvalidArgs`` (a configuration fault that retrying cannot fix)."""
     name, source, field = _ref_fields(ref)
+    tenant = tenant or acting_tenant()
+    full = secret_path(name, tenant, source)
     where = f"secret {name!r} ({source})"
-    value = _read(name, source, where)
+    return _value(_read(full, source, where, tenant), where, name, field)
+
+
+def read_platform_secret(name: str, source: str = "secretsmanager") -> str:
+    """The value of one of Relayflow's own secrets or parameters (the approval signing key,
+    the public base URL), read with the function's own identity. Never for a name that comes
+    from a definition: those are a tenant's, read by :func:`resolve_secret`."""
+    where = f"secret {name!r} ({source})"
+    return _value(_read(name, source, where, None), where, name, None)
+
+
+def _value(value: Any, where: str, name: str, field: str | None) -> str:
     if isinstance(value, bytes):
         value = value.decode()
     if field is None:
@@ -95,10 +156,10 @@ def resolve_secret(ref: Any) -> str:
     return picked if isinstance(picked, str) else json.dumps(picked)
 
 
-def _read(name: str, source: str, where: str) -> Any:
+def _read(name: str, source: str, where: str, tenant: str | None) -> Any:
     from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
-    provider = _provider(source)
+    provider = _provider(source, tenant)
     try:
         if source == "ssm":
             return provider.get(name, decrypt=True, max_age=SECRET_MAX_AGE_SECONDS)
@@ -118,3 +179,18 @@ def _secret_error(exc: Exception, name: str, source: str, where: str) -> Excepti
             return TransientError(f"{where} cannot be read now: {code}", secret=name, code=code)
         return InvalidArgsError(f"{where} cannot be read: {code}", secret=name, code=code)
     return InvalidArgsError(f"{where} cannot be read", secret=name)
+
+
+def tenant_secret_problems(workflow: Any, tenant: str) -> list[Any]:
+    """Problems (rule ``secret-tenant``) of every secret ``workflow`` names that ``tenant``
+    may not read: each names the secret and where it is (``steps.sign.secret.name``)."""
+    from relayflow.definition.problems import Problem
+    from relayflow.definition.secret_refs import secret_refs
+
+    problems: list[Problem] = []
+    for path, ref in secret_refs(workflow):
+        try:
+            secret_path(ref.name, tenant, ref.source)
+        except TenantBoundary as exc:
+            problems.append(Problem(None, f"{path}.name", "secret-tenant", exc.message))
+    return problems

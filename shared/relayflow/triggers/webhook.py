@@ -333,12 +333,12 @@ class _Delivery:
 
         try:
             try:
-                return check(signing_secrets(trigger.secret))
+                return check(signing_secrets(trigger.secret, endpoint.tenant))
             except SignatureRejected as exc:
                 if exc.reason != "mismatch":
                     raise
                 # The secret may have rotated since it was read: read it again, once.
-                return check(signing_secrets(trigger.secret, refresh=True))
+                return check(signing_secrets(trigger.secret, endpoint.tenant, refresh=True))
         except SignatureRejected as exc:
             _storage(self._count_forgery, endpoint)
             raise Unauthorized(str(exc), {"reason": exc.reason, "header": exc.header}) from None
@@ -591,18 +591,32 @@ _secrets_lock = threading.Lock()
 _secrets: dict[tuple[str, str, str | None], _Cached] = {}
 
 
-def signing_secrets(ref: Any, *, refresh: bool = False) -> tuple[str, ...]:
-    """The values that verify signatures for ``ref`` (a SecretRef): Secrets Manager's
-    ``AWSCURRENT`` and, during a rotation, ``AWSPREVIOUS`` (an SSM parameter has only its
-    current value). Kept :data:`SECRET_MAX_AGE_SECONDS`; ``refresh`` reads them again.
+def signing_secrets(ref: Any, tenant: str, *, refresh: bool = False) -> tuple[str, ...]:
+    """The values that verify signatures for ``ref`` (a SecretRef) of ``tenant``, the tenant
+    that owns the webhook: Secrets Manager's ``AWSCURRENT`` and, during a rotation,
+    ``AWSPREVIOUS`` (an SSM parameter has only its current value). Kept
+    :data:`SECRET_MAX_AGE_SECONDS`; ``refresh`` reads them again.
+
+    The name is scoped to the tenant's folder (:func:`relayflow.tools.secrets.secret_path`)
+    and read with the tenant's identity, so a webhook can only ever be verified with its own
+    tenant's key: a name reaching outside it (published before names were checked) makes
+    the webhook answer 503, never verify with another tenant's key.
 
     Powertools' ``SecretsProvider`` is not used here: its cache key ignores ``VersionStage``,
     so the two versions of one secret would overwrite each other in it."""
-    from relayflow.adapters.aws import client
+    from relayflow.adapters.tenant_aws import tenant_client
+    from relayflow.observability import logger
+    from relayflow.tenancy import TenantBoundary
+    from relayflow.tools.secrets import secret_path
 
     service = "ssm" if ref.source == "ssm" else "secretsmanager"
-    current = client(service)
-    key = (service, ref.name, ref.field)
+    try:
+        name = secret_path(ref.name, tenant, service)
+    except TenantBoundary:
+        logger.error("webhook signing secret outside its tenant", extra={"secret_name": ref.name})
+        raise ServiceUnavailable("this webhook cannot verify signatures now; retry later") from None
+    current = tenant_client(service, tenant)
+    key = (service, name, ref.field)
     now = time.monotonic()
     with _secrets_lock:
         cached = _secrets.get(key)
@@ -613,13 +627,13 @@ def signing_secrets(ref: Any, *, refresh: bool = False) -> tuple[str, ...]:
         and now - cached.fetched < SECRET_MAX_AGE_SECONDS
     ):
         return cached.values
-    values = _read_secret(current, service, ref)
+    values = _read_secret(current, service, name, ref)
     with _secrets_lock:
         _secrets[key] = _Cached(current, now, values)
     return values
 
 
-def _read_secret(aws: Any, service: str, ref: Any) -> tuple[str, ...]:
+def _read_secret(aws: Any, service: str, name: str, ref: Any) -> tuple[str, ...]:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from relayflow.observability import logger
@@ -627,12 +641,12 @@ def _read_secret(aws: Any, service: str, ref: Any) -> tuple[str, ...]:
     values: list[str] = []
     try:
         if service == "ssm":
-            answer = aws.get_parameter(Name=ref.name, WithDecryption=True)
+            answer = aws.get_parameter(Name=name, WithDecryption=True)
             values.append(_pick(answer["Parameter"]["Value"], ref))
         else:
             for stage in SECRET_STAGES:
                 try:
-                    answer = aws.get_secret_value(SecretId=ref.name, VersionStage=stage)
+                    answer = aws.get_secret_value(SecretId=name, VersionStage=stage)
                 except ClientError as exc:
                     missing = exc.response.get("Error", {}).get("Code")
                     if stage != "AWSCURRENT" and missing == "ResourceNotFoundException":
