@@ -45,13 +45,13 @@ ECHO = {
         {
             "type": "webhook",
             "slug": f"gh-{SUFFIX}",
-            "secret": {"name": f"relayflow/attacks/{SUFFIX}"},
+            "secret": {"name": f"attacks/{SUFFIX}"},
             "signature_scheme": "github",
         },
         {
             "type": "webhook",
             "slug": f"rf-{SUFFIX}",
-            "secret": {"name": f"relayflow/attacks/{SUFFIX}"},
+            "secret": {"name": f"attacks/{SUFFIX}"},
             "replay_window_seconds": 300,
         },
     ],
@@ -89,7 +89,7 @@ def server() -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.001) as local:
         assert local.runtime is not None
         local.runtime.client("secretsmanager").create_secret(
-            Name=f"relayflow/attacks/{SUFFIX}", SecretString=SECRET
+            Name=f"relayflow/local/attacks/{SUFFIX}", SecretString=SECRET
         )
         local.set_rate_limit(per_second=1000, burst=10_000)
         yield local
