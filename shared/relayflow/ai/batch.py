@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from relayflow.ai.messages import Usage
+from relayflow.ai.messages import ModelRequest, Usage, text_block
 from relayflow.errors import BatchFailed, InvalidArgsError, ModelResponseInvalid
 
 BatchState = Literal["in_progress", "ended"]
@@ -36,6 +36,16 @@ class BatchRequest:
     system: str | None = None
     max_tokens: int = 1024
     temperature: float | None = None
+
+    def model_request(self, model_id: str) -> ModelRequest:
+        """The item as one model call: a single user turn."""
+        return ModelRequest(
+            model_id=model_id,
+            messages=[{"role": "user", "content": [text_block(self.prompt)]}],
+            system=self.system,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+        )
 
 
 @dataclass
@@ -149,20 +159,15 @@ class AnthropicBatch:
         return {"x-api-key": key, "anthropic-version": API_VERSION}
 
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        from relayflow.ai.providers.anthropic import AnthropicProvider
         from relayflow.ai.providers.http_common import post_json
 
+        # Each item's params are the agent's Messages body (one user turn): the same
+        # builder, so the same SDK conformance and capability rules.
+        build = AnthropicProvider(self.base_url).body
         body = {
             "requests": [
-                {
-                    "custom_id": r.custom_id,
-                    "params": {
-                        "model": model_id,
-                        "max_tokens": r.max_tokens,
-                        "messages": [{"role": "user", "content": r.prompt}],
-                        **({"system": r.system} if r.system else {}),
-                        **({"temperature": r.temperature} if r.temperature is not None else {}),
-                    },
-                }
+                {"custom_id": r.custom_id, "params": build(r.model_request(model_id))}
                 for r in requests
             ]
         }
@@ -238,29 +243,20 @@ class OpenAIBatch:
 
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
         from relayflow.ai.providers.http_common import post_json, post_multipart
+        from relayflow.ai.providers.openai import OpenAIProvider
 
-        lines = []
-        for r in requests:
-            messages = ([{"role": "system", "content": r.system}] if r.system else []) + [
-                {"role": "user", "content": r.prompt}
-            ]
-            body: dict[str, Any] = {
-                "model": model_id,
-                "messages": messages,
-                "max_tokens": r.max_tokens,
-            }
-            if r.temperature is not None:
-                body["temperature"] = r.temperature
-            lines.append(
-                json.dumps(
-                    {
-                        "custom_id": r.custom_id,
-                        "method": "POST",
-                        "url": "/v1/chat/completions",
-                        "body": body,
-                    }
-                )
+        build = OpenAIProvider(self.base_url).body
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": r.custom_id,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": build(r.model_request(model_id)),
+                }
             )
+            for r in requests
+        ]
         headers = self._headers()
         uploaded = post_multipart(
             self.name,
