@@ -81,6 +81,36 @@ def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvid
     )
 
 
+def item_bodies(provider: str, model_id: str, requests: list[BatchRequest]) -> list[Any]:
+    """Each item's request body as the provider's batch job would carry it (Message Batches
+    ``params``, a Chat Completions body, a Bedrock record's ``modelInput``, a scripted
+    prompt), built by the same code as a submission and held to the same capability rules,
+    without reading a key or sending anything: what a dry run records."""
+    if provider == "anthropic":
+        from relayflow.ai.providers.anthropic import AnthropicProvider
+
+        return [AnthropicProvider().body(r.model_request(model_id)) for r in requests]
+    if provider == "openai":
+        from relayflow.ai.providers.openai import OpenAIProvider
+
+        return [OpenAIProvider().body(r.model_request(model_id)) for r in requests]
+    if provider == "bedrock":
+        from relayflow.ai.bedrock_formats import record_format
+        from relayflow.ai.capabilities import checked_temperature
+
+        fmt = record_format(model_id)
+        return [
+            fmt.build(
+                r.prompt,
+                r.system,
+                r.max_tokens,
+                checked_temperature(provider, model_id, r.temperature),
+            )
+            for r in requests
+        ]
+    return [{"prompt": r.prompt, "system": r.system} for r in requests]
+
+
 def usage_of(results: dict[str, dict[str, Any]]) -> Usage:
     total = Usage()
     for item in results.values():

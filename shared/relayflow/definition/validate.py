@@ -53,7 +53,7 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "for_each": ("items",),
     "tool": ("args", "dry_run_output"),
     "agent": ("prompt", "system"),
-    "llm_batch": ("prompt", "system"),
+    "llm_batch": ("prompt", "system", "dry_run_output"),
     "sub_workflow": ("input",),
     "webhook_out": ("url", "headers", "body", "dry_run_output"),
     "approval": ("title", "prompt", "description"),
