@@ -62,7 +62,6 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
     config = task.step.config
     from relayflow.ai.batch import batch_provider_for
     from relayflow.ai.providers import split_model
-
     from relayflow.steps.dry_run import is_dry_run
 
     provider_name, model_id = split_model(str(config.get("model") or ""))
