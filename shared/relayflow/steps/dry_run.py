@@ -13,7 +13,8 @@ their request exactly as they would, then return instead of sending it:
   call: ``{"kind": "aws", "tool", "action", "args"}``, ``{"kind": "http", "method",
   "url", "headers", "body"}`` or ``{"kind": "llm_batch", "provider", "model", "items"}``,
   with every credential header's value replaced by :data:`REDACTED`. The compiled
-  ``ResultSelector`` keeps only ``output``, so the record never enters the state document; the run timeline reads it from the execution history.
+  ``ResultSelector`` keeps only ``output``, so the record never enters the state
+  document; the run timeline reads it from the execution history.
 
 A ``tool`` step with ``dry_run: read`` runs for real (the author vouches that it only reads).
 Nothing of this touches flow control, circuit breakers or the step-result records.
