@@ -28,6 +28,8 @@ from relayflow.errors import InvalidArgsError, ToolNotFound
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
 
+#: Methods that carry no request body: a body configured for them is never sent.
+BODYLESS_METHODS = frozenset({"GET", "HEAD"})
 #: Response headers a step output keeps (the others are rarely useful and often large).
 KEPT_RESPONSE_HEADERS = ("content-type", "etag", "location")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
