@@ -296,6 +296,8 @@ def _run_summary(item: RunItem) -> RunSummary:
 
 
 def _step_entry(step: StepRun) -> StepEntry:
+    from relayflow.control.causes import public_document
+
     return StepEntry(
         key=step.key,
         type=step.type,
@@ -304,7 +306,8 @@ def _step_entry(step: StepRun) -> StepEntry:
         started_at=_z(step.started_at),
         ended_at=_z(step.ended_at),
         duration_ms=step.duration_ms,
-        output=step.output,
+        # A fallback's or a failed item's record holds the caught error: its public form.
+        output=public_document(step.output),
         error=step.error,
         cause=step.cause,
         runner=step.runner,
