@@ -148,3 +148,28 @@ def test_a_reported_message_splits_back_into_message_and_details():
     assert split_details(with_details("m", {})) == ("m", None)
     assert split_details("plain") == ("plain", None)
     assert with_details("m", {"body": "x" * 20_000}) == "m"  # too long: left out
+
+
+def test_a_child_input_reads_a_caught_error_only_by_name():
+    from relayflow.definition import validate_data
+
+    # Given an error route that starts a child with the caught error
+    definition = {
+        "id": "w",
+        "start": "a",
+        "steps": {
+            "a": {
+                "type": "tool",
+                "tool": "aws.sqs.send_message",
+                "args": {"queue_url": "q", "body": "x"},
+                "on_failure": "b",
+            },
+            "b": {"type": "sub_workflow", "workflow_id": "child", "input": {}},
+        },
+    }
+    for value, refused in [("{{ error.Error }}", False), ("{{ error.Cause }}", True)]:
+        definition["steps"]["b"]["input"] = {"why": value}
+        _, problems = validate_data(definition)
+        # Then only the name passes natively; the raw Cause is refused, saying what to do
+        assert [p.rule for p in problems] == (["sub-workflow-input"] if refused else [])
+        assert not refused or "transform step" in problems[0].message
