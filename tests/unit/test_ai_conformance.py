@@ -25,6 +25,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+# The official SDKs are dev dependencies (pyproject's dev extra): without them this check
+# must not pass quietly, so they are imported, not skipped.
+import anthropic.types as anthropic_types
+import openai.types as openai_types
 import pytest
 from sdk_conformance import bedrock_runtime_model, shape_problems, typed_problems
 
@@ -37,9 +41,6 @@ from relayflow.ai.providers.openai import OpenAIProvider
 from relayflow.definition import validate_data
 from relayflow.errors import InvalidArgsError
 from relayflow.steps.agent import AgentLoop
-
-anthropic_types = pytest.importorskip("anthropic.types")
-openai_types = pytest.importorskip("openai.types")
 
 MODELS = {
     "anthropic": "claude-sonnet-4-5",
