@@ -69,8 +69,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             status = EXIT_INVALID
         else:
             from relayflow.compiler.docsize import document_size_problems
+            from relayflow.definition.advisories import definition_warnings
 
-            warnings = document_size_problems(workflow)
+            warnings = definition_warnings(workflow) + document_size_problems(workflow)
             if warnings and args.strict:
                 print(f"✗ {path}: {len(warnings)} problem(s) (--strict)", file=sys.stderr)
                 for problem in warnings:

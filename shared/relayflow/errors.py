@@ -7,6 +7,7 @@ Step Functions matches ``ErrorEquals`` against it. Each class therefore carries 
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 
@@ -29,6 +30,43 @@ class RelayflowError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": self.error_name, "message": self.message, **self.details}
+
+    def reported(self) -> str:
+        """The text a step function reports as its Lambda ``errorMessage``: the message,
+        then the details (:func:`with_details`), so a ``Catch`` (``$.error.Cause``) and the
+        run's timeline keep them."""
+        return with_details(self.message, self.details)
+
+
+#: What separates a reported message from its details (:func:`with_details`).
+DETAILS_MARK = "\n\nRelayflow details: "
+#: Longest details text a reported message carries; longer details are left out (a Step
+#: Functions cause holds at most 32,768 characters).
+MAX_DETAILS_CHARS = 12_000
+
+
+def with_details(message: str, details: dict[str, Any]) -> str:
+    """``message``, then :data:`DETAILS_MARK` and the details as compact JSON (none when
+    there are none, or when they would pass :data:`MAX_DETAILS_CHARS`)."""
+    if not details:
+        return message
+    try:
+        text = json.dumps(details, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return message
+    return message if len(text) > MAX_DETAILS_CHARS else f"{message}{DETAILS_MARK}{text}"
+
+
+def split_details(reported: str) -> tuple[str, dict[str, Any] | None]:
+    """A reported message back into its message and details (``None`` when it has none)."""
+    message, mark, text = reported.rpartition(DETAILS_MARK)
+    if not mark:
+        return reported, None
+    try:
+        details = json.loads(text)
+    except ValueError:
+        return reported, None
+    return (message, details) if isinstance(details, dict) else (reported, None)
 
 
 RelayflowError.__name__ = RelayflowError.error_name

@@ -40,6 +40,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+from relayflow.errors import RelayflowError
 from relayflow.tenancy import acting_for
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -328,8 +329,11 @@ def step_handler(func: Handler) -> Handler:
     """Decorate a step function's handler: the run's tenant as the acting tenant
     (:func:`relayflow.tenancy.acting_for`), correlation keys (and the Lambda context's) on
     every log line this thread writes, one line per failure with its full trace, and one
-    metrics line per invocation. Exceptions propagate unchanged: their class
-    name is the ASL error name."""
+    metrics line per invocation. Exceptions propagate with their class (its name is the
+    ASL error name): a Relayflow error reports its details after its message
+    (:meth:`relayflow.errors.RelayflowError.reported`), and every exception leaves without
+    the engine's frames (they are in the log line), so the cause Lambda reports holds no
+    more of the server than the decorator's own frame."""
 
     @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> Any:
@@ -354,7 +358,9 @@ def step_handler(func: Handler) -> Handler:
                 extra={"error": type(exc).__name__, "reason": str(exc), "duration_ms": duration_ms},
                 exc_info=exc,
             )
-            raise
+            if isinstance(exc, RelayflowError):
+                exc.args = (exc.reported(),)
+            raise exc.with_traceback(None)  # noqa: B904 (the same exception, re-raised)
         finally:
             _record(step_type, (time.perf_counter() - started) * 1000.0, error, keys)
             logger.thread_safe_remove_keys(list(line_keys))

@@ -341,3 +341,48 @@ def test_a_duplicate_invocation_executes_no_tool_twice(server, fixtures, monkeyp
     assert [r.path for r in server.requests] == ["/crm/customers/c-1", "/crm/refunds"]
     assert first == second == third
     assert first["output"]["response"] == "refunded"
+
+
+def test_a_provider_refusal_shows_its_status_and_reason_in_the_step_error(runtime, server):
+    # Given an OpenAI-compatible model server on the loopback that refuses with a 400 and a
+    # reason in its body
+    refusal = {
+        "error": {
+            "message": "max_completion_tokens: 99999 > 16384, the maximum for this model",
+            "type": "invalid_request_error",
+            "code": "invalid_value",
+        }
+    }
+    server.reply = lambda _received: (
+        400,
+        {"Content-Type": "application/json"},
+        json.dumps(refusal).encode(),
+    )
+    definition = f"""
+id: agent-refused
+start: triage
+steps:
+  triage:
+    type: agent
+    model: openai:gpt-4.1-mini
+    base_url: {server.url}/v1
+    prompt: "Ticket from {{{{ trigger.customer }}}}"
+    max_tokens: 99999
+    breaker: null
+    on_failure: report
+  report:
+    type: transform
+    mapping: {{error: "{{{{ error }}}}"}}
+"""
+    # When the agent runs
+    result = run(runtime, definition)
+    # Then the step error names the status and the provider's reason, and keeps the body
+    assert result.succeeded, (result.error, result.cause)
+    error = output(result, "report")["error"]
+    assert error["Error"] == "Relayflow.ModelError"
+    assert "400" in error["Cause"] and "max_completion_tokens: 99999 > 16384" in error["Cause"]
+    assert error["details"]["status"] == 400
+    assert json.loads(error["details"]["body"]) == refusal
+    # And the request went out as the current API takes it
+    (sent,) = server.requests
+    assert json.loads(sent.body)["max_completion_tokens"] == 99999

@@ -57,14 +57,14 @@ def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) ->
     return reply
 
 
-def request(tools: bool = True) -> ModelRequest:
+def request(tools: bool = True, temperature: float | None = None) -> ModelRequest:
     return ModelRequest(
         model_id="m-1",
         system="You triage.",
         messages=CONVERSATION,
         tools=[LOOKUP] if tools else [],
         max_tokens=256,
-        temperature=0.0,
+        temperature=temperature,
     )
 
 
@@ -110,7 +110,6 @@ def test_anthropic_request_and_tool_use_answer(server):
         "model": "m-1",
         "max_tokens": 256,
         "system": "You triage.",
-        "temperature": 0.0,
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "Ticket from c-1"}]},
             {
@@ -171,7 +170,7 @@ def test_openai_request_and_tool_calls_answer(server):
             "usage": {"prompt_tokens": 150, "completion_tokens": 12, "total_tokens": 162},
         },
     )
-    turn = openai(server).complete(request())
+    turn = openai(server).complete(request(temperature=0.0))
     (sent,) = server.requests
     assert sent.path == "/v1/chat/completions" and sent.headers["authorization"] == f"Bearer {KEY}"
     body = json.loads(sent.body)
@@ -201,7 +200,8 @@ def test_openai_request_and_tool_calls_answer(server):
             },
         }
     ]
-    assert body["max_tokens"] == 256 and body["model"] == "m-1"
+    assert body["max_completion_tokens"] == 256 and body["model"] == "m-1"
+    assert "max_tokens" not in body and body["temperature"] == 0.0
     assert turn.stop_reason == "tool_use"
     assert [(c.id, c.input) for c in turn.tool_calls] == [("call_9", {"id": "c-9"})]
     assert (turn.usage.input_tokens, turn.usage.output_tokens) == (150, 12)
@@ -273,6 +273,58 @@ def test_4xx_is_a_model_error(server, make):
         and "invalid_request_error" in raised.value.details["body"]
     )
     assert KEY not in str(raised.value.to_dict())
+
+
+ANTHROPIC_400 = {
+    "type": "error",
+    "error": {
+        "type": "invalid_request_error",
+        "message": "max_tokens: 99999 > 64000, which is the maximum allowed for this model",
+    },
+    "request_id": "req_011",
+}
+OPENAI_400 = {
+    "error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("make", "answer", "reason"),
+    [
+        (anthropic, ANTHROPIC_400, "max_tokens: 99999 > 64000"),
+        (openai, OPENAI_400, "Unsupported parameter: 'max_tokens'"),
+    ],
+    ids=["anthropic", "openai"],
+)
+def test_a_refusal_keeps_the_providers_status_and_reason(server, make, answer, reason):
+    # Given a provider that refuses the request with its reason in the body
+    server.reply = json_reply(400, answer)
+    # When the model is called
+    with pytest.raises(ModelError) as raised:
+        make(server).complete(request())
+    # Then the error names the status and the provider's reason, and keeps the body
+    assert "400" in raised.value.message and reason in raised.value.message
+    assert raised.value.details["status"] == 400
+    assert json.loads(raised.value.details["body"]) == answer
+
+
+def test_a_refusal_body_is_bounded_and_redacted(server):
+    # Given a 400 whose body echoes the key and runs to 20 KB
+    server.reply = json_reply(
+        400, {"error": {"message": f"bad key {KEY}"}, "padding": "x" * 20_000}
+    )
+    with pytest.raises(ModelError) as raised:
+        anthropic(server).complete(request())
+    # Then the error keeps at most 4 KB of it, and never the key
+    details = raised.value.details
+    assert len(details["body"].encode()) <= 4096 and details["body"].endswith("…")
+    assert KEY not in json.dumps(raised.value.to_dict())
+    assert "[redacted]" in raised.value.message
 
 
 @pytest.mark.parametrize("make", [anthropic, openai], ids=["anthropic", "openai"])

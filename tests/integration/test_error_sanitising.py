@@ -184,8 +184,10 @@ def test_a_failing_tool_step_shows_its_name_and_message_only(
     run = seen["run"]
     assert run["error"] == "Relayflow.HttpError"
     cause = json.loads(run["cause"])
-    assert set(cause) == {"errorType", "errorMessage"}
-    assert "400" in cause["errorMessage"]
+    assert set(cause) == {"errorType", "errorMessage", "details"}
+    assert "400" in cause["errorMessage"] and "bad customer" in cause["errorMessage"]
+    # (the endpoint's status and body excerpt travel as the error's details)
+    assert cause["details"] == {"status": 400, "body": '{"error":"bad customer"}'}
     assert seen["dlq"]["error"] == "Relayflow.HttpError"
     assert len(seen["notifications"]) == 1
     # … and no engine frame or server path reaches the tenant
@@ -195,3 +197,46 @@ def test_a_failing_tool_step_shows_its_name_and_message_only(
         '"step failed"' in line and run_id in line and "Traceback" in line
         for line in log.getvalue().splitlines()
     )
+
+
+def copying_workflow(remote: Server) -> dict[str, Any]:
+    workflow = tool_workflow(remote)
+    workflow["id"] = "invoice-report"
+    workflow["steps"]["bill"]["on_failure"] = "report"
+    workflow["steps"]["report"] = {
+        "type": "transform",
+        "mapping": {
+            "copied": "{{ error }}",
+            "cause": "{{ error.Cause }}",
+            "name": "{{ error.Error }}",
+        },
+    }
+    return workflow
+
+
+def test_an_error_copied_into_an_output_shows_its_name_message_and_details_only(
+    server: LocalServer, api: httpx.Client, remote: Server
+) -> None:
+    # Given a workflow whose error route copies {{ error }} into its output
+    definition = copying_workflow(remote)
+    put = api.put(f"/workflows/{definition['id']}", json=definition)
+    assert put.status_code in (200, 201), put.text
+    started = api.post(f"/workflows/{definition['id']}/runs", json={"input": {}})
+    run_id = str(started.json()["run_id"])
+    deadline = time.monotonic() + 30
+    while api.get(f"/runs/{run_id}").json()["status"] == "running":
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.05)
+    server.settle()
+    # When the tenant reads the run
+    run = api.get(f"/runs/{run_id}").json()
+    assert run["status"] == "succeeded", run
+    report = next(s for s in run["steps"] if s["key"] == "report")["output"]
+    # Then the copy holds the error's name, message and Relayflow's details …
+    copied = report["copied"]
+    assert copied["Error"] == "Relayflow.HttpError" == report["name"]
+    assert "answered 400" in copied["Cause"] and "bad customer" in copied["Cause"]
+    assert report["cause"] == copied["Cause"]
+    assert copied["details"] == {"status": 400, "body": '{"error":"bad customer"}'}
+    # … and no stack trace, engine frame or path of the machine
+    assert_public(json.dumps(run))

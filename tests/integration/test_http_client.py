@@ -82,7 +82,14 @@ class Handler(BaseHTTPRequestHandler):
             "/text": (200, "text/plain; charset=utf-8", "héllo".encode(), {}),
             "/binary": (200, "application/octet-stream", b"\x00\x01\xff", {}),
             "/empty": (204, "", b"", {}),
-            "/missing": (404, "text/plain", b"no such order " + b"x" * 3000, {}),
+            "/missing": (404, "text/plain", b"no such order " + b"x" * 5000, {}),
+            "/revoked": (
+                401,
+                "application/json",
+                b'{"error": {"message": "token sk-live-0123456789abcdef is revoked"}, '
+                b'"token": "t0ken-value"}',
+                {},
+            ),
             "/unavailable": (503, "text/plain", b"down for maintenance", {}),
             "/throttled": (429, "application/json", b'{"error":"slow down"}', {"Retry-After": "7"}),
             "/redirect": (302, "", b"", {"Location": "/json"}),
@@ -204,8 +211,28 @@ def test_a_404_is_an_http_error_with_status_and_truncated_body(server):
     assert error.error_name == "Relayflow.HttpError"
     assert error.details["status"] == 404
     assert error.details["body"].startswith("no such order xxx")
-    assert len(error.details["body"]) == http.ERROR_BODY_LIMIT + 1  # 1 KB and the "…" mark
+    # At most 4 KB, the "…" mark included
+    assert len(error.details["body"].encode()) == http.ERROR_BODY_LIMIT == 4096
+    assert error.details["body"].endswith("…")
+    # (a text body that long gives no reason: the message is the status alone)
     assert error.message == f"GET http://127.0.0.1:{server.port}/… answered 404 Not Found"
+
+
+def test_an_error_message_carries_the_bodys_reason_and_never_a_credential(server):
+    # Given an endpoint that refuses with a JSON reason echoing the caller's token
+    response = http.request(
+        "GET",
+        url(server, "/revoked"),
+        headers={"Authorization": "Bearer sk-live-0123456789abcdef"},
+    )
+    with pytest.raises(HttpError) as caught:
+        http.raise_for_status(response)
+    # Then the message says why, and neither it nor the body excerpt holds the token
+    error = caught.value
+    assert error.message.endswith("answered 401 Unauthorized: token [redacted] is revoked")
+    assert "0123456789abcdef" not in json.dumps(error.to_dict())
+    assert "t0ken-value" not in error.details["body"]
+    assert error.details["status"] == 401 and '"token": "[redacted]"' in error.details["body"]
 
 
 def test_a_503_is_transient(server):

@@ -174,3 +174,58 @@ steps:
     assert result.succeeded, (result.error, result.cause)
     (only,) = result.output["steps"]["greet"]["output"]["results"]
     assert only["response"] == "Hello." and only["custom_id"] == "item-0"
+
+
+def test_a_dry_run_records_the_would_be_submission_and_submits_nothing(runtime, fixtures):
+    # Given a batch whose job would take three status checks
+    fixture = fixtures("dry", {"polls": 3, "results": [{"text": "Positive."}]})
+    extra = '    on_success: done\n    dry_run_output: {counts: {succeeded: 0}, note: "dry"}'
+    workflow = load_workflow_text(batch_workflow(fixture, extra), "batch.yaml")
+    before = len(invocations(runtime))
+    # When it runs dry
+    trigger = {"reviews": [{"text": "great"}, {"text": "awful"}]}
+    result = run_workflow(workflow, trigger, runtime=runtime, dry_run=True)
+    # Then the step ran once, polled nothing and went straight on with its dry_run_output
+    assert result.succeeded, (result.error, result.cause)
+    assert invocations(runtime)[before:] == ["summarise"]
+    step = next(s for s in result.steps if s.key == "summarise")
+    assert step.output == {"counts": {"succeeded": 0}, "note": "dry"}
+    assert result.output["steps"]["done"]["output"] == {"ok": 0}
+    # And the would-be submission lists each item's rendered request
+    call = step.dry_run["call"]
+    assert (call["kind"], call["provider"], call["model"]) == ("llm_batch", "scripted", fixture)
+    assert [(i["custom_id"], i["request"]["prompt"]) for i in call["items"]] == [
+        ("item-0", "Summarise review 0: great"),
+        ("item-1", "Summarise review 1: awful"),
+    ]
+
+
+def test_a_dry_run_of_a_real_provider_sends_nothing_and_records_its_request_bodies(
+    runtime, monkeypatch
+):
+    # Given an Anthropic batch (no network is reachable: a submission would fail the run)
+    sent: list[Any] = []
+    monkeypatch.setattr("relayflow.ai.providers.http_common._send", lambda *a, **k: sent.append(a))
+    definition = """
+id: batch-real
+start: summarise
+steps:
+  summarise:
+    type: llm_batch
+    model: anthropic:claude-haiku-4-5
+    api_key: {name: relayflow/anthropic}
+    prompt: "Summarise: {{ trigger.text }}"
+    max_tokens: 100
+"""
+    result = run_workflow(
+        load_workflow_text(definition, "b.yaml"), {"text": "great"}, runtime=runtime, dry_run=True
+    )
+    # Then nothing was sent (no key read either), and the record holds the Messages params
+    assert result.succeeded, (result.error, result.cause)
+    assert sent == []
+    (item,) = next(s for s in result.steps if s.key == "summarise").dry_run["call"]["items"]
+    assert item["request"] == {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Summarise: great"}]}],
+    }

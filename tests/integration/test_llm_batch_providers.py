@@ -109,7 +109,9 @@ def test_anthropic_message_batches_submit_poll_and_results(server):
         "params": {
             "model": "claude-haiku-4-5",
             "max_tokens": 50,
-            "messages": [{"role": "user", "content": "Summarise: great"}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Summarise: great"}]}
+            ],
             "system": "Be brief.",
         },
     }
@@ -221,7 +223,7 @@ def test_bedrock_batch_job_writes_records_creates_the_job_and_reads_results(aws)
         ].read()
         records = [json.loads(line) for line in body.decode().splitlines()]
         assert records[1] == {
-            "recordId": "item-1",
+            "recordId": "REC00000001",
             "modelInput": {
                 "anthropic_version": "bedrock-2023-05-31",
                 "max_tokens": 50,
@@ -243,13 +245,16 @@ def test_bedrock_batch_job_writes_records_creates_the_job_and_reads_results(aws)
             json.dumps(r)
             for r in [
                 {
-                    "recordId": "item-0",
+                    "recordId": "REC00000000",
                     "modelOutput": {
                         "content": [{"type": "text", "text": "Positive."}],
                         "usage": {"input_tokens": 12, "output_tokens": 2},
                     },
                 },
-                {"recordId": "item-1", "error": {"errorCode": 400, "errorMessage": "bad record"}},
+                {
+                    "recordId": "REC00000001",
+                    "error": {"errorCode": 400, "errorMessage": "bad record"},
+                },
             ]
         )
         s3.put_object(
@@ -370,7 +375,7 @@ def test_openai_batch_uploads_jsonl_creates_the_batch_and_reads_output_and_error
                 {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Summarise: great"},
             ],
-            "max_tokens": 50,
+            "max_completion_tokens": 50,
         },
     }
     assert json.loads(create.body) == {

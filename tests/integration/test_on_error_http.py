@@ -97,7 +97,11 @@ def test_resume_over_the_cli_retries_the_step(http, remote, api, capsys):
     # The parked run is listed over HTTP and by the CLI, with its step and error
     listed = http.get("/runs", params={"status": "parked"}).json()["items"]
     assert [(r["run_id"], r["parked"]["step"]) for r in listed] == [(run_id, "charge")]
-    assert listed[0]["parked"]["error"]["Error"] == "Relayflow.HttpError"
+    parked_error = listed[0]["parked"]["error"]
+    assert parked_error["Error"] == "Relayflow.HttpError"
+    # (with the endpoint's status and body, never a stack trace)
+    assert parked_error["details"] == {"status": 500, "body": '{"error": "down"}'}
+    assert "answered 500" in parked_error["Cause"] and "stackTrace" not in json.dumps(listed)
     page = cli_json(capsys, ["runs", "list", "--parked", *api])
     assert [r["run_id"] for r in page["items"]] == [run_id]
     # When the remote recovers and the run is resumed with retry over the CLI

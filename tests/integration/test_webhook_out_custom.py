@@ -131,6 +131,34 @@ def test_webhook_out_without_a_body_sends_none(runtime, server):
     assert "content-type" not in sent.headers
 
 
+def test_a_get_webhook_never_sends_its_body_and_validation_warns(runtime, server):
+    from relayflow.definition import load_workflow_text
+    from relayflow.definition.advisories import definition_warnings
+    from relayflow.steps import webhook_out
+
+    # Given a GET webhook_out that (wrongly) configures a body
+    config = {
+        "url": f"{server.url}/ping",
+        "method": "GET",
+        "body": {"order": "ord-7"},
+    }
+    # When it runs
+    webhook_out.run(task("webhook_out", config))
+    # Then the request carries no body and no content type
+    (sent,) = server.requests
+    assert (sent.method, sent.body) == ("GET", b"")
+    assert "content-type" not in sent.headers and "content-length" not in sent.headers
+    # And validation warns about the body, with its path and rule
+    workflow = load_workflow_text(
+        "id: w\nstart: ping\nsteps:\n  ping: {type: webhook_out, url: 'https://x.example', "
+        "method: GET, body: {a: 1}}\n",
+        "w.yaml",
+    )
+    assert [(p.path, p.rule) for p in definition_warnings(workflow)] == [
+        ("steps.ping.body", "body-ignored")
+    ]
+
+
 def test_webhook_out_4xx_is_an_http_error_with_the_truncated_body(runtime, server):
     from relayflow.steps import webhook_out
 
@@ -138,7 +166,7 @@ def test_webhook_out_4xx_is_an_http_error_with_the_truncated_body(runtime, serve
     with pytest.raises(HttpError) as info:
         webhook_out.run(task("webhook_out", {"url": f"{server.url}/h", "body": {"a": 1}}))
     assert info.value.details["status"] == 422
-    assert len(info.value.details["body"]) < 1100
+    assert len(info.value.details["body"].encode()) <= 4096  # a bounded excerpt
 
 
 def test_webhook_out_503_is_transient(runtime, server):

@@ -558,13 +558,18 @@ class _Builder:
         step["prompt"] = self.template_string(slot.others)
         if draw(st.booleans()):
             step["system"] = self.template_string([])
+        from relayflow.ai.capabilities import sampling
+
+        # A temperature only where the model takes one, in its range (model-capability).
+        provider, _, model_id = model.partition(":")
+        accepted = sampling(provider, model_id).temperature
         for name, values in (
             ("max_turns", st.integers(1, 50)),
             ("max_tokens", st.integers(1, 100_000)),
             ("token_budget", st.integers(1, 10**7)),
-            ("temperature", st.floats(0, 2)),
+            ("temperature", st.floats(*accepted) if accepted else None),
         ):
-            if draw(st.integers(0, 2)) == 0:
+            if values is not None and draw(st.integers(0, 2)) == 0:
                 step[name] = draw(values)
         tools = draw(st.lists(st.sampled_from(sorted(AWS_TOOLS)), max_size=2, unique=True))
         if draw(st.booleans()):

@@ -52,13 +52,12 @@ def test_a_tool_use_turn_is_sent_and_read_in_converse_format(stubbed):
         messages=[{"role": "user", "content": [{"type": "text", "text": "Ticket from c-1"}]}],
         tools=[LOOKUP],
         max_tokens=512,
-        temperature=0.2,
     )
     expected = {
         "modelId": MODEL,
         "messages": [{"role": "user", "content": [{"text": "Ticket from c-1"}]}],
         "system": [{"text": "You triage tickets."}],
-        "inferenceConfig": {"maxTokens": 512, "temperature": 0.2},
+        "inferenceConfig": {"maxTokens": 512},
         "toolConfig": {
             "tools": [
                 {

@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 
 import relayflow
-from relayflow.control.causes import SERVER_PATH, public_cause, public_text, run_error_name
+from relayflow.control.causes import (
+    SERVER_PATH,
+    public_cause,
+    public_document,
+    public_error,
+    public_text,
+    run_error_name,
+)
+from relayflow.errors import split_details, with_details
 
 PACKAGE = str(Path(relayflow.__file__).resolve().parent)
 
@@ -83,3 +91,85 @@ def test_a_timed_out_run_is_named_states_timeout():
     assert run_error_name("TIMED_OUT", None) == "States.Timeout"
     assert run_error_name("timed_out", "Custom.Error") == "Custom.Error"
     assert run_error_name("FAILED", None) is None
+
+
+# --------------------------------------------------------------------------- caught errors
+
+LAMBDA_CAUSE = json.dumps(
+    {
+        "errorMessage": with_details(
+            "POST https://api.example.com/… answered 400 Bad Request: bad customer",
+            {"status": 400, "body": '{"error":"bad customer"}'},
+        ),
+        "errorType": "Relayflow.HttpError",
+        "requestId": "r-1",
+        "stackTrace": ['  File "/var/task/app.py", line 12, in handler\n    raise\n'],
+    }
+)
+
+
+def test_a_caught_lambda_error_reads_as_name_message_and_details():
+    # Given the error a Catch puts at $.error for a step Lambda's failure
+    error = {"Error": "Relayflow.HttpError", "Cause": LAMBDA_CAUSE}
+    # When a workflow reads it
+    view = public_error(error)
+    # Then it sees the name, the message and the details, and nothing of the server
+    assert view == {
+        "Error": "Relayflow.HttpError",
+        "Cause": "POST https://api.example.com/… answered 400 Bad Request: bad customer",
+        "details": {"status": 400, "body": '{"error":"bad customer"}'},
+    }
+
+
+def test_public_causes_keep_details_and_can_be_made_public_twice():
+    once = public_cause(LAMBDA_CAUSE)
+    assert json.loads(once)["details"]["status"] == 400
+    assert "stackTrace" not in once and "/var/task" not in once
+    assert public_cause(once) == once
+
+
+def test_every_caught_error_in_a_document_is_made_public():
+    document = {
+        "error": {"Error": "Relayflow.HttpError", "Cause": LAMBDA_CAUSE},
+        "steps": {
+            "each": {"output": [{"status": "failed", "error": {"Error": "E", "Cause": "text"}}]},
+            "ok": {"output": {"Cause": "a user's own field, without Error"}},
+        },
+    }
+    public = public_document(document)
+    assert public["error"]["Cause"].endswith("bad customer")
+    assert public["steps"]["each"]["output"][0]["error"] == {"Error": "E", "Cause": "text"}
+    assert public["steps"]["ok"] == document["steps"]["ok"]
+    assert "stackTrace" not in json.dumps(public)
+
+
+def test_a_reported_message_splits_back_into_message_and_details():
+    assert split_details(with_details("m", {"a": 1})) == ("m", {"a": 1})
+    assert split_details(with_details("m", {})) == ("m", None)
+    assert split_details("plain") == ("plain", None)
+    assert with_details("m", {"body": "x" * 20_000}) == "m"  # too long: left out
+
+
+def test_a_child_input_reads_a_caught_error_only_by_name():
+    from relayflow.definition import validate_data
+
+    # Given an error route that starts a child with the caught error
+    definition = {
+        "id": "w",
+        "start": "a",
+        "steps": {
+            "a": {
+                "type": "tool",
+                "tool": "aws.sqs.send_message",
+                "args": {"queue_url": "q", "body": "x"},
+                "on_failure": "b",
+            },
+            "b": {"type": "sub_workflow", "workflow_id": "child", "input": {}},
+        },
+    }
+    for value, refused in [("{{ error.Error }}", False), ("{{ error.Cause }}", True)]:
+        definition["steps"]["b"]["input"] = {"why": value}
+        _, problems = validate_data(definition)
+        # Then only the name passes natively; the raw Cause is refused, saying what to do
+        assert [p.rule for p in problems] == (["sub-workflow-input"] if refused else [])
+        assert not refused or "transform step" in problems[0].message

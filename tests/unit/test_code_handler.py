@@ -51,7 +51,11 @@ def test_the_handler_raises_a_code_error_at_the_users_line():
     with pytest.raises(CodeError) as info:
         load_handler().handler(load_event("error_line"), CONTEXT)
     assert type(info.value).__name__ == "Relayflow.CodeError"
-    assert str(info.value) == "KeyError at line 3: 'discount'"
+    assert info.value.message == "KeyError at line 3: 'discount'"
+    # What Lambda reports (str) is the message, then the details a Catch keeps
+    from relayflow.errors import split_details
+
+    assert split_details(str(info.value)) == (info.value.message, info.value.details)
 
 
 def test_the_handler_reports_a_syntax_error_at_the_users_line():

@@ -173,7 +173,11 @@ def apply_parameters(parameters, doc):
         ('trigger["order"].id', "$.trigger.order.id"),
         ("  (trigger.order).id ", "$.trigger.order.id"),
         ("index", "$.index"),
-        ("error.Cause", "$.error.Cause"),
+        ("error.Error", "$.error.Error"),
+        # A caught error's Cause (and the whole error) holds Lambda's raw report: it is read
+        # through a step Lambda, in its public form
+        ("error.Cause", None),
+        ("error", None),
         ('trigger["first-name"]', None),
         ("trigger.items[-1]", None),
         ("trigger.items[index]", None),

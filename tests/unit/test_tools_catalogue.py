@@ -143,6 +143,28 @@ def test_join_url_appends_the_path_to_the_base_url(base, path, url):
     assert join_url(base, path, tool="http.t") == url
 
 
+@pytest.mark.parametrize(
+    ("base", "path", "error", "field"),
+    [
+        ("http://0177.0.0.1/", "/x", "Relayflow.SsrfBlocked", "rule"),
+        ("https://api.example.com", "/a\x00b", "Relayflow.InvalidArgs", "field"),
+        ("https://api.example.com", "/orders/\nHost: evil", "Relayflow.InvalidArgs", "field"),
+        ("https://api.example.com", "/a\x7f", "Relayflow.InvalidArgs", "field"),
+    ],
+)
+def test_a_url_httpx_refuses_is_a_named_error(base, path, error, field):
+    # Given an HTTP tool call whose URL httpx cannot parse (an octal address, control
+    # characters in the path)
+    from relayflow.errors import RelayflowError
+    from relayflow.tools.http import call_http_tool
+
+    # When it is called, Then it fails with a Relayflow error (never httpx's InvalidURL),
+    # before any request
+    with pytest.raises(RelayflowError) as raised:
+        call_http_tool("t", None, {"base_url": base}, {"method": "GET", "path": path}, {})
+    assert raised.value.error_name == error and field in raised.value.details
+
+
 def test_operation_templates_see_args_next_to_the_document():
     doc = {"run": {"id": "r1"}, "trigger": {"n": 2}, "steps": {}}
     rendered = render_with_args(

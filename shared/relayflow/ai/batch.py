@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from relayflow.ai.messages import Usage
+from relayflow.ai.messages import ModelRequest, Usage, text_block
 from relayflow.errors import BatchFailed, InvalidArgsError, ModelResponseInvalid
 
 BatchState = Literal["in_progress", "ended"]
@@ -36,6 +36,16 @@ class BatchRequest:
     system: str | None = None
     max_tokens: int = 1024
     temperature: float | None = None
+
+    def model_request(self, model_id: str) -> ModelRequest:
+        """The item as one model call: a single user turn."""
+        return ModelRequest(
+            model_id=model_id,
+            messages=[{"role": "user", "content": [text_block(self.prompt)]}],
+            system=self.system,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+        )
 
 
 @dataclass
@@ -69,6 +79,36 @@ def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvid
     raise InvalidArgsError(
         f"llm_batch supports the providers {', '.join(BATCH_PROVIDERS)}, not {provider!r}"
     )
+
+
+def item_bodies(provider: str, model_id: str, requests: list[BatchRequest]) -> list[Any]:
+    """Each item's request body as the provider's batch job would carry it (Message Batches
+    ``params``, a Chat Completions body, a Bedrock record's ``modelInput``, a scripted
+    prompt), built by the same code as a submission and held to the same capability rules,
+    without reading a key or sending anything: what a dry run records."""
+    if provider == "anthropic":
+        from relayflow.ai.providers.anthropic import AnthropicProvider
+
+        return [AnthropicProvider().body(r.model_request(model_id)) for r in requests]
+    if provider == "openai":
+        from relayflow.ai.providers.openai import OpenAIProvider
+
+        return [OpenAIProvider().body(r.model_request(model_id)) for r in requests]
+    if provider == "bedrock":
+        from relayflow.ai.bedrock_formats import record_format
+        from relayflow.ai.capabilities import checked_temperature
+
+        fmt = record_format(model_id)
+        return [
+            fmt.build(
+                r.prompt,
+                r.system,
+                r.max_tokens,
+                checked_temperature(provider, model_id, r.temperature),
+            )
+            for r in requests
+        ]
+    return [{"prompt": r.prompt, "system": r.system} for r in requests]
 
 
 def usage_of(results: dict[str, dict[str, Any]]) -> Usage:
@@ -149,20 +189,15 @@ class AnthropicBatch:
         return {"x-api-key": key, "anthropic-version": API_VERSION}
 
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
+        from relayflow.ai.providers.anthropic import AnthropicProvider
         from relayflow.ai.providers.http_common import post_json
 
+        # Each item's params are the agent's Messages body (one user turn): the same
+        # builder, so the same SDK conformance and capability rules.
+        build = AnthropicProvider(self.base_url).body
         body = {
             "requests": [
-                {
-                    "custom_id": r.custom_id,
-                    "params": {
-                        "model": model_id,
-                        "max_tokens": r.max_tokens,
-                        "messages": [{"role": "user", "content": r.prompt}],
-                        **({"system": r.system} if r.system else {}),
-                        **({"temperature": r.temperature} if r.temperature is not None else {}),
-                    },
-                }
+                {"custom_id": r.custom_id, "params": build(r.model_request(model_id))}
                 for r in requests
             ]
         }
@@ -238,29 +273,20 @@ class OpenAIBatch:
 
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
         from relayflow.ai.providers.http_common import post_json, post_multipart
+        from relayflow.ai.providers.openai import OpenAIProvider
 
-        lines = []
-        for r in requests:
-            messages = ([{"role": "system", "content": r.system}] if r.system else []) + [
-                {"role": "user", "content": r.prompt}
-            ]
-            body: dict[str, Any] = {
-                "model": model_id,
-                "messages": messages,
-                "max_tokens": r.max_tokens,
-            }
-            if r.temperature is not None:
-                body["temperature"] = r.temperature
-            lines.append(
-                json.dumps(
-                    {
-                        "custom_id": r.custom_id,
-                        "method": "POST",
-                        "url": "/v1/chat/completions",
-                        "body": body,
-                    }
-                )
+        build = OpenAIProvider(self.base_url).body
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": r.custom_id,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": build(r.model_request(model_id)),
+                }
             )
+            for r in requests
+        ]
         headers = self._headers()
         uploaded = post_multipart(
             self.name,

@@ -29,6 +29,14 @@ DEFAULT_MINIMUM_RECORDS = 100
 QUOTA_NAME = "minimum number of records per batch inference job"
 _RUNNING = {"Submitted", "Validating", "Scheduled", "InProgress", "Stopping"}
 _ENDED = {"Completed", "PartiallyCompleted"}
+#: Record ids are ``REC`` + 8 digits: the 11-character alphanumeric ``recordId`` AWS documents,
+#: unique in the job (a job holds at most 50,000 records by default).
+_RECORD_ID = re.compile(r"REC(\d{8})")
+
+
+def record_id(index: int) -> str:
+    """The ``recordId`` of the job's item ``index``."""
+    return f"REC{index:08d}"
 
 
 def _family(model_id: str) -> str:
@@ -116,6 +124,16 @@ def run_one_by_one(model_id: str, requests: list[BatchRequest]) -> dict[str, dic
     return results
 
 
+def _custom_id(handle: dict[str, Any], record: str) -> str:
+    """The item a result record answers: its index is in the record id. (Handles written
+    before record ids were numbered used the custom ids themselves.)"""
+    ids = handle.get("ids")
+    match = _RECORD_ID.fullmatch(record)
+    if isinstance(ids, list) and match and int(match.group(1)) < len(ids):
+        return str(ids[int(match.group(1))])
+    return record
+
+
 class BedrockBatch:
     name = "bedrock"
 
@@ -131,11 +149,14 @@ class BedrockBatch:
         settings = get_settings()
         if not settings.bedrock_batch_role_arn:
             raise InvalidArgsError("Bedrock batch inference needs RELAYFLOW_BEDROCK_BATCH_ROLE_ARN")
+        from relayflow.ai.capabilities import checked_temperature
+
         fmt = record_format(model_id)
         lines = []
-        for r in requests:
-            body = fmt.build(r.prompt, r.system, r.max_tokens, r.temperature)
-            lines.append(json.dumps({"recordId": r.custom_id, "modelInput": body}))
+        for index, r in enumerate(requests):
+            temperature = checked_temperature(self.name, model_id, r.temperature)
+            body = fmt.build(r.prompt, r.system, r.max_tokens, temperature)
+            lines.append(json.dumps({"recordId": record_id(index), "modelInput": body}))
         payload = "\n".join(lines).encode()
         name = "relayflow-" + hashlib.sha256(payload + model_id.encode()).hexdigest()[:24]
         bucket = settings.payload_bucket
@@ -153,7 +174,13 @@ class BedrockBatch:
             },
             outputDataConfig={"s3OutputDataConfig": {"s3Uri": f"s3://{bucket}/{prefix}/output/"}},
         )
-        return {"id": job["jobArn"], "bucket": bucket, "prefix": prefix, "format": fmt.family}
+        return {
+            "id": job["jobArn"],
+            "bucket": bucket,
+            "prefix": prefix,
+            "format": fmt.family,
+            "ids": [r.custom_id for r in requests],
+        }
 
     def status(self, handle: dict[str, Any]) -> BatchStatus:
         job = self.bedrock.get_model_invocation_job(jobIdentifier=handle["id"])
@@ -183,7 +210,7 @@ class BedrockBatch:
                 if not line.strip():
                     continue
                 row = json.loads(line)
-                record = str(row.get("recordId"))
+                record = _custom_id(handle, str(row.get("recordId")))
                 if row.get("error"):
                     results[record] = {"status": "errored", "error": row["error"]}
                     continue

@@ -9,6 +9,7 @@ family (model id prefix)   ``modelInput``                           ``modelOutpu
 =========================  =======================================  ===========================
 ``anthropic.``             Messages: ``anthropic_version``,          ``content[].text``,
                            ``max_tokens``, ``messages``, ``system``  ``usage.input_tokens`` …
+                           (no ``temperature``)
 ``amazon.nova-``           ``schemaVersion: messages-v1``,           ``output.message.content[]
                            ``messages`` (``content: [{text}]``),     .text``, ``usage.inputTokens``
                            ``system: [{text}]``, ``inferenceConfig``  / ``outputTokens``
@@ -80,8 +81,8 @@ def _anthropic_in(
     }
     if system:
         body["system"] = system
-    if temperature is not None:
-        body["temperature"] = temperature
+    # No temperature: Anthropic models take none (relayflow.ai.capabilities refuses one
+    # before a record is written).
     return body
 
 

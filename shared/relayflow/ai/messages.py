@@ -107,6 +107,34 @@ class ModelTurn:
         )
 
 
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """The conversation as the providers' APIs accept it: blank text blocks dropped, a
+    message left without content dropped (a model's empty answer is kept in the recorded
+    conversation, but no API takes an empty turn), and neighbours of the same role merged
+    into one message (Bedrock requires the roles to alternate). Tool results stay ahead of
+    text in a merged user message, as Anthropic requires."""
+    merged: list[Message] = []
+    for message in messages:
+        content = [
+            block
+            for block in message["content"]
+            if not (block.get("type") == "text" and not str(block.get("text") or "").strip())
+        ]
+        if not content:
+            continue
+        if merged and merged[-1]["role"] == message["role"]:
+            previous = merged[-1]["content"]
+            joined = previous + content
+            results = [b for b in joined if b.get("type") == "tool_result"]
+            merged[-1] = {
+                "role": message["role"],
+                "content": results + [b for b in joined if b.get("type") != "tool_result"],
+            }
+            continue
+        merged.append({"role": message["role"], "content": content})
+    return merged
+
+
 def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 

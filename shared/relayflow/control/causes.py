@@ -6,8 +6,10 @@ the frames of the engine (``/var/task/app.py``, ``/opt/python/relayflow/…``). 
 ``cause``, its step timeline, its DLQ entry and its failure notifications are what a tenant
 reads, so every cause passes through :func:`public_cause` before it is stored or shown:
 
-* a Lambda error body keeps ``errorType`` and ``errorMessage`` only (as compact JSON, the shape
-  readers already parse); the stack trace and the request id are dropped;
+* a Lambda error body keeps ``errorType`` and ``errorMessage`` (as compact JSON, the shape
+  readers already parse), and ``details`` when a Relayflow error reported some
+  (:meth:`relayflow.errors.RelayflowError.reported`); the stack trace and the request id
+  are dropped;
 * a sub_workflow failure (``{"child_run_id", "status", "error", "cause"}``) keeps its shape,
   with the child's cause made public the same way;
 * in any text, a Python traceback is cut to its last line (the exception), ``File "…"``
@@ -30,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from relayflow.errors import split_details
 
 #: The error of a run that ran past its ``run_timeout_seconds`` (Step Functions' name), for
 #: runs whose execution reports none.
@@ -100,12 +104,17 @@ def public_cause(cause: str | None) -> str | None:
         parsed = json.loads(cause)
     except (ValueError, RecursionError):
         return public_text(cause)[:MAX_CAUSE_CHARS]
-    if isinstance(parsed, dict) and ("errorType" in parsed or "errorMessage" in parsed):
-        body = {
-            key: public_text(str(parsed[key]))
-            for key in ("errorType", "errorMessage")
-            if parsed.get(key) is not None
-        }
+    if _is_lambda_error(parsed):
+        body: dict[str, Any] = {}
+        if parsed.get("errorType") is not None:
+            body["errorType"] = public_text(str(parsed["errorType"]))
+        details = parsed.get("details") if isinstance(parsed.get("details"), dict) else None
+        if parsed.get("errorMessage") is not None:
+            message, reported = split_details(str(parsed["errorMessage"]))
+            body["errorMessage"] = public_text(message)
+            details = reported or details
+        if details:  # (a cause made public before keeps its details: this is idempotent)
+            body["details"] = _public_value(details)
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False)[:MAX_CAUSE_CHARS]
     if isinstance(parsed, dict) and "child_run_id" in parsed:
         child = dict(parsed)
@@ -115,6 +124,54 @@ def public_cause(cause: str | None) -> str | None:
     if isinstance(parsed, dict | list):
         return json.dumps(_public_value(parsed), separators=(",", ":"), ensure_ascii=False)
     return public_text(cause)[:MAX_CAUSE_CHARS]
+
+
+def _is_lambda_error(parsed: Any) -> bool:
+    return isinstance(parsed, dict) and ("errorType" in parsed or "errorMessage" in parsed)
+
+
+def public_error(error: Any) -> Any:
+    """What a workflow sees of a caught error (``$.error`` as templates read it: ``{{ error
+    }}``): ``Error``; ``Cause`` as a person's text, the error's message for one a step
+    Lambda raised (its name, message and Relayflow's ``details``, never the stack trace
+    or a server path) and :func:`public_cause` of any other; and ``details`` when the error
+    carried some (``status`` and a bounded ``body`` for an HTTP or model refusal…). Other
+    keys are kept, made public the same way."""
+    if not isinstance(error, dict):
+        return error
+    view: dict[str, Any] = {
+        k: _public_value(v) for k, v in error.items() if k not in ("Error", "Cause")
+    }
+    cause = error.get("Cause")
+    if isinstance(cause, str):
+        try:
+            parsed = json.loads(cause)
+        except (ValueError, RecursionError):
+            parsed = None
+        if _is_lambda_error(parsed):
+            message, details = split_details(str(parsed.get("errorMessage") or ""))
+            view["Cause"] = public_text(message)[:MAX_CAUSE_CHARS]
+            if details:
+                view["details"] = _public_value(details)
+        else:
+            view["Cause"] = public_cause(cause)
+    elif "Cause" in error:
+        view["Cause"] = _public_value(cause)
+    return {"Error": error.get("Error"), **view}
+
+
+def public_document(value: Any) -> Any:
+    """``value`` (a run's output, a step's output) with every caught error in it in its
+    public form (:func:`public_error`): the document's ``error``, a fallback's or a settled
+    branch's record, a ``for_each`` item's failure. A caught error is any object holding
+    ``Error`` and ``Cause``, which is the shape Step Functions gives it."""
+    if isinstance(value, dict):
+        if "Error" in value and "Cause" in value:
+            return public_error(value)
+        return {k: public_document(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [public_document(v) for v in value]
+    return value
 
 
 def run_error_name(status: str, error: str | None) -> str | None:

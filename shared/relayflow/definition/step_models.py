@@ -378,6 +378,7 @@ class LlmBatchStep(_Routed):
         description="Bedrock: fewer items than the account's minimum records per batch job: "
         "fail (Relayflow.BatchTooSmall) or run them one by one through Converse.",
     )
+    dry_run_output: DryRunOutput = None
 
     @model_validator(mode="after")
     def _one_mode(self) -> LlmBatchStep:

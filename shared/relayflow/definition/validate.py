@@ -46,6 +46,9 @@ from relayflow.expressions import (
 _KEY_RE = re.compile(STEP_KEY_PATTERN)
 _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 
+#: A placeholder reading a caught error other than its name (native paths read only
+#: ``error.Error``: relayflow.expressions.asl).
+_READS_CAUGHT_ERROR = re.compile(r"\{\{\s*error\b(?!\.Error\s*\}\})")
 #: Fields of each step type that hold templates (validated and reference-checked).
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "transform": ("mapping",),
@@ -53,7 +56,7 @@ TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "for_each": ("items",),
     "tool": ("args", "dry_run_output"),
     "agent": ("prompt", "system"),
-    "llm_batch": ("prompt", "system"),
+    "llm_batch": ("prompt", "system", "dry_run_output"),
     "sub_workflow": ("input",),
     "webhook_out": ("url", "headers", "body", "dry_run_output"),
     "approval": ("title", "prompt", "description"),
@@ -507,7 +510,16 @@ class Checker:
                 "a sub_workflow input key cannot end in '.$': the child's input is built "
                 "natively, where Step Functions would read the value as a path",
             )
-        if native is None and not path_keys:
+        if native is None and not path_keys and _READS_CAUGHT_ERROR.search(str(value)):
+            self.add(
+                path,
+                "sub-workflow-input",
+                "a sub_workflow input reads a caught error only as '{{ error.Error }}' (its "
+                "Cause is Lambda's raw report, stack trace included); copy '{{ error }}' in a "
+                "transform step first, where it reads as {Error, Cause, details}, and pass "
+                "that step's output",
+            )
+        elif native is None and not path_keys:
             self.add(
                 path,
                 "sub-workflow-input",

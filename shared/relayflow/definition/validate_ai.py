@@ -10,6 +10,20 @@ if TYPE_CHECKING:
     from relayflow.definition.validate import Checker
 
 
+def check_sampling(checker: Checker, base: str, raw: Mapping[str, object]) -> None:
+    """A sampling parameter the step's model does not take (the capability table of
+    :mod:`relayflow.ai.capabilities`) is refused here, with its path, not at run time."""
+    from relayflow.ai.capabilities import temperature_problem
+
+    model, temperature = raw.get("model"), raw.get("temperature")
+    if not isinstance(model, str) or not isinstance(temperature, int | float):
+        return
+    provider, _, model_id = model.partition(":")
+    problem = temperature_problem(provider, model_id, float(temperature))
+    if problem is not None and model_id:
+        checker.add(f"{base}.temperature", "model-capability", problem)
+
+
 def check_batches(checker: Checker) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
@@ -40,6 +54,7 @@ def check_batches(checker: Checker) -> None:
                     f"Bedrock batch inference records are written for {FAMILIES_TEXT}; "
                     f"{model_id!r} is none of them",
                 )
+        check_sampling(checker, base, raw)
         for name in ("items", "prompt_template"):
             if raw.get(name) is not None:  # prompt_template also reads item and index
                 checker.check_template_field(f"{base}.{name}", raw[name])
@@ -96,6 +111,7 @@ def check_agents(checker: Checker) -> None:
                     f"base_url and api_key are for the anthropic and openai providers, "
                     f"not {provider}",
                 )
+        check_sampling(checker, base, raw)
         lists: dict[str, list[str]] = {}
         for field in ("tools", "allowed_tools", "blocked_tools", "require_approval_tools"):
             names = raw.get(field)

@@ -50,6 +50,11 @@ def _jsonpath(node: Any) -> str | None:
     root = root_name(base)
     if root not in ROOTS:
         return None
+    if root == "error" and [a for _, a in accessors] != ["Error"]:
+        # A caught error's Cause is the Lambda's raw report (with its stack trace): only
+        # error.Error is read natively; the rest goes through a step Lambda, which reads the
+        # error in its public form (relayflow.control.causes.public_error).
+        return None
     path = f"$.{root}"
     for kind, accessor in accessors:
         if kind == "field":

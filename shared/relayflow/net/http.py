@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json as jsonlib
 import math
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
@@ -40,8 +41,26 @@ from relayflow.settings import get_settings
 #: Statuses worth retrying: the same request may succeed later.
 TRANSIENT_STATUSES: frozenset[int] = frozenset({408, 429, 502, 503, 504})
 REDIRECT_STATUSES: frozenset[int] = frozenset({301, 302, 303, 307, 308})
-#: How much of an error response's body goes into the error's ``details``.
-ERROR_BODY_LIMIT = 1024
+#: How much of an error response's body goes into the error's ``details`` (bytes).
+ERROR_BODY_LIMIT = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: How much of an error body is parsed to find its reason.
+_REASON_SCAN_LIMIT = 256 * 1024
+#: What a credential in an error body is replaced by.
+REDACTED = "[redacted]"
+#: Credentials a server may echo back in an error body: API keys (``sk-…``, ``sk-ant-…``),
+#: bearer tokens and AWS access key ids, replaced whole …
+_CREDENTIAL_TOKEN = re.compile(
+    r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{12,}|\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"
+    r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+    re.IGNORECASE,
+)
+#: … and the values of fields named like credentials (``"api_key": "…"``, ``token=…``).
+_CREDENTIAL_FIELD = re.compile(
+    r"""((?:api[_-]?key|apikey|access[_-]?token|token|secret|password|authorization)"""
+    r"""["']?\s*[:=]\s*["']?)([^"'\s,;&}]+)""",
+    re.IGNORECASE,
+)
 #: Largest binary body :func:`parse_body` encodes; the rest is cut off.
 BINARY_BODY_LIMIT = 1024 * 1024
 SIGNATURE_HEADER = "X-Relayflow-Signature"
@@ -105,6 +124,13 @@ def request(
     """
     if content is not None and json is not _UNSET:
         raise InvalidArgsError("pass either content or json, not both")
+    if _CONTROL.search(url):
+        # httpx would refuse it after the guard's DNS lookup; no lookup for a URL that
+        # cannot be sent.
+        raise InvalidArgsError(
+            f"{method.upper()} {_redact(url)}: the URL holds control characters",
+            url=_redact(url),
+        )
     seconds = get_settings().http_timeout_seconds if timeout is None else float(timeout)
     allow_list = None if allow is None else list(allow)
     client = _get_client()
@@ -179,20 +205,26 @@ def _redirect_target(base: httpx.URL, location: str) -> httpx.URL:
     return target
 
 
-def raise_for_status(response: httpx.Response) -> None:
+def raise_for_status(response: httpx.Response, secrets: Iterable[str] = ()) -> None:
     """Return for a 2xx response; otherwise raise the named error Step Functions matches on.
 
     408, 429, 502, 503 and 504 raise ``TransientError`` (``status``, ``body``, and
     ``retry_after`` in seconds when the server sent ``Retry-After``); any other status raises
-    ``HttpError`` (``status``, ``body``). ``body`` is the first :data:`ERROR_BODY_LIMIT` bytes
-    of the response as text.
+    ``HttpError`` (``status``, ``body``). ``body`` is :func:`error_excerpt` of the response
+    (at most :data:`ERROR_BODY_LIMIT` bytes, credentials redacted: ``secrets`` and the values
+    of the request's credential headers included), and the message ends with the reason the
+    body gives, when it names one (``error.message``, ``message``…).
     """
     status = response.status_code
     if 200 <= status < 300:
         return
     where = _describe(response)
+    hidden = [*secrets, *_credential_values(response)]
     message = f"{where} answered {status} {response.reason_phrase}".rstrip()
-    details: dict[str, Any] = {"status": status, "body": truncate_body(response)}
+    reason = body_reason(response, hidden)
+    if reason:
+        message = f"{message}: {reason}"
+    details: dict[str, Any] = {"status": status, "body": error_excerpt(response, hidden)}
     if status in TRANSIENT_STATUSES:
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"))
         if retry_after is not None:
@@ -202,10 +234,78 @@ def raise_for_status(response: httpx.Response) -> None:
 
 
 def truncate_body(response: httpx.Response, limit: int = ERROR_BODY_LIMIT) -> str:
-    """The start of ``response``'s body as text (at most ``limit`` bytes), ``…`` if cut."""
+    """The start of ``response``'s body as text (at most ``limit`` bytes, ``…`` included
+    when cut)."""
     raw = response.content
-    text = raw[:limit].decode(response.encoding or "utf-8", errors="replace")
-    return text + "…" if len(raw) > limit else text
+    if len(raw) <= limit:
+        return raw.decode(response.encoding or "utf-8", errors="replace")
+    cut = raw[: max(0, limit - 3)].decode(response.encoding or "utf-8", errors="ignore")
+    return cut + "…"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (longer than 3 characters) and anything shaped like
+    a credential (:data:`_CREDENTIAL_TOKEN`, :data:`_CREDENTIAL_FIELD`) replaced by
+    :data:`REDACTED`."""
+    for secret in sorted({s for s in secrets if s and len(s) > 3}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _CREDENTIAL_TOKEN.sub(REDACTED, text)
+    return _CREDENTIAL_FIELD.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def error_excerpt(
+    response: httpx.Response, secrets: Iterable[str] = (), limit: int = ERROR_BODY_LIMIT
+) -> str:
+    """What an error keeps of a response body: the first ``limit`` bytes as text, with
+    credentials redacted (:func:`redact`)."""
+    return redact(truncate_body(response, limit), secrets)
+
+
+def body_reason(response: httpx.Response, secrets: Iterable[str] = (), limit: int = 500) -> str:
+    """The reason an error body gives, redacted and cut to ``limit`` characters: JSON's
+    ``error.message`` (Anthropic, OpenAI and most APIs), ``message``, ``error`` or
+    ``detail`` when it is text; a short text body as it is; else ``""``."""
+    raw = response.content[:_REASON_SCAN_LIMIT]
+    text = raw.decode(response.encoding or "utf-8", errors="replace").strip()
+    reason = ""
+    try:
+        parsed = jsonlib.loads(text)
+    except ValueError:
+        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if len(text) <= limit and (media.startswith("text/plain") or not media):
+            reason = text
+    else:
+        reason = _json_reason(parsed)
+    reason = " ".join(redact(reason, secrets).split())
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+
+
+def _json_reason(parsed: Any) -> str:
+    if not isinstance(parsed, dict):
+        return ""
+    error = parsed.get("error")
+    if isinstance(error, dict):
+        for key in ("message", "detail", "type", "code"):
+            if isinstance(error.get(key), str) and error[key].strip():
+                return str(error[key])
+    for key in ("message", "error", "detail", "error_description"):
+        if isinstance(parsed.get(key), str) and parsed[key].strip():
+            return str(parsed[key])
+    return ""
+
+
+def _credential_values(response: httpx.Response) -> list[str]:
+    """The values of the request's credential headers (and the secret part of each)."""
+    try:
+        sent = response.request
+    except RuntimeError:
+        return []
+    values: list[str] = []
+    for name in (*_CREDENTIAL_HEADERS, "x-api-key"):
+        value = sent.headers.get(name)
+        if value:
+            values += [value, value.split(" ", 1)[-1]]
+    return values
 
 
 def parse_body(response: httpx.Response) -> Any:

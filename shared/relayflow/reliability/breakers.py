@@ -175,7 +175,9 @@ def run_error(status: str, error: str | None, cause: str | None) -> str:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("errorMessage"), str):
-        message = parsed["errorMessage"]
+        from relayflow.errors import split_details
+
+        message = split_details(parsed["errorMessage"])[0]  # the message, not its details
     text = f"{error or status}: {message}" if message else (error or status)
     return redact_text(text)[:MAX_ERROR_CHARS]
 

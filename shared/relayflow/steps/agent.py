@@ -194,20 +194,15 @@ class AgentLoop:
             if not calls:
                 if self.schema is None:
                     return self.output(answer.text, None, turn, answer)
-                if self.corrected:
-                    raise self.invalid("the model answered in text instead of calling final_answer")
-                self.corrected, self.limit = True, self.limit + 1
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            text_block(
-                                f"Give your answer by calling the {FINAL_ANSWER} tool with "
-                                f"arguments matching its schema: {json.dumps(self.schema)}"
-                            )
-                        ],
-                    }
+                problem = (
+                    f"the model answered in text instead of calling {FINAL_ANSWER}"
+                    if answer.text.strip()
+                    else "the model's answer was empty (no text and no tool call)"
                 )
+                if self.corrected:
+                    raise self.invalid(problem)
+                self.corrected, self.limit = True, self.limit + 1
+                messages.append({"role": "user", "content": [text_block(self.correction(answer))]})
                 continue
             self.finish_calls(turn, calls, [])
         raise AgentMaxTurns(
@@ -485,6 +480,21 @@ class AgentLoop:
                     )
                 )
         return blocks
+
+    def correction(self, answer: ModelTurn) -> str:
+        """The corrective user turn after an answer without a final_answer call: it names
+        what was wrong. (An empty answer stays in the recorded conversation, but the
+        providers never send an empty assistant turn: :func:`relayflow.ai.messages.
+        wire_messages` drops it, so this text joins the user turn before it.)"""
+        what = (
+            f"Your last answer was text, not a call of the {FINAL_ANSWER} tool."
+            if answer.text.strip()
+            else "Your last answer was empty: it had no text and no tool call."
+        )
+        return (
+            f"{what} Give your answer by calling the {FINAL_ANSWER} tool with arguments "
+            f"matching its schema: {json.dumps(self.schema)}"
+        )
 
     def invalid(self, problem: str) -> AgentOutputInvalid:
         return AgentOutputInvalid(

@@ -4,16 +4,17 @@ A run is dry when its state document says so (``run.dry_run``); the flag travels
 document, so it survives waits, approvals, retries and restarts, and a ``sub_workflow``
 child inherits it (the compiled step copies it into the child's input).
 
-In a dry run the acting steps (``tool``, ``webhook_out``, ``custom``) build their request
-exactly as they would, then return instead of sending it:
+In a dry run the acting steps (``tool``, ``webhook_out``, ``custom``, ``llm_batch``) build
+their request exactly as they would, then return instead of sending it:
 
 * the step's output is its ``dry_run_output`` template rendered against the document, or
   :data:`PLACEHOLDER` when it declares none;
 * the Lambda's answer also carries ``dry_run: {"simulated": true, "call": …}``, the would-be
-  call: ``{"kind": "aws", "tool", "action", "args"}`` or ``{"kind": "http", "method",
-  "url", "headers", "body"}`` with every credential header's value replaced by
-  :data:`REDACTED`. The compiled ``ResultSelector`` keeps only ``output``, so the record
-  never enters the state document; the run timeline reads it from the execution history.
+  call: ``{"kind": "aws", "tool", "action", "args"}``, ``{"kind": "http", "method",
+  "url", "headers", "body"}`` or ``{"kind": "llm_batch", "provider", "model", "items"}``,
+  with every credential header's value replaced by :data:`REDACTED`. The compiled
+  ``ResultSelector`` keeps only ``output``, so the record never enters the state
+  document; the run timeline reads it from the execution history.
 
 A ``tool`` step with ``dry_run: read`` runs for real (the author vouches that it only reads).
 Nothing of this touches flow control, circuit breakers or the step-result records.

@@ -28,13 +28,16 @@ def park_id(token: str) -> str:
 
 
 def _error(doc: dict[str, Any]) -> dict[str, Any] | None:
-    from relayflow.control.causes import public_cause
+    from relayflow.control.causes import public_error
 
     error = doc.get("error")
     if not isinstance(error, dict):
         return None
-    # A Lambda's cause may carry the engine's stack trace: only its public part is kept.
-    return {"Error": error.get("Error"), "Cause": public_cause(error.get("Cause"))}
+    # A Lambda's cause may carry the engine's stack trace: only its public part is kept
+    # (name, message and details; parse_task has already made it public, and doing it
+    # again changes nothing).
+    public = public_error(error)
+    return {k: public[k] for k in ("Error", "Cause", "details") if k in public}
 
 
 def run(event: Any) -> dict[str, Any]:

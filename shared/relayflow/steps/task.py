@@ -12,8 +12,10 @@ from relayflow.payloads import contains_ref, json_size, offload_if_large, resolv
 
 
 def parse_task(event: Any) -> StepTask:
-    """The Task payload as a model, with offloaded outputs in its document read back from S3.
-    A malformed payload is ``Relayflow.InvalidArgs``."""
+    """The Task payload as a model, with offloaded outputs in its document read back from S3
+    and its caught error (``error``) in its public form
+    (:func:`relayflow.control.causes.public_error`). A malformed payload is
+    ``Relayflow.InvalidArgs``."""
     try:
         task = StepTask.model_validate(event)
     except ValidationError as exc:
@@ -21,6 +23,12 @@ def parse_task(event: Any) -> StepTask:
     task._doc_bytes = json_size(task.doc)
     if contains_ref(task.doc):
         task.doc = resolve_refs(task.doc)
+    if isinstance(task.doc.get("error"), dict):
+        # Templates read a caught error as a workflow may see it: name, message, details;
+        # never the stack trace Lambda put in its cause.
+        from relayflow.control.causes import public_error
+
+        task.doc["error"] = public_error(task.doc["error"])
     return task
 
 

@@ -17,7 +17,13 @@ from relayflow.errors import InvalidArgsError
 from relayflow.expressions import render
 from relayflow.steps.dry_run import is_dry_run, simulated
 from relayflow.steps.task import parse_task, result
-from relayflow.tools.http import encode_body, has_header, header_values, response_output
+from relayflow.tools.http import (
+    BODYLESS_METHODS,
+    encode_body,
+    has_header,
+    header_values,
+    response_output,
+)
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -58,6 +64,10 @@ def prepare(
     if method not in METHODS:
         raise InvalidArgsError(f"step {key!r}: method must be one of {', '.join(METHODS)}")
     sent = header_values(headers)
+    if method in BODYLESS_METHODS:
+        # GET and HEAD carry no body (validation warns when one is configured): nothing is
+        # encoded, sent, signed or recorded.
+        body = None
     content, content_type = encode_body(body)
     if content_type and not has_header(sent, "content-type"):
         sent["Content-Type"] = content_type
@@ -116,12 +126,14 @@ def run(event: Any) -> dict[str, Any]:
     request is built, recorded and not sent (:mod:`relayflow.steps.dry_run`)."""
     task = parse_task(event)
     config = task.step.config
+    method = str(config.get("method") or "POST")
+    body = None if method.upper() in BODYLESS_METHODS else config.get("body")
     delivery = prepare(
         task,
-        method=str(config.get("method") or "POST"),
+        method=method,
         url=render(config.get("url"), task.doc),
         headers=render(config.get("headers") or {}, task.doc),
-        body=render(config.get("body"), task.doc),
+        body=render(body, task.doc),
         secret=config.get("secret"),
         signature_header=config.get("signature_header"),
     )

@@ -28,9 +28,12 @@ from relayflow.errors import InvalidArgsError, ToolNotFound
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
 
+#: Methods that carry no request body: a body configured for them is never sent.
+BODYLESS_METHODS = frozenset({"GET", "HEAD"})
 #: Response headers a step output keeps (the others are rarely useful and often large).
 KEPT_RESPONSE_HEADERS = ("content-type", "etag", "location")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DOT_SEGMENT = re.compile(r"(^|/)(\.|%2e){1,2}(/|$)", re.IGNORECASE)
 
 
@@ -101,12 +104,35 @@ def join_url(base_url: str, path: Any, *, tool: str) -> str:
             tool=tool,
             field="path",
         )
+    if _CONTROL.search(path):
+        raise InvalidArgsError(
+            f"{tool}: path must not hold control characters", tool=tool, field="path"
+        )
     if path and not path.startswith(("/", "?")):
         path = "/" + path
     url = base_url.rstrip("/") + path
     import httpx
 
-    base, joined = httpx.URL(base_url), httpx.URL(url)
+    from relayflow.errors import SsrfBlocked
+    from relayflow.net.ssrf import redact_url
+
+    # httpx refuses some URLs the guard never sees (an octal address such as 0177.0.0.1, a
+    # control character): a named error, never httpx's InvalidURL.
+    try:
+        base = httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise SsrfBlocked(
+            f"blocked: {tool}'s base_url is not a URL the HTTP client accepts ({exc})",
+            tool=tool,
+            url=redact_url(base_url),
+            rule="invalid-url",
+        ) from None
+    try:
+        joined = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise InvalidArgsError(
+            f"{tool}: path {path!r} does not make a valid URL ({exc})", tool=tool, field="path"
+        ) from None
     if (base.scheme, base.host, base.port) != (joined.scheme, joined.host, joined.port):
         raise InvalidArgsError(
             f"{tool}: path {path!r} changes the tool's host", tool=tool, field="path"
@@ -286,5 +312,5 @@ def call_http_tool(
         # header: an api_key tool follows no redirect, so its key never reaches another host.
         max_redirects=0 if tool.auth is not None and tool.auth.type == "api_key" else 5,
     )
-    raise_for_status(response)
+    raise_for_status(response, secret_headers.values())
     return response_output(response)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relayflow.ai.capabilities import checked_temperature
 from relayflow.ai.messages import (
     Message,
     ModelRequest,
@@ -12,6 +13,7 @@ from relayflow.ai.messages import (
     Usage,
     text_block,
     tool_call_block,
+    wire_messages,
 )
 from relayflow.ai.providers.http_common import api_key, post_json, tool_result_text
 from relayflow.errors import InvalidArgsError, ModelResponseInvalid
@@ -35,16 +37,16 @@ class AnthropicProvider:
         self.api_key_ref = api_key_ref
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The request body (Messages API)."""
+        """The request body (Messages API, ``MessageCreateParams`` of the official SDK). The
+        API takes no ``temperature``: a request with one is ``Relayflow.InvalidArgs``."""
+        checked_temperature(self.name, request.model_id, request.temperature)
         body: dict[str, Any] = {
             "model": request.model_id,
             "max_tokens": request.max_tokens,
-            "messages": [_message(m) for m in request.messages],
+            "messages": [_message(m) for m in wire_messages(request.messages)],
         }
         if request.system:
             body["system"] = request.system
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}

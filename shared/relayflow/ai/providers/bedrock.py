@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relayflow.ai.capabilities import checked_temperature
 from relayflow.ai.messages import (
     Message,
     ModelRequest,
@@ -16,6 +17,7 @@ from relayflow.ai.messages import (
     Usage,
     text_block,
     tool_call_block,
+    wire_messages,
 )
 from relayflow.errors import ModelError, ModelResponseInvalid, TransientError
 
@@ -54,14 +56,17 @@ class BedrockProvider:
         return self._client
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
-        """The ``Converse`` parameters."""
+        """The ``Converse`` parameters (botocore's ``bedrock-runtime`` model). A temperature
+        the model does not take (above 1; any, for Anthropic models) is
+        ``Relayflow.InvalidArgs``."""
+        temperature = checked_temperature(self.name, request.model_id, request.temperature)
         params: dict[str, Any] = {
             "modelId": request.model_id,
-            "messages": [_message(m) for m in request.messages],
+            "messages": [_message(m) for m in wire_messages(request.messages)],
             "inferenceConfig": {"maxTokens": request.max_tokens},
         }
-        if request.temperature is not None:
-            params["inferenceConfig"]["temperature"] = request.temperature
+        if temperature is not None:
+            params["inferenceConfig"]["temperature"] = temperature
         if request.system:
             params["system"] = [{"text": request.system}]
         if request.tools:

@@ -38,8 +38,10 @@ def post_json(
     Timeouts, network errors, 408, 429 and every 5xx (Anthropic's 529 "overloaded" included)
     are ``Relayflow.Transient`` (with ``retry_after`` when the server sent one); any other
     non-2xx is ``Relayflow.ModelError``; a 2xx whose body is not a JSON object is
-    ``Relayflow.ModelResponseInvalid``. Error messages name the provider and status, never
-    a header (the API key)."""
+    ``Relayflow.ModelResponseInvalid``. Error messages name the provider, the status and the
+    reason the body gives (``error.message``); ``details`` keep ``status`` and a redacted
+    excerpt of the body (``body``, at most 4 KB). Neither ever holds a header (the API
+    key)."""
     content = json.dumps(body, separators=(",", ":")).encode()
     return _parsed(provider, _send(provider, "POST", url, headers, content))
 
@@ -79,7 +81,7 @@ def _send(
     content: bytes | None,
     content_type: str = "application/json",
 ) -> Any:
-    from relayflow.net.http import raise_for_status, request, truncate_body
+    from relayflow.net.http import error_excerpt, raise_for_status, request
 
     sent = dict(headers)
     if content is not None:
@@ -88,31 +90,46 @@ def _send(
         method, url, headers=sent, content=content, timeout=MODEL_TIMEOUT_SECONDS, max_redirects=0
     )
     status = response.status_code
+    secrets = list(headers.values())  # the key, whatever header carries it
     if status >= 500 or status in (408, 429):
         details: dict[str, Any] = {}
         try:
-            raise_for_status(response)
+            raise_for_status(response, secrets)
         except TransientError as exc:  # 408, 429, 502-504: keeps retry_after
             details = exc.details
         except HttpError as exc:  # 500, 529 (overloaded)…: a model server's 5xx passes too
             details = exc.details
         raise TransientError(
-            f"{provider} answered {status} {response.reason_phrase}".rstrip(),
+            _refusal(f"{provider} answered {status} {response.reason_phrase}", response, secrets),
             provider=provider,
             **details,
         )
     if not 200 <= status < 300:
+        # The provider's own reason ("max_tokens: 99999 > 64000, which is the maximum…")
+        # is what a person needs: it goes into the message, and a redacted excerpt of the
+        # body (at most 4 KB) into details.
         raise ModelError(
-            f"{provider} refused the request: {status} {response.reason_phrase}".rstrip(),
+            _refusal(
+                f"{provider} refused the request: {status} {response.reason_phrase}",
+                response,
+                secrets,
+            ),
             provider=provider,
             status=status,
-            body=truncate_body(response),
+            body=error_excerpt(response, secrets),
         )
     return response
 
 
+def _refusal(head: str, response: Any, secrets: list[str]) -> str:
+    from relayflow.net.http import body_reason
+
+    reason = body_reason(response, secrets)
+    return f"{head.rstrip()}: {reason}" if reason else head.rstrip()
+
+
 def _parsed(provider: str, response: Any) -> dict[str, Any]:
-    from relayflow.net.http import truncate_body
+    from relayflow.net.http import error_excerpt
 
     try:
         parsed = json.loads(response.content)
@@ -120,7 +137,7 @@ def _parsed(provider: str, response: Any) -> dict[str, Any]:
         raise ModelResponseInvalid(
             f"{provider} answered {response.status_code} with a body that is not JSON",
             provider=provider,
-            body=truncate_body(response, 200),
+            body=error_excerpt(response, limit=200),
         ) from None
     if not isinstance(parsed, dict):
         raise ModelResponseInvalid(f"{provider} answered with JSON that is not an object")

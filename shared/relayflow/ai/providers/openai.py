@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from relayflow.ai.capabilities import checked_temperature
 from relayflow.ai.messages import (
     Message,
     ModelRequest,
@@ -15,6 +16,7 @@ from relayflow.ai.messages import (
     Usage,
     text_block,
     tool_call_block,
+    wire_messages,
 )
 from relayflow.ai.providers.http_common import api_key, post_json, tool_result_text
 from relayflow.errors import ModelResponseInvalid
@@ -37,18 +39,23 @@ class OpenAIProvider:
         self.api_key_ref = api_key_ref
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body (``CompletionCreateParams`` of the official SDK). The output
+        limit travels as ``max_completion_tokens`` (``max_tokens`` is deprecated, and
+        reasoning models refuse it); a temperature the model does not take is
+        ``Relayflow.InvalidArgs``."""
+        temperature = checked_temperature(self.name, request.model_id, request.temperature)
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for message in request.messages:
+        for message in wire_messages(request.messages):
             messages.extend(_messages(message))
         body: dict[str, Any] = {
             "model": request.model_id,
             "messages": messages,
-            "max_tokens": request.max_tokens,
+            "max_completion_tokens": request.max_tokens,
         }
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
         if request.tools:
             body["tools"] = [
                 {
@@ -75,7 +82,7 @@ class OpenAIProvider:
 def _messages(message: Message) -> list[dict[str, Any]]:
     """One neutral message → Chat Completions messages: tool results become one ``tool``
     message each; an assistant's tool calls travel in ``tool_calls``."""
-    text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
+    text = "\n\n".join(b["text"] for b in message["content"] if b["type"] == "text")
     if message["role"] == "assistant":
         calls = [
             {

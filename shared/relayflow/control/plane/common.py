@@ -266,10 +266,13 @@ def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
 
 
 def _document_size_warnings(workflow: Any) -> list[str]:
-    """``document-size`` warnings: the live state document can pass Step Functions' 256 KB."""
+    """A saved workflow's warnings: ``document-size`` (the live state document can pass Step
+    Functions' 256 KB) and the definition's own (:mod:`relayflow.definition.advisories`)."""
     from relayflow.compiler.docsize import document_size_problems
+    from relayflow.definition.advisories import definition_warnings
 
-    return [f"{p.path}: {p.message} [{p.rule}]" for p in document_size_problems(workflow)]
+    found = definition_warnings(workflow) + document_size_problems(workflow)
+    return [f"{p.path}: {p.message} [{p.rule}]" for p in found]
 
 
 @dataclass(frozen=True)
@@ -293,6 +296,8 @@ def _run_summary(item: RunItem) -> RunSummary:
 
 
 def _step_entry(step: StepRun) -> StepEntry:
+    from relayflow.control.causes import public_document
+
     return StepEntry(
         key=step.key,
         type=step.type,
@@ -301,7 +306,8 @@ def _step_entry(step: StepRun) -> StepEntry:
         started_at=_z(step.started_at),
         ended_at=_z(step.ended_at),
         duration_ms=step.duration_ms,
-        output=step.output,
+        # A fallback's or a failed item's record holds the caught error: its public form.
+        output=public_document(step.output),
         error=step.error,
         cause=step.cause,
         runner=step.runner,

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from relayflow.control import stepfunctions as sfn_api
-from relayflow.control.causes import public_cause
+from relayflow.control.causes import public_cause, public_document
 from relayflow.control.engines import start_execution
 from relayflow.control.errors import BadRequest, Conflict, PayloadTooLarge
 from relayflow.control.express_timeline import SOURCE_RECORDS_AND_LOGS, express_timeline
@@ -436,7 +436,7 @@ class Runs(PlaneBase):
         return RunDetail(
             **_run_summary(run).model_dump(),
             input=loads_optional(run.input),
-            output=output,
+            output=public_document(output),
             cause=public_cause(run.cause),
             failing_step=failing,
             steps=[_step_entry(step) for step in steps],
