@@ -102,6 +102,16 @@ class StepIdentity:
         text = json.dumps({"kind": kind, **self.key_data()}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
+    @property
+    def record_key(self) -> str:
+        """The sort key of this step execution's result record: Powertools' idempotency key,
+        ``<step key>#<sha256 of the sorted JSON of key_data>``."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.key_data(), sort_keys=True)
+        return f"{self.step_key}#{hashlib.sha256(text.encode()).hexdigest()}"
+
     def key_data(self) -> dict[str, Any]:
         """The value Powertools hashes into the idempotency key."""
         return {

@@ -298,6 +298,7 @@ def _step_entry(step: StepRun) -> StepEntry:
         type=step.type,
         status=step.status,
         attempts=step.attempts,
+        refusals=step.refusals,
         started_at=_z(step.started_at),
         ended_at=_z(step.ended_at),
         duration_ms=step.duration_ms,
