@@ -365,3 +365,34 @@ def with_duration(run: RunItem) -> RunItem:
     return run.model_copy(
         update={"duration_ms": round((ended - started).total_seconds() * 1000, 3)}
     )
+
+
+def with_native_verdict(run: RunItem) -> RunItem:
+    """The run with the verdict its settle will store, when its Express machine recorded its
+    end (``native_status``) and no settle has stored one yet. The machine writes the status,
+    error, cause and output in one update but cannot work out the verdict: a saga run that
+    compensated fails with a cause that carries the compensation report, a run that continued
+    with a fallback carries the marker in its output. Read without this, such a run showed
+    ``failed/failed`` (or ``succeeded/succeeded``) until the sweep settled it. The verdict,
+    compensation and original cause come from the same rules the settle applies
+    (:func:`relayflow.control.compensation.split_cause`,
+    :func:`relayflow.control.outcome.outcome_of`), so the settle changes none of them."""
+    from relayflow.control.compensation import split_cause
+    from relayflow.control.outcome import compensation_status, fallbacks_used, outcome_of
+
+    if run.outcome is not None or run.native_status is None or run.recorded_status is not None:
+        return run
+    if run.status not in ("succeeded", "failed"):
+        return run  # cancelled meanwhile: the cancel's verdict stands
+    cause, compensation = split_cause(run.cause)
+    compensation = compensation or run.compensation
+    try:
+        document = json.loads(run.output) if run.output else None
+    except ValueError:
+        document = None
+    outcome = outcome_of(
+        run.status,
+        fallbacks_used=fallbacks_used(document),
+        compensation=compensation_status({"compensation": compensation}),
+    )
+    return run.model_copy(update={"outcome": outcome, "cause": cause, "compensation": compensation})
