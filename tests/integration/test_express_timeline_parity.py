@@ -290,3 +290,29 @@ def test_a_fail_fast_100_branch_parallel_names_the_parallel_as_its_failing_step(
         assert (detail.status, detail.failing_step) == ("failed", "fan")
         assert plane.dal.get_run(tenant, detail.run_id).failing_step == "fan"
         assert detail.steps[0].key == "fan" and detail.steps[0].status == "failed"
+
+
+class _Refusing:
+    """A logs client that refuses every read (the timeline falls back to the records)."""
+
+    def filter_log_events(self, **_: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "AccessDeniedException"}}, "FilterLogEvents")
+
+
+def test_without_logs_an_agents_turns_are_still_no_steps(runtime, plane, tenant, server):
+    # Given an Express run of the agent, its answer kept in the final document
+    from relayflow.control.express_logs import ExecutionLogs
+    from relayflow.control.express_timeline import express_timeline
+
+    express = run_on(runtime, plane, tenant, "express", agent(server, keep=True), {})
+    run = plane.dal.get_run(tenant, express.run_id)
+    version = plane.dal.get_version(tenant, run.workflow_id, run.version)
+    # When its logs cannot be read
+    timeline = express_timeline(plane.dal, run, version, ExecutionLogs(_Refusing()))
+    # Then the records give one agent entry, its answer (not a turn or a tool's response)
+    assert timeline.source == "records" and "AccessDeniedException" in (timeline.note or "")
+    (triage,) = [s for s in timeline.steps if s.key == "triage"]
+    assert triage.output == express.steps[0].output
+    assert triage.output["response"] == "Customer 7 is on the pro plan."

@@ -1,21 +1,25 @@
 """The timeline of an Express run, from what its steps recorded and its machine logged.
 
 An Express execution has no execution history (``GetExecutionHistory`` refuses it), so the
-timeline that :mod:`relayflow.control.timeline` folds for a Standard run cannot be built.
-What remains is what the run wrote itself:
+timeline that :mod:`relayflow.control.timeline` folds for a Standard run cannot be built from
+it. What remains is what the run wrote itself:
 
-* every acting step (tool, webhook_out, custom, code, agent, llm_batch) records its result
-  under its step identity: one entry per step execution that completed (each for_each item
-  and each pass through a cycle is its own record);
+* its machine's CloudWatch Logs (level ``ALL``, without execution data), when they can be read:
+  the history events without their payloads, folded by the Standard fold
+  (:mod:`relayflow.control.express_logs`): one entry per step execution with its status,
+  attempts, refusals, times and error, as a Standard run's timeline has them;
+* every acting step (tool, webhook_out, custom, code, llm_batch) records its result under its
+  step identity (:class:`relayflow.steps.idempotency.StepIdentity`), so each entry finds its own
+  output (a for_each item by its index). Records of *parts* of a step (an agent's turns and
+  tool calls, an llm_batch submission) are not a step's result;
 * a succeeded run's output (the state document its machine recorded on the run item) holds
-  the record of every step still live at the end (``outputs:`` keeps more): one entry each
-  for the steps the records do not cover, native ones included.
+  the record of every step still live at the end (``outputs:`` keeps more);
+* the definition: a plain-value fallback output, the null output of a noop, delay or parallel.
 
-Steps whose output left the document, and steps that failed, have no entry there. The
-machine's CloudWatch Logs (level ``ALL``, without payloads) fill that in when they can be read
-(:func:`express_timeline`, :mod:`relayflow.control.express_logs`): one entry per step execution
-with its status, attempts, times and error, the records and the final document adding the
-outputs. ``source`` says which were used: ``records`` or ``records+logs``.
+An output none of them holds stays empty and the note names the entry (never a null shown as
+if it were the output). Without the logs the timeline is the records and the document alone
+(:func:`express_steps`), and the note says why. ``source`` says which were used: ``records``
+or ``records+logs``.
 """
 
 from __future__ import annotations
@@ -116,10 +120,10 @@ def express_timeline(
 ) -> ExpressTimeline:
     """The run's timeline from its step records and final document, merged with its
     execution's log records when the machine's log group can be read: entries (statuses,
-    attempts, times, errors) come from the logs, outputs from the records (several outputs of
-    one step are paired with its entries in the order they were recorded) and the document;
-    an output no log entry takes keeps its own entry. Without the logs it is
-    :func:`express_steps`, and ``note`` says why."""
+    attempts, refusals, times, errors) come from the logs, outputs from the records (each
+    entry's by its step identity), the document and the definition; an output no log entry
+    takes keeps its own entry. ``note`` names the outputs that stay unknown. Without the logs
+    it is :func:`express_steps`, and ``note`` says why."""
     from relayflow.control.express_logs import ExecutionLogs, log_steps
 
     step_types, step_runners = version.step_types, version.step_runners
@@ -143,16 +147,25 @@ def express_timeline(
     unknown = _add_outputs(steps, dal, run, version)
     notes = [read.problem] if read.problem else []
     if not read.problem and run.status != "running" and not read.ended:
-        notes.append("the log group does not hold the run's end yet (delivery takes seconds)")
-    if unknown:
-        named = ", ".join(unknown[:UNKNOWN_NAMED])
-        if len(unknown) > UNKNOWN_NAMED:
-            named += f" and {len(unknown) - UNKNOWN_NAMED} more"
+        open_ = [step.key for step in steps if step.status == "running"]
         notes.append(
-            f"output not known for {named}: Express logs hold no execution data, and no step "
-            "record or final state document holds it (outputs: keeps a step's record)"
+            "the log group does not hold the run's end yet (delivery takes seconds)"
+            + (f"; not known yet how {_named(open_)} ended" if open_ else "")
+        )
+    if unknown:
+        notes.append(
+            f"output not known for {_named(unknown)}: Express logs hold no execution data, and "
+            "no step record or final state document holds it (outputs: keeps a step's record)"
         )
     return ExpressTimeline(steps, SOURCE_RECORDS_AND_LOGS, "; ".join(notes) or None)
+
+
+def _named(labels: list[str]) -> str:
+    """``a, b, c`` (at most :data:`UNKNOWN_NAMED`, then ``and <n> more``)."""
+    named = ", ".join(labels[:UNKNOWN_NAMED])
+    if len(labels) > UNKNOWN_NAMED:
+        named += f" and {len(labels) - UNKNOWN_NAMED} more"
+    return named
 
 
 def _log_group(version: VersionItem) -> str | None:
