@@ -316,3 +316,45 @@ def test_without_logs_an_agents_turns_are_still_no_steps(runtime, plane, tenant,
     (triage,) = [s for s in timeline.steps if s.key == "triage"]
     assert triage.output == express.steps[0].output
     assert triage.output["response"] == "Customer 7 is on the pro plan."
+
+
+def test_flow_control_refusals_are_shown_apart_from_the_one_call(
+    runtime, plane, tenant, server, monkeypatch
+):
+    # Given a flow-controlled webhook that finds no free slot three times, then gets one (the
+    # table's answer is replaced, so the count does not depend on timing; the guard, the
+    # Relayflow.Throttled error and the compiled throttle retrier are the real ones)
+    from relayflow.errors import Throttled
+    from relayflow.reliability.flow import FlowControl
+
+    acquire, refused = FlowControl.acquire, []
+
+    def busy_three_times(self: FlowControl, scope: Any, group: str, limit: int, lease: float):
+        if len(refused) % 4 < 3:  # each engine's run: three refusals, then a slot
+            refused.append(scope.run_id)
+            raise Throttled("no slot", kind="concurrency", limit=limit, retry_after=0.0)
+        refused.append(None)
+        return acquire(self, scope, group, limit, lease)
+
+    monkeypatch.setattr(FlowControl, "acquire", busy_three_times)
+    definition = {
+        "id": "limited",
+        "start": "post",
+        "run_timeout_seconds": 120,
+        "outputs": ["post"],
+        "steps": {
+            "post": {
+                "type": "webhook_out",
+                "url": f"{server.url}/hook",
+                "body": {},
+                "timeout_seconds": 5,
+                "concurrency": {"limit": 1},
+            }
+        },
+    }
+    standard = run_on(runtime, plane, tenant, "standard", definition, {})
+    express = run_on(runtime, plane, tenant, "express", definition, {})
+    # Then each shows one call and three refusals, and the webhook was called once per run
+    assert_same_timeline(standard, express)
+    assert table(express)["post"] == ("webhook_out", "succeeded", 1, 3, "Relayflow.Throttled")
+    assert len(server.requests) == 2
