@@ -242,3 +242,31 @@ def test_a_redelivered_batch_moves_no_open_step_on():
     log.add("TaskSucceeded")
     log.add("TaskStateExited", name="price")
     assert kinds(fold(log.records[4:], stored)) == [("succeeded", "price", 2)]
+
+
+def test_a_for_each_that_failed_into_its_route_fails_with_its_items_error():
+    # Given a for_each whose item 1 failed; the Map's failure is chained after the item's
+    # events (not the Map's own), and its Catch routes on to 'report'
+    log = Log()
+    log.add("MapStateEntered", name="each")
+    started = log.add("MapStateStarted")
+    first = log.add("MapIterationStarted", prev=started, name="each", index=0)
+    second = log.add("MapIterationStarted", prev=started, name="each", index=1)
+    a = log.add("TaskStateEntered", prev=first, name="price")
+    b = log.add("TaskStateEntered", prev=second, name="price")
+    log.add("TaskScheduled", prev=a, resource="invoke")
+    b = log.add("TaskScheduled", prev=b, resource="invoke")
+    b = log.add("TaskFailed", prev=b, at=5, error="Relayflow.CodeError")
+    b = log.add("MapIterationFailed", prev=b, at=6, name="each", index=1)
+    failed = log.add("MapStateFailed", prev=b, at=7)
+    log.add("MapStateExited", prev=failed, at=8, name="each")
+    log.add("PassStateEntered", at=9, name="report")
+    log.add("PassStateExited", at=9, name="report")
+    # When folded
+    events = fold(log.records, Traces({}))
+    # Then the for_each failed (it did not succeed) with the error its item failed with
+    each = [e for e in events if e.step == "each"]
+    assert [(e.kind, e.error) for e in each] == [
+        ("started", None),
+        ("failed", "Relayflow.CodeError"),
+    ]
