@@ -219,24 +219,19 @@ def assert_same_timeline(standard: RunDetail, express: RunDetail) -> None:
 
 @pytest.mark.parametrize("keep", [True, False], ids=["output-kept", "output-dropped"])
 def test_an_agent_with_a_tool_shows_once_with_its_answer(runtime, plane, tenant, server, keep):
-    # Given an agent that called an HTTP tool, then answered, on each engine
+    # Given an agent that called an HTTP tool, then answered, on each engine (its record kept
+    # in the final document, or dropped from it once nothing reads it)
     definition = agent(server, keep=keep)
     standard = run_on(runtime, plane, tenant, "standard", definition, {})
     express = run_on(runtime, plane, tenant, "express", definition, {})
     # Then both show one entry for the agent (its turns and tool call are no steps)
     assert [s.key for s in express.steps] == [s.key for s in standard.steps] == ["triage", "done"]
     assert_same_timeline(standard, express)
+    # And its answer, not a tool's response: on Express from the answer it recorded
     answer = standard.steps[0].output
     assert answer["response"] == "Customer 7 is on the pro plan."
     assert [c["tool"] for c in answer["tool_calls"]] == ["http.crm.customer"]
-    if keep:
-        # And with its record in the final document, the Express entry has the answer too
-        assert express.steps[0].output == answer and express.timeline_note is None
-    else:
-        # Without it, Express says it does not know the answer rather than show a tool's
-        # response (or null) as the agent's output
-        assert unknown_outputs(express) == {"triage"}
-        assert express.steps[0].output is None
+    assert express.steps[0].output == answer and express.timeline_note is None
 
 
 def test_a_failing_for_each_shows_the_same_items_and_fails_in_the_for_each(runtime, plane, tenant):

@@ -9,9 +9,10 @@ it. What remains is what the run wrote itself:
   (:mod:`relayflow.control.express_logs`): one entry per step execution with its status,
   attempts, refusals, times and error, as a Standard run's timeline has them;
 * every acting step (tool, webhook_out, custom, code, llm_batch) records its result under its
-  step identity (:class:`relayflow.steps.idempotency.StepIdentity`), so each entry finds its own
-  output (a for_each item by its index). Records of *parts* of a step (an agent's turns and
-  tool calls, an llm_batch submission) are not a step's result;
+  step identity (:class:`relayflow.steps.idempotency.StepIdentity`), an agent its answer as its
+  ``result`` part, so each entry finds its own output (a for_each item by its index). The other
+  records of *parts* of a step (an agent's turns and tool calls, an llm_batch submission) are
+  not a step's result;
 * a succeeded run's output (the state document its machine recorded on the run item) holds
   the record of every step still live at the end (``outputs:`` keeps more);
 * the definition: a plain-value fallback output, the null output of a noop, delay or parallel.
@@ -42,25 +43,33 @@ if TYPE_CHECKING:
 COMPLETED = "COMPLETED"
 
 
-def _output(data: Any) -> Any:
+def _output(record: Mapping[str, Any]) -> Any:
+    """The step output a result record holds: a whole step's handler answer has it at
+    ``output``; a result part (``<key>#result#<hash>``) is the output itself."""
+    data = record.get("data")
     try:
         result = json.loads(data) if isinstance(data, str) else data
     except ValueError:
         return None
+    if str(record.get("sk", "")).count("#") == 2:
+        return result
     return result.get("output") if isinstance(result, dict) else None
 
 
 def _step_results(dal: Dal, run: RunItem, step_types: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The completed records of whole step executions of the run's steps, in the order they
-    were completed (to the second). Records of *parts* of a step (an agent's model turns and
-    tool calls, an llm_batch submission: ``<key>#<part>#<hash>``) are not a step's result."""
-    found = [
-        record
-        for record in step_records(dal, run.tenant, run.run_id)
-        if record.get("status") == COMPLETED
-        and str(record.get("sk", "")).count("#") == 1
-        and str(record["sk"]).split("#", 1)[0] in step_types
-    ]
+    """The completed records of the results of the run's step executions, in the order they
+    were completed (to the second): a step's whole result (``<key>#<hash>``), or the result
+    part of a step recorded in parts (an agent: ``<key>#result#<hash>``). The other records of
+    *parts* (an agent's model turns and tool calls, an llm_batch submission) are not a step's
+    result."""
+    from relayflow.steps.idempotency import RESULT_PART
+
+    found = []
+    for record in step_records(dal, run.tenant, run.run_id):
+        parts = str(record.get("sk", "")).split("#")
+        whole = len(parts) == 2 or (len(parts) == 3 and parts[1] == RESULT_PART)
+        if record.get("status") == COMPLETED and whole and parts[0] in step_types:
+            found.append(record)
     return sorted(found, key=lambda record: _number(record.get("expiration")))
 
 
@@ -76,9 +85,7 @@ def express_steps(
     steps: list[StepRun] = []
     for record in _step_results(dal, run, step_types):
         key = str(record["sk"]).split("#", 1)[0]
-        steps.append(
-            _recorded_entry(key, step_types, step_runners, "succeeded", _output(record.get("data")))
-        )
+        steps.append(_recorded_entry(key, step_types, step_runners, "succeeded", _output(record)))
     recorded = {step.key for step in steps}
     final = _document_steps(run.output)
     for key in step_types:
@@ -209,7 +216,7 @@ def _add_outputs(steps: list[StepRun], dal: Dal, run: RunItem, version: VersionI
     """Put the outputs the records, the final document and the definition hold on the log
     entries (see :func:`express_timeline`); the labels of succeeded or fallback entries whose
     output stays unknown, in timeline order."""
-    from relayflow.steps.idempotency import StepIdentity
+    from relayflow.steps.idempotency import RESULT_PART, StepIdentity
 
     step_types, step_runners = version.step_types, version.step_runners
     known: set[int] = set()
@@ -219,14 +226,16 @@ def _add_outputs(steps: list[StepRun], dal: Dal, run: RunItem, version: VersionI
     for entry in steps:
         key, index = _label(entry.key)
         identity = StepIdentity(run.tenant, run.run_id, key, index)
-        record = by_record_key.pop(identity.record_key, None)
+        record = by_record_key.pop(identity.record_key, None) or by_record_key.pop(
+            identity.part(RESULT_PART).record_key, None
+        )
         if record is not None and entry.status == "succeeded":
-            entry.output = _output(record.get("data"))
+            entry.output = _output(record)
             known.add(id(entry))
     # Passes through a cycle carry a counter in their identity: in the order they ended.
     leftover: dict[str, list[Any]] = {}
     for record_key, record in by_record_key.items():
-        leftover.setdefault(record_key.split("#", 1)[0], []).append(_output(record.get("data")))
+        leftover.setdefault(record_key.split("#", 1)[0], []).append(_output(record))
     for key, outputs in leftover.items():
         entries = sorted(
             (
