@@ -343,6 +343,7 @@ def test_flow_control_refusals_are_counted_apart_from_the_attempts_on_both_engin
         # Then it made two calls, and eleven attempts were refused without one
         (charge,) = steps
         assert (charge.status, charge.attempts, charge.refusals) == ("succeeded", 2, 11)
+        assert charge.error == "Relayflow.Transient"  # the failed call's, not a refusal's
 
 
 def test_a_failed_for_each_is_failed_with_its_items_as_standard_shows_them():

@@ -168,6 +168,10 @@ def fold_steps(
             entry.attempts += state.attempts - refused if state.attempts else 1
             entry.status = state.status
             entry.error, entry.cause = state.error, public_cause(state.cause)
+            if state.status == "succeeded" and state.error in REFUSAL_ERRORS:
+                # Its last failed attempt was a refusal (counted in refusals), not an error of
+                # a call it made.
+                entry.error, entry.cause = None, None
             entry.output = _step_output(key, state.output, state.iteration is not None)
             entry.dry_run = _dry_run_record(state.task_result)
         elif _writes_output(key, state.output):
