@@ -270,3 +270,28 @@ def test_a_for_each_that_failed_into_its_route_fails_with_its_items_error():
         ("started", None),
         ("failed", "Relayflow.CodeError"),
     ]
+
+
+def test_flow_control_refusals_are_no_retries_and_are_counted_apart():
+    # Given a step refused twice for want of a slot, whose call then failed once and succeeded
+    log = Log()
+    entry = log.add("TaskStateEntered", name="charge")
+    prev = entry
+    for at, error in (
+        (1, "Relayflow.Throttled"),
+        (3, "Relayflow.Throttled"),
+        (5, "Relayflow.Transient"),
+    ):
+        prev = log.add("TaskScheduled", prev=prev, at=at, resource="invoke")
+        prev = log.add("TaskFailed", prev=prev, at=at + 1, error=error)
+    prev = log.add("TaskScheduled", prev=prev, at=8, resource="invoke")
+    prev = log.add("TaskSucceeded", prev=prev, at=9)
+    log.add("TaskStateExited", prev=prev, at=10, name="charge")
+    # When folded
+    events = fold(log.records, Traces({}))
+    # Then only the real retry is one, and the step succeeded after two calls and two refusals
+    assert [(e.kind, e.attempt, e.refusals, e.error) for e in events] == [
+        ("started", 1, 0, None),
+        ("retrying", 2, 2, "Relayflow.Transient"),
+        ("succeeded", 2, 2, None),
+    ]

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from relayflow.control.timeline import REFUSAL_ERRORS
 from relayflow.observability import logger
 
 #: Source and detail-type prefix of the events on the Relayflow bus.
@@ -170,6 +171,8 @@ class StepEvent:
     event_id: int
     duration_ms: int | None = None
     error: str | None = None
+    #: Attempts refused before a call (flow control, an open breaker): not in ``attempt``.
+    refusals: int = 0
 
     def detail(self, execution: Execution) -> dict[str, Any]:
         return {
@@ -178,6 +181,7 @@ class StepEvent:
             "run_id": execution.run_id,
             "step": self.step,
             "attempt": self.attempt,
+            "refusals": self.refusals,
             "duration_ms": self.duration_ms,
             "error": self.error,
             "at": _iso_ms(self.at_ms),
@@ -284,12 +288,29 @@ def _apply(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
             )
             trace["error"] = str(error)
             trace["failed_attempt"] = trace.get("attempt", 0)
+            # A refusal (no flow-control slot, an open breaker) made no call: the next attempt
+            # is the same call again, not a retry (relayflow.control.timeline.REFUSAL_ERRORS).
+            trace["refused"] = not composite and trace["error"] in REFUSAL_ERRORS
+            if trace["refused"]:
+                trace["refusals"] = int(trace.get("refusals", 0)) + 1
         else:
-            trace["attempt"] = trace.get("attempt", 0) + 1
+            refused = bool(trace.get("refused")) and int(trace.get("attempt", 0)) > 0
+            trace["refused"] = False
+            if refused:
+                trace.pop("failed_attempt", None)  # the same attempt goes on
+            else:
+                trace["attempt"] = trace.get("attempt", 0) + 1
             step, attempt = trace["step"], trace["attempt"]
-            if step and trace["state"] == step and attempt > 1:
+            if step and trace["state"] == step and attempt > 1 and not refused:
                 yield StepEvent(
-                    "retrying", step, attempt, record.at_ms, record.id, None, _err(trace)
+                    "retrying",
+                    step,
+                    attempt,
+                    record.at_ms,
+                    record.id,
+                    None,
+                    _err(trace),
+                    int(trace.get("refusals", 0)),
                 )
             resource = str(record.details.get("resource") or "")
             if step and trace["state"] == step and resource.endswith(".waitForTaskToken"):
@@ -378,6 +399,7 @@ def _exited(record: LogRecord, name: str, traces: Traces) -> Iterator[StepEvent]
         record.id,
         duration,
         _err(trace) if failed else None,
+        int(trace.get("refusals", 0)),
     )
 
 
@@ -395,6 +417,7 @@ def _execution_ended(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
             record.id,
             record.at_ms - int(trace.get("entered_ms", record.at_ms)),
             _err(trace) if record.type == "ExecutionFailed" and _err(trace) else error,
+            int(trace.get("refusals", 0)),
         )
 
 
