@@ -236,7 +236,7 @@ def would_call_summary(record: Any) -> str | None:
 
 
 def _print_table(result: Any, out: TextIO) -> None:
-    headers = ("step", "type", "runs on", "status", "attempts", "ms", "output / error")
+    headers = ("step", "type", "runs on", "status", "attempts", "refused", "ms", "output / error")
     rows = []
     for step in result.steps:
         simulated = would_call_summary(step.dry_run)
@@ -244,7 +244,16 @@ def _print_table(result: Any, out: TextIO) -> None:
         detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
-            (step.key, step.type, step.runner, step.status, str(step.attempts), ms, detail[:60])
+            (
+                step.key,
+                step.type,
+                step.runner,
+                step.status,
+                str(step.attempts),
+                str(step.refusals) if step.refusals else "",
+                ms,
+                detail[:60],
+            )
         )
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)

@@ -17,7 +17,7 @@ from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
 from relayflow.compiler.quotas import assert_within_size
 from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.compensation import split_cause
-from relayflow.control.timeline import StepRun, fold_steps
+from relayflow.control.timeline import StepRun, fold_steps, refused_attempts
 from relayflow.cost.counts import count_history
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input, new_run_id
@@ -125,7 +125,9 @@ def step_timeline(
     """Fold the per-state timeline into one entry per step execution, in run order (see
     :func:`relayflow.control.timeline.fold_steps`, which the control plane shares)."""
     step_types = {key: step.type for key, step in workflow.steps.items()}
-    return fold_steps(step_types, compiled.step_runners, record.states)
+    return fold_steps(
+        step_types, compiled.step_runners, record.states, refused_attempts(record.events)
+    )
 
 
 def run_workflow(

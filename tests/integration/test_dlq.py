@@ -426,6 +426,39 @@ def test_an_approval_that_expired_waits_for_a_manual_retry(server, api):
     )
 
 
+def test_an_approval_that_expired_inside_a_parallel_waits_for_a_manual_retry(server, api):
+    # Given an approval in a parallel branch that fails its run when nobody answers in time
+    workflow = {
+        "id": "expiring-branch",
+        "start": "fan",
+        "steps": {
+            "fan": {"type": "parallel", "branches": ["ask", "note"]},
+            "ask": {
+                "type": "approval",
+                "title": "Refund?",
+                "timeout_seconds": 1,
+                "timeout_action": "fail",
+                "on_approve": "done",
+                "on_reject": "done",
+            },
+            "done": {"type": "noop"},
+            "note": {"type": "noop"},
+        },
+    }
+    assert api.put("/workflows/expiring-branch", json=workflow).is_success
+    run_id = api.post("/workflows/expiring-branch/runs", json={"input": {}}).json()["run_id"]
+    run = settled(server, api, run_id)
+    assert (run["status"], run["error"]) == ("failed", "States.Timeout")
+    # Then the run failed in the parallel, and its entry is still not retried automatically:
+    # the approval it ended in expired
+    entry = api.get(f"/dlq/{run_id}").json()
+    assert (entry["failing_step"], entry["transient"], entry["next_retry_at"]) == (
+        "fan",
+        False,
+        None,
+    )
+
+
 def wait_for(find: Any, timeout: float = 20.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -5,6 +5,7 @@ local runtime: its machine logs level ALL to the state-machine log group (as on 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -258,3 +259,42 @@ def test_a_workflow_with_step_events_is_read_from_the_step_events_log_group(runt
     assert detail.timeline_source == "records+logs"
     assert [(s.key, s.status) for s in detail.steps] == [("shape", "succeeded"), ("boom", "failed")]
     assert detail.failing_step == "boom"
+
+
+class _Cut:
+    """A logs client that has delivered an execution's records only up to a given record."""
+
+    def __init__(self, client: Any, last_id: int) -> None:
+        self.client, self.last_id = client, last_id
+
+    def filter_log_events(self, **params: Any) -> dict[str, Any]:
+        answer = self.client.filter_log_events(**params)
+        events = [
+            e for e in answer["events"] if int(json.loads(e["message"])["id"]) <= self.last_id
+        ]
+        return {**answer, "events": events}
+
+
+def test_logs_without_the_runs_end_say_which_steps_are_not_known_to_have_ended(
+    runtime, plane, tenant
+):
+    # Given a failed Express run whose logs are delivered up to its failing step's start only
+    run_id = run_to_end(runtime, plane, tenant, failing(), {})
+    run = plane.dal.get_run(tenant, run_id)
+    version = plane.dal.get_version(tenant, "failing", run.version)
+    records = (
+        ExecutionLogs()
+        .read(get_settings().state_machine_log_group_arn, run.execution_arn, 0, 2**45)
+        .records
+    )
+    entered = next(r.id for r in records if r.type == "TaskStateEntered" and r.name == "boom")
+    logs = ExecutionLogs(_Cut(runtime.client("logs"), entered))
+    # When the run is read
+    timeline = express_timeline(plane.dal, run, version, logs)
+    # Then the step whose end was not delivered shows running, and the note says so
+    assert [(s.key, s.status) for s in timeline.steps] == [
+        ("shape", "succeeded"),
+        ("boom", "running"),
+    ]
+    assert "does not hold the run's end yet" in (timeline.note or "")
+    assert "not known yet how boom ended" in (timeline.note or "")

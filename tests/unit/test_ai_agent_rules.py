@@ -198,6 +198,7 @@ def test_the_base_agent_is_valid():
             ("steps.triage.outcomes.close", "unknown-step"),
         ),
         (lambda s: s.update(outcomes={}), ("steps.triage.outcomes", "outcomes")),
+        (lambda s: s.update(agent_id="support-bot"), ("steps.triage.agent_id", "not-applicable")),
         (lambda s: s.update(max_turns=0), ("steps.triage.max_turns", "greater-than-equal")),
         (
             lambda s: s.update(output_schema={"type": "strin"}),

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from relayflow.control.express_logs import ExecutionLogs, log_steps, parse_record
 from relayflow.control.step_events import LogRecord
-from relayflow.control.timeline import failing_step
+from relayflow.control.timeline import failing_step, history_steps
 
 ARN = "arn:aws:states:eu-west-1:123456789012:execution:relayflow-prod-acme_orders:run-1"
 T0 = 1_796_029_200_000
@@ -86,11 +86,15 @@ def test_a_retried_task_is_one_entry_with_its_attempts_and_times():
     log.add("ExecutionSucceeded", 50)
     # When folded
     steps = log_steps(TYPES, RUNNERS, log.records())
-    # Then one entry per step, in run order, with attempts, times and no error left
-    assert entries(steps) == [("shape", "succeeded", 1, None), ("charge", "succeeded", 2, None)]
+    # Then one entry per step, in run order, with attempts, times, and (as on Standard) the
+    # error of the attempt that was retried
+    assert entries(steps) == [
+        ("shape", "succeeded", 1, None),
+        ("charge", "succeeded", 2, "Relayflow.Transient"),
+    ]
     shape, charge = steps
     assert (shape.runner, charge.runner) == ("native", "webhook_out")
-    assert shape.started_at == "2026-11-30T09:00:00.010+00:00"
+    assert shape.started_at == "2026-11-30T09:00:00.010000+00:00"
     assert (shape.duration_ms, charge.duration_ms) == (2.0, 16.0)
     assert charge.output is None and charge.cause is None  # execution data: not logged
 
@@ -146,17 +150,18 @@ def test_a_failed_run_ends_in_its_step_not_in_the_recording_wrapper():
         ("shape", "succeeded", 1, None),
         ("boom", "failed", 2, "Relayflow.CodeError"),
     ]
-    assert steps[1].ended_at == "2026-11-30T09:00:00.040+00:00"
+    assert steps[1].ended_at == "2026-11-30T09:00:00.040000+00:00"
     assert failing_step(steps) == "boom"
 
 
-def test_a_timed_out_run_fails_the_step_it_was_in():
+def test_a_timed_out_run_times_out_the_step_it_was_in():
     log = Log()
     log.add("TaskStateEntered", 0, name="boom")
     log.add("TaskScheduled", 1, resource="invoke", resourceType="lambda")
     log.add("ExecutionTimedOut", 300_000)
     (boom,) = log_steps(TYPES, RUNNERS, log.records())
-    assert (boom.status, boom.error, boom.duration_ms) == ("failed", "States.Timeout", 300_000.0)
+    assert (boom.status, boom.duration_ms) == ("timed_out", 300_000.0)
+    assert failing_step([boom]) == "boom"
 
 
 def test_for_each_items_and_parallel_branches_get_their_own_entries():
@@ -194,7 +199,7 @@ def test_for_each_items_and_parallel_branches_get_their_own_entries():
     assert entries(steps) == [
         ("each", "succeeded", 1, None),
         ("price[0]", "succeeded", 1, None),
-        ("price[1]", "succeeded", 2, None),
+        ("price[1]", "succeeded", 2, "Relayflow.Transient"),
         ("fan", "succeeded", 1, None),
         ("left", "succeeded", 1, None),
         ("right", "succeeded", 1, None),
@@ -291,3 +296,107 @@ def test_a_refused_read_says_why_and_never_raises():
         assert read.records == [] and not read.complete
         # The code, never the message (a refusal's names the account and the role)
         assert read.problem == f"FilterLogEvents: {code}"
+
+
+# ------------------------------------------------ the same fold as a Standard run's history
+
+
+def history_of(log: Log) -> list[dict[str, Any]]:
+    """The GetExecutionHistory events ``log`` records (what a Standard run's history holds)."""
+    from datetime import UTC, datetime
+
+    events = []
+    for message in log.messages:
+        raw = json.loads(message)
+        events.append(
+            {
+                "id": int(raw["id"]),
+                "type": raw["type"],
+                "previousEventId": int(raw["previous_event_id"]),
+                "timestamp": datetime.fromtimestamp(int(raw["event_timestamp"]) / 1000, tz=UTC),
+                "stateEventDetails": raw["details"],
+            }
+        )
+    return events
+
+
+def both_engines(log: Log) -> tuple[list[Any], list[Any]]:
+    """``log`` folded as an Express run's logs and as a Standard run's history."""
+    return log_steps(TYPES, RUNNERS, log.records()), history_steps(TYPES, RUNNERS, history_of(log))
+
+
+def test_flow_control_refusals_are_counted_apart_from_the_attempts_on_both_engines():
+    # Given a flow-controlled step refused ten times (Relayflow.Throttled: no slot yet) and
+    # once by its open breaker, whose call then failed once and succeeded on its retry
+    log = Log()
+    log.add("TaskStateEntered", 0, name="charge")
+    refused = ["Relayflow.Throttled"] * 10 + ["Relayflow.CircuitOpen"]
+    for i, error in enumerate([*refused, "Relayflow.Transient"]):
+        log.add("TaskScheduled", 10 * i + 1, resource="invoke", resourceType="lambda")
+        log.add("TaskFailed", 10 * i + 2, resource="invoke", resourceType="lambda", error=error)
+    log.add("TaskScheduled", 200, resource="invoke", resourceType="lambda")
+    log.add("TaskSucceeded", 210, resource="invoke", resourceType="lambda")
+    log.add("TaskStateExited", 211, name="charge")
+    log.add("ExecutionSucceeded", 500)
+    # When folded, from its logs and from its history
+    for steps in both_engines(log):
+        # Then it made two calls, and eleven attempts were refused without one
+        (charge,) = steps
+        assert (charge.status, charge.attempts, charge.refusals) == ("succeeded", 2, 11)
+        assert charge.error == "Relayflow.Transient"  # the failed call's, not a refusal's
+
+
+def test_a_failed_for_each_is_failed_with_its_items_as_standard_shows_them():
+    # Given a for_each whose second item failed while the first had succeeded and the third
+    # was still running: the Map fails, and the run with it
+    log = Log()
+    log.add("ParallelStateEntered", 0, prev=0, name="_run")
+    log.add("ParallelStateStarted", 1)
+    log.add("MapStateEntered", 2, name="each")
+    started = log.add("MapStateStarted", 3, length=3)
+    firsts = [
+        log.add("MapIterationStarted", 4, prev=started, name="each", index=i) for i in range(3)
+    ]
+    a = log.add("TaskStateEntered", 5, prev=firsts[0], name="price")
+    b = log.add("TaskStateEntered", 5, prev=firsts[1], name="price")
+    c = log.add("TaskStateEntered", 5, prev=firsts[2], name="price")
+    a = log.add("TaskScheduled", 6, prev=a, resource="invoke")
+    b = log.add("TaskScheduled", 6, prev=b, resource="invoke")
+    log.add("TaskScheduled", 6, prev=c, resource="invoke")
+    a = log.add("TaskSucceeded", 8, prev=a)
+    a = log.add("TaskStateExited", 9, prev=a, name="price")
+    log.add("MapIterationSucceeded", 9, prev=a, name="each", index=0)
+    b = log.add("TaskFailed", 10, prev=b, error="Relayflow.CodeError")
+    log.add("MapIterationFailed", 11, prev=b, name="each", index=1)
+    failed = log.add("MapStateFailed", 12)
+    log.add("ParallelStateFailed", 13, prev=failed)
+    log.add("ExecutionFailed", 20, error="Relayflow.CodeError")
+    # When folded, from its logs and from its history
+    express, standard = both_engines(log)
+    # Then both show the for_each failed, the first item succeeded, the others not
+    assert entries(express) == entries(standard)
+    assert entries(express) == [
+        ("each", "failed", 1, "Relayflow.CodeError"),
+        ("price[0]", "succeeded", 1, None),
+        ("price[1]", "failed", 1, "Relayflow.CodeError"),
+        ("price[2]", "failed", 1, "Relayflow.CodeError"),
+    ]
+    # And the run failed in the for_each
+    assert failing_step(express) == failing_step(standard) == "each"
+
+
+def test_a_failed_parallel_is_the_failing_step_not_its_last_open_branch():
+    # Given a parallel whose branch 'right' failed while branch 'left' was still running
+    log = Log()
+    log.add("ParallelStateEntered", 0, name="fan")
+    branches = log.add("ParallelStateStarted", 1)
+    log.add("WaitStateEntered", 2, prev=branches, name="left")
+    right = log.add("TaskStateEntered", 3, prev=branches, name="right")
+    right = log.add("TaskScheduled", 4, prev=right, resource="invoke")
+    log.add("TaskFailed", 5, prev=right, error="Relayflow.CodeError")
+    log.add("ParallelStateFailed", 6)
+    log.add("ExecutionFailed", 7, error="Relayflow.CodeError")
+    # When folded / Then the run failed in 'fan', on both engines
+    for steps in both_engines(log):
+        assert [s.key for s in steps] == ["fan", "left", "right"]
+        assert failing_step(steps) == "fan"

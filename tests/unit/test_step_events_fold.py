@@ -242,3 +242,56 @@ def test_a_redelivered_batch_moves_no_open_step_on():
     log.add("TaskSucceeded")
     log.add("TaskStateExited", name="price")
     assert kinds(fold(log.records[4:], stored)) == [("succeeded", "price", 2)]
+
+
+def test_a_for_each_that_failed_into_its_route_fails_with_its_items_error():
+    # Given a for_each whose item 1 failed; the Map's failure is chained after the item's
+    # events (not the Map's own), and its Catch routes on to 'report'
+    log = Log()
+    log.add("MapStateEntered", name="each")
+    started = log.add("MapStateStarted")
+    first = log.add("MapIterationStarted", prev=started, name="each", index=0)
+    second = log.add("MapIterationStarted", prev=started, name="each", index=1)
+    a = log.add("TaskStateEntered", prev=first, name="price")
+    b = log.add("TaskStateEntered", prev=second, name="price")
+    log.add("TaskScheduled", prev=a, resource="invoke")
+    b = log.add("TaskScheduled", prev=b, resource="invoke")
+    b = log.add("TaskFailed", prev=b, at=5, error="Relayflow.CodeError")
+    b = log.add("MapIterationFailed", prev=b, at=6, name="each", index=1)
+    failed = log.add("MapStateFailed", prev=b, at=7)
+    log.add("MapStateExited", prev=failed, at=8, name="each")
+    log.add("PassStateEntered", at=9, name="report")
+    log.add("PassStateExited", at=9, name="report")
+    # When folded
+    events = fold(log.records, Traces({}))
+    # Then the for_each failed (it did not succeed) with the error its item failed with
+    each = [e for e in events if e.step == "each"]
+    assert [(e.kind, e.error) for e in each] == [
+        ("started", None),
+        ("failed", "Relayflow.CodeError"),
+    ]
+
+
+def test_flow_control_refusals_are_no_retries_and_are_counted_apart():
+    # Given a step refused twice for want of a slot, whose call then failed once and succeeded
+    log = Log()
+    entry = log.add("TaskStateEntered", name="charge")
+    prev = entry
+    for at, error in (
+        (1, "Relayflow.Throttled"),
+        (3, "Relayflow.Throttled"),
+        (5, "Relayflow.Transient"),
+    ):
+        prev = log.add("TaskScheduled", prev=prev, at=at, resource="invoke")
+        prev = log.add("TaskFailed", prev=prev, at=at + 1, error=error)
+    prev = log.add("TaskScheduled", prev=prev, at=8, resource="invoke")
+    prev = log.add("TaskSucceeded", prev=prev, at=9)
+    log.add("TaskStateExited", prev=prev, at=10, name="charge")
+    # When folded
+    events = fold(log.records, Traces({}))
+    # Then only the real retry is one, and the step succeeded after two calls and two refusals
+    assert [(e.kind, e.attempt, e.refusals, e.error) for e in events] == [
+        ("started", 1, 0, None),
+        ("retrying", 2, 2, "Relayflow.Transient"),
+        ("succeeded", 2, 2, None),
+    ]

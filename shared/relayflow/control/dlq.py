@@ -28,7 +28,7 @@ from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 from relayflow.control.plane.common import translated
 from relayflow.dal.dlq import DLQ_STATUSES, RETRYABLE_STATUSES, DlqDal, DlqEntry
 from relayflow.dal.errors import DataAccessError
-from relayflow.reliability.dlq import is_transient, next_auto_retry
+from relayflow.reliability.dlq import WAITING_STEP_TYPES, is_transient, next_auto_retry
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
@@ -80,7 +80,7 @@ class Dlq:
 
         now = now or _now()
         failed_at = parse_iso(run.ended_at) if run.ended_at else now
-        failing_type = next((s.type for s in steps or [] if s.key == run.failing_step), None)
+        failing_type = _failing_type(run, steps or [])
         # A compensated run is never retried automatically (see retry).
         transient = is_transient(run.status, run.error, failing_type) and not run.compensation
         outputs = _outputs_json(steps or [])
@@ -427,3 +427,14 @@ def _serialize(key: dict[str, Any]) -> dict[str, Any]:
     from relayflow.dal.table import serialize
 
     return serialize(key)
+
+
+def _failing_type(run: RunItem, steps: list[StepRun]) -> str | None:
+    """The type that decides whether the run's failure is transient: a waiting step (an
+    approval or waitpoint that expired) the run ended in, even inside the ``parallel`` or
+    ``for_each`` that ``failing_step`` names; else the failing step's own type."""
+    from relayflow.control.timeline import ENDED_IN
+
+    ended = [s.type for s in steps if s.status in ENDED_IN]
+    waiting = next((kind for kind in ended if kind in WAITING_STEP_TYPES), None)
+    return waiting or next((s.type for s in steps if s.key == run.failing_step), None)

@@ -14,28 +14,29 @@ entries:
    retry's ``<run id>_r2``), so each parsed record's ``execution_arn`` is checked too. It never
    raises: a log group that is missing, a refused or throttled call, all end in a
    :class:`LogRead` that says why nothing (or not everything) was read.
-2. :func:`log_steps` folds the records with the same fold that turns them into per-step
-   lifecycle events (:func:`relayflow.control.step_events.fold`), then those events into one
-   :class:`~relayflow.control.timeline.StepRun` per step execution: status, attempts, start,
-   end, duration and error, never an output or a cause (those are execution data). A step's
-   main state is its key; ``<key>.<suffix>`` states belong to it; the native recording's
-   ``_run``, ``_record.*``, ``_succeeded`` and ``_failed`` states are no steps.
+2. :func:`log_steps` turns the records back into the history events they are (a record at
+   level ``ALL`` is one history event: id, type, ``previous_event_id``, time, and the details
+   that are not execution data) and folds them with the fold of a Standard run's history
+   (:func:`relayflow.control.timeline.history_steps`): one
+   :class:`~relayflow.control.timeline.StepRun` per step execution with its status, attempts,
+   refusals, start, end, duration and error, never an output or a cause (those are execution
+   data). So an Express timeline's statuses are a Standard one's by construction. The native
+   recording's ``_run``, ``_record.*``, ``_succeeded`` and ``_failed`` states are no steps.
 
-Statuses are the Standard timeline's: ``succeeded``; ``caught`` (its last attempt failed and a
-Catch took the error), ``fallback`` when the Catch went to the step's ``on_error`` fallback;
-``failed`` when the run ended in the step; ``running`` while it has not exited.
+One difference stays: without execution data a fallback is known by its ``<key>.fallback``
+state having run, not by the record it wrote.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from relayflow.control.step_events import LogRecord, StepEvent, Traces, fold
-from relayflow.control.timeline import StepRun
+from relayflow.control.step_events import LogRecord
+from relayflow.control.timeline import StepRun, history_steps
 from relayflow.observability import logger
 
 #: Pages of ``FilterLogEvents`` one read follows at most (each up to 10,000 records or 1 MB;
@@ -45,8 +46,6 @@ MAX_PAGES = 10
 EXECUTION_END = frozenset(
     {"ExecutionSucceeded", "ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"}
 )
-#: The auxiliary state a Catch enters for ``on_error: {action: continue}`` (its fallback).
-_FALLBACK_SUFFIX = ".fallback"
 
 
 @dataclass
@@ -63,11 +62,6 @@ class LogRead:
     def ended(self) -> bool:
         """Whether the records hold the execution's end."""
         return any(record.type in EXECUTION_END for record in self.records)
-
-
-def _iso_ms(at_ms: int) -> str:
-    moment = datetime.fromtimestamp(at_ms / 1000.0, tz=UTC)
-    return moment.isoformat(timespec="milliseconds")
 
 
 def parse_record(message: str) -> LogRecord | None:
@@ -152,115 +146,30 @@ class ExecutionLogs:
         return read
 
 
+def history_events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
+    """``records`` (one execution's, any order) as the ``GetExecutionHistory`` events they log,
+    oldest first: the same ids, ``previousEventId`` chain, times and (execution-data-free)
+    details."""
+    return [
+        {
+            "id": record.id,
+            "type": record.type,
+            "previousEventId": record.previous_id,
+            "timestamp": datetime.fromtimestamp(record.at_ms / 1000.0, tz=UTC),
+            "loggedEventDetails": dict(record.details),
+        }
+        for record in sorted(records, key=lambda record: record.id)
+    ]
+
+
 def log_steps(
     step_types: Mapping[str, str],
     step_runners: Mapping[str, str],
     records: Iterable[LogRecord],
 ) -> list[StepRun]:
     """One entry per step execution in ``records`` (one execution's, any order), in the order
-    the steps started (see the module docstring for the statuses)."""
-    ordered = sorted(records, key=lambda record: record.id)
-    ending = {record.id for record in ordered if record.type in EXECUTION_END}
-    fallbacks = _fallback_entries(ordered)
-    items = _item_indexes(ordered)
-    steps: list[StepRun] = []
-    running: dict[str, list[tuple[int, StepRun]]] = {}
-    for event in fold(ordered, Traces({})):
-        if event.step not in step_types:
-            continue
-        if event.kind == "started":
-            index = items.get(event.event_id)
-            entry = StepRun(
-                key=event.step if index is None else f"{event.step}[{index}]",
-                type=step_types[event.step],
-                status="running",
-                attempts=1,
-                started_at=_iso_ms(event.at_ms),
-                ended_at=None,
-                duration_ms=None,
-                runner=step_runners.get(event.step, "native"),
-            )
-            steps.append(entry)
-            running.setdefault(event.step, []).append((event.at_ms, entry))
-        elif event.kind in ("succeeded", "failed"):
-            entry = _ending_entry(event, running, steps)
-            if entry is None:
-                continue
-            entry.attempts = max(event.attempt, 1)
-            entry.ended_at = _iso_ms(event.at_ms)
-            started = datetime.fromisoformat(entry.started_at or entry.ended_at)
-            elapsed = datetime.fromisoformat(entry.ended_at) - started
-            entry.duration_ms = round(elapsed.total_seconds() * 1000, 3)
-            entry.error = event.error
-            if event.kind == "succeeded":
-                entry.status = "succeeded"
-            elif event.event_id in ending:
-                entry.status = "failed"  # the run ended in it
-            else:
-                entry.status = "fallback" if (event.step, event.event_id) in fallbacks else "caught"
-        elif event.kind == "retrying":
-            entry = _open_entry(event.step, running, steps)
-            if entry is not None:
-                entry.attempts = event.attempt
-    return steps
-
-
-def _ending_entry(
-    event: StepEvent, running: dict[str, list[tuple[int, StepRun]]], steps: Sequence[StepRun]
-) -> StepRun | None:
-    """The entry a step's exit ends: the running one that started ``duration_ms`` before it
-    (for_each items run side by side), else the oldest running one, else (a linear retry's
-    next attempt, which starts no entry) the step's latest."""
-    opened = running.get(event.step) or []
-    if opened:
-        began = event.at_ms - (event.duration_ms or 0)
-        index = next((i for i, (at, _) in enumerate(opened) if at == began), 0)
-        return opened.pop(index)[1]
-    return next((step for step in reversed(steps) if _base(step.key) == event.step), None)
-
-
-def _open_entry(
-    key: str, running: dict[str, list[tuple[int, StepRun]]], steps: Sequence[StepRun]
-) -> StepRun | None:
-    opened = running.get(key) or []
-    if opened:
-        return opened[-1][1]
-    return next((step for step in reversed(steps) if _base(step.key) == key), None)
-
-
-def _base(label: str) -> str:
-    """``price[2]`` → ``price``."""
-    return label.split("[", 1)[0]
-
-
-def _item_indexes(records: Sequence[LogRecord]) -> dict[int, int]:
-    """The for_each item index of each state entry that begins an item: the entry follows its
-    iteration's ``MapIterationStarted``, which carries the index."""
-    started = {
-        record.id: int(record.details["index"])
-        for record in records
-        if record.type == "MapIterationStarted" and str(record.details.get("index", "")).isdigit()
-    }
-    return {
-        record.id: started[record.previous_id]
-        for record in records
-        if record.type.endswith("StateEntered") and record.previous_id in started
-    }
-
-
-def _fallback_entries(records: Sequence[LogRecord]) -> set[tuple[str, int]]:
-    """``(step, exit record id)`` of each failed main-state exit whose next state was the
-    step's ``on_error`` fallback (the fallback's entry follows the exit)."""
-    exits = {
-        record.id: record.name
-        for record in records
-        if record.type.endswith("StateExited") and record.name
-    }
-    found: set[tuple[str, int]] = set()
-    for record in records:
-        name = record.name or ""
-        if record.type.endswith("StateEntered") and name.endswith(_FALLBACK_SUFFIX):
-            key = name.removesuffix(_FALLBACK_SUFFIX)
-            if exits.get(record.previous_id) == key:
-                found.add((key, record.previous_id))
-    return found
+    the steps started: the records are the execution's history events without execution
+    data, folded by the fold of a Standard run's history
+    (:func:`relayflow.control.timeline.history_steps`), so both engines show the same
+    statuses, attempts, refusals, times and errors. Outputs and causes stay empty."""
+    return history_steps(step_types, step_runners, history_events(records))

@@ -66,7 +66,15 @@ class StepEntry(BaseModel):
     key: str = Field(description="Step key; for_each items are key[index].")
     type: str
     status: str
-    attempts: int
+    attempts: int = Field(
+        description="Calls the step made: Task attempts that ran (1 for a native step); "
+        "refused attempts are in refusals."
+    )
+    refusals: int = Field(
+        0,
+        description="Attempts refused before any call (Relayflow.Throttled: no flow-control "
+        "slot or rate window yet; Relayflow.CircuitOpen: the breaker is open).",
+    )
     started_at: str | None = None
     ended_at: str | None = None
     duration_ms: float | None = None

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from relayflow.control.timeline import REFUSAL_ERRORS
 from relayflow.observability import logger
 
 #: Source and detail-type prefix of the events on the Relayflow bus.
@@ -86,6 +87,10 @@ _FAILURE = frozenset(
 )
 _EXECUTION_END = frozenset({"ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"})
 _END_ERRORS = {"ExecutionTimedOut": "States.Timeout", "ExecutionAborted": "States.Aborted"}
+#: Records about a Map or Parallel as a whole (its failure, its success, …).
+_COMPOSITE_PREFIXES = ("MapState", "ParallelState")
+#: Composite records chained after the state's own entry (not after a child's last event).
+_COMPOSITE_OWN = frozenset({"MapStateStarted", "ParallelStateStarted"})
 _PARK_SUFFIX = ".park"
 _RETRY_WAIT_SUFFIX = ".retry_wait"
 #: The trace that carries a linear-retry step's attempt count across its Catch → Wait loop.
@@ -166,6 +171,8 @@ class StepEvent:
     event_id: int
     duration_ms: int | None = None
     error: str | None = None
+    #: Attempts refused before a call (flow control, an open breaker): not in ``attempt``.
+    refusals: int = 0
 
     def detail(self, execution: Execution) -> dict[str, Any]:
         return {
@@ -174,6 +181,7 @@ class StepEvent:
             "run_id": execution.run_id,
             "step": self.step,
             "attempt": self.attempt,
+            "refusals": self.refusals,
             "duration_ms": self.duration_ms,
             "error": self.error,
             "at": _iso_ms(self.at_ms),
@@ -225,6 +233,14 @@ class Traces:
         tasks = [sk for sk, trace in entries if trace.get("kind") == "Task"]
         return tasks[0] if len(tasks) == 1 else None
 
+    def composite(self, record: LogRecord) -> str | None:
+        """The entry a ``MapState…``/``ParallelState…`` record is about: the newest open Map
+        (or Parallel). Step Functions chains such a record after the last event of the
+        iteration or branch that ended it, not after the state's own events."""
+        kind = record.type.split("State", 1)[0]
+        entries = [sk for sk, trace in self.entries() if trace.get("kind") == kind]
+        return entries[-1] if entries else None
+
     def entry_of(self, state: str) -> str | None:
         """The newest open entry of ``state``."""
         entries = [sk for sk, trace in self.entries() if trace.get("state") == state]
@@ -256,22 +272,45 @@ def _apply(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
     elif kind.endswith("StateExited") and name:
         yield from _exited(record, name, traces)
     elif kind in _ATTEMPT or kind in _FAILURE:
-        sk = traces.following(record)
+        composite = kind.startswith(_COMPOSITE_PREFIXES)
+        sk = traces.composite(record) if composite else traces.following(record)
         if sk is None or int(traces.open[sk].get("last_event_id", 0)) >= record.id:
             return  # not ours, or a redelivered record this trace reflects already
         trace = dict(traces.open[sk], last_event_id=record.id)
         if kind in _FAILURE:
-            # A Map or Parallel failure after the failure of a state inside it (an Express
-            # machine's ``_run`` wrapper) names no error of its own: the inner one stands.
-            error = record.details.get("error") or trace.get("error") or "States.TaskFailed"
+            # A Map or Parallel failure names no error of its own: the error of the state
+            # inside it whose failure it follows stands (an Express machine's ``_run``
+            # wrapper keeps the one it already has).
+            child = traces.following(record, or_the_task=False) if composite else None
+            inner = traces.open[child].get("error") if child else None
+            error = (
+                record.details.get("error") or trace.get("error") or inner or "States.TaskFailed"
+            )
             trace["error"] = str(error)
             trace["failed_attempt"] = trace.get("attempt", 0)
+            # A refusal (no flow-control slot, an open breaker) made no call: the next attempt
+            # is the same call again, not a retry (relayflow.control.timeline.REFUSAL_ERRORS).
+            trace["refused"] = not composite and trace["error"] in REFUSAL_ERRORS
+            if trace["refused"]:
+                trace["refusals"] = int(trace.get("refusals", 0)) + 1
         else:
-            trace["attempt"] = trace.get("attempt", 0) + 1
+            refused = bool(trace.get("refused")) and int(trace.get("attempt", 0)) > 0
+            trace["refused"] = False
+            if refused:
+                trace.pop("failed_attempt", None)  # the same attempt goes on
+            else:
+                trace["attempt"] = trace.get("attempt", 0) + 1
             step, attempt = trace["step"], trace["attempt"]
-            if step and trace["state"] == step and attempt > 1:
+            if step and trace["state"] == step and attempt > 1 and not refused:
                 yield StepEvent(
-                    "retrying", step, attempt, record.at_ms, record.id, None, _err(trace)
+                    "retrying",
+                    step,
+                    attempt,
+                    record.at_ms,
+                    record.id,
+                    None,
+                    _err(trace),
+                    int(trace.get("refusals", 0)),
                 )
             resource = str(record.details.get("resource") or "")
             if step and trace["state"] == step and resource.endswith(".waitForTaskToken"):
@@ -282,8 +321,11 @@ def _apply(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
     else:
         # Any other event of a state (TaskStarted, TaskSucceeded, MapStateStarted …) moves its
         # trace on, so that the next one still finds it by previous_event_id.
-        sk = traces.following(record, or_the_task=False)
-        if sk is not None:
+        if kind.startswith(_COMPOSITE_PREFIXES) and kind not in _COMPOSITE_OWN:
+            sk = traces.composite(record)  # MapStateSucceeded …: chained after a child
+        else:
+            sk = traces.following(record, or_the_task=False)
+        if sk is not None and int(traces.open[sk].get("last_event_id", 0)) < record.id:
             traces.put(sk, dict(traces.open[sk], last_event_id=record.id))
 
 
@@ -357,6 +399,7 @@ def _exited(record: LogRecord, name: str, traces: Traces) -> Iterator[StepEvent]
         record.id,
         duration,
         _err(trace) if failed else None,
+        int(trace.get("refusals", 0)),
     )
 
 
@@ -374,6 +417,7 @@ def _execution_ended(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
             record.id,
             record.at_ms - int(trace.get("entered_ms", record.at_ms)),
             _err(trace) if record.type == "ExecutionFailed" and _err(trace) else error,
+            int(trace.get("refusals", 0)),
         )
 
 

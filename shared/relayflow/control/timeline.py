@@ -26,6 +26,7 @@ class StepRun:
     key: str
     type: str
     status: str
+    #: Calls the step's state made (Task attempts that were not refused; 1 for native states).
     attempts: int
     started_at: str | None
     ended_at: str | None
@@ -37,6 +38,9 @@ class StepRun:
     #: In a dry run: ``{"simulated": true, "call": <the would-be call>}`` for a step that
     #: did not act, ``{"simulated": false, "read": true}`` for a ``dry_run: read`` tool.
     dry_run: Any = None
+    #: Task attempts refused before any call was made (:data:`REFUSAL_ERRORS`): waits for a
+    #: flow-control slot or a rate window, or an open circuit breaker. Not in ``attempts``.
+    refusals: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -44,6 +48,14 @@ class StepRun:
 
 #: Step statuses an auxiliary state's record sets (relayflow.compiler.on_error).
 AUXILIARY_STATUSES = ("fallback", "skipped")
+#: The auxiliary state that writes an ``on_error: continue`` fallback (relayflow.compiler.on_error).
+FALLBACK_SUFFIX = ".fallback"
+#: Errors of an attempt the step's Lambda refused without making its call: flow control
+#: (no slot, or the rate window is full; retried by the compiled Throttled retrier) and an
+#: open circuit breaker. A timeline counts them as ``refusals``, apart from ``attempts``.
+REFUSAL_ERRORS = frozenset({"Relayflow.Throttled", "Relayflow.CircuitOpen"})
+#: History events that end an attempt in failure (their ``error`` says whether it was refused).
+_ATTEMPT_FAILED = frozenset({"TaskFailed", "LambdaFunctionFailed", "ActivityFailed"})
 
 
 def _step_output(key: str, output: Any, in_item: bool) -> Any:
@@ -71,10 +83,39 @@ def _dry_run_record(task_result: Any) -> Any:
     return payload.get("dry_run") if isinstance(payload, dict) else None
 
 
+def refused_attempts(events: Iterable[Mapping[str, Any]]) -> dict[int, int]:
+    """Refused attempts (:data:`REFUSAL_ERRORS`) per state entry (its ``…StateEntered`` event
+    id), following each attempt's ``previousEventId`` chain back to the entry."""
+    entry_of: dict[int, int] = {}
+    refused: dict[int, int] = {}
+    for event in events:
+        event_id = int(event.get("id", 0))
+        kind = str(event.get("type", ""))
+        if kind.endswith("StateEntered"):
+            entry_of[event_id] = event_id
+            continue
+        entry = entry_of.get(int(event.get("previousEventId", 0) or 0))
+        if entry is None:
+            continue
+        entry_of[event_id] = entry
+        if kind in _ATTEMPT_FAILED and _event_error(event) in REFUSAL_ERRORS:
+            refused[entry] = refused.get(entry, 0) + 1
+    return refused
+
+
+def _event_error(event: Mapping[str, Any]) -> str | None:
+    for key, value in event.items():
+        if key.endswith("EventDetails") and isinstance(value, Mapping):
+            error = value.get("error")
+            return str(error) if error else None
+    return None
+
+
 def fold_steps(
     step_types: Mapping[str, str],
     step_runners: Mapping[str, str],
     states: Sequence[StateRun],
+    refusals: Mapping[int, int] | None = None,
 ) -> list[StepRun]:
     """Fold the per-state timeline into one entry per step execution, in run order.
 
@@ -84,8 +125,12 @@ def fold_steps(
     ``<key>.retry_wait`` …) add to that step's entry. Each for_each item is its own entry
     (``price[2]``). Entering a finished step's main state again starts a new entry (a cycle),
     except after the step's own linear-retry wait. Causes are the public part only
-    (:func:`relayflow.control.causes.public_cause`).
+    (:func:`relayflow.control.causes.public_cause`). ``refusals`` (by state entry,
+    :func:`refused_attempts`) are counted apart from the attempts that made their call.
+    A history without execution data (an Express run's logs) still shows a fallback: its
+    ``<key>.fallback`` state ran.
     """
+    refusals = refusals or {}
     steps: list[StepRun] = []
     current: dict[tuple[str, int | None], StepRun] = {}
     main_done: set[int] = set()
@@ -117,9 +162,16 @@ def fold_steps(
         if is_main:
             retrying.discard(id(entry))
             main_done.add(id(entry))
-            entry.attempts += max(state.attempts, 1)
+            refused = refusals.get(state.entered_event_id, 0)
+            entry.refusals += refused
+            # A native state makes one "call"; a Task whose every attempt was refused, none.
+            entry.attempts += state.attempts - refused if state.attempts else 1
             entry.status = state.status
             entry.error, entry.cause = state.error, public_cause(state.cause)
+            if state.status == "succeeded" and state.error in REFUSAL_ERRORS:
+                # Its last failed attempt was a refusal (counted in refusals), not an error of
+                # a call it made.
+                entry.error, entry.cause = None, None
             entry.output = _step_output(key, state.output, state.iteration is not None)
             entry.dry_run = _dry_run_record(state.task_result)
         elif _writes_output(key, state.output):
@@ -130,6 +182,9 @@ def fold_steps(
             if record.get("status") in AUXILIARY_STATUSES:
                 # on_error: a fallback output, or a parked step skipped by a resume.
                 entry.status = record["status"]
+        elif state.name == key + FALLBACK_SUFFIX and state.status == "succeeded":
+            # No execution data (logs): the fallback state ran, its output is not known here.
+            entry.status = "fallback"
         elif state.name == f"{key}.park" and state.status == "running":
             entry.status = "parked"
         elif state.name.endswith(".retry_wait"):
@@ -167,7 +222,8 @@ def history_steps(
         if str(event.get("type", "")) in EXECUTION_END:
             status, ended_at = EXECUTION_END[str(event["type"])], _iso(event.get("timestamp"))
             break
-    steps = fold_steps(step_types, step_runners, build_state_runs(events, status))
+    states = build_state_runs(events, status)
+    steps = fold_steps(step_types, step_runners, states, refused_attempts(events))
     for step in steps:
         # A step the run ended in never exited its state: it ended with the execution.
         if step.ended_at is None and step.status != "running" and ended_at and step.started_at:
@@ -176,12 +232,19 @@ def history_steps(
     return steps
 
 
+#: Statuses of a step a run ended in (it never left its state).
+ENDED_IN = ("failed", "timed_out", "aborted", "running")
+
+
 def failing_step(steps: Sequence[StepRun]) -> str | None:
-    """The key of the step a failed or timed-out run ended in (the last one that did not
-    succeed), without a for_each index. A run that compensated before failing caught its
-    step's error to walk the compensations: then it is the last step whose error was caught."""
-    for step in reversed(steps):
-        if step.status in ("failed", "timed_out", "aborted", "running"):
+    """The key of the step of the run's own flow that a failed or timed-out run ended in: the
+    first one (in start order) that never finished. A ``parallel`` or ``for_each`` starts
+    before the steps inside it, so a failure inside one names the ``parallel`` or the
+    ``for_each`` (``fan``), not whichever branch or item happened to be open last. A run that
+    compensated before failing caught its step's error to walk the compensations: then it is
+    the last step whose error was caught."""
+    for step in steps:
+        if step.status in ENDED_IN:
             return step.key.split("[", 1)[0]
     for step in reversed(steps):
         if step.status == "caught":

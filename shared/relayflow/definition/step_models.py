@@ -297,7 +297,11 @@ class AgentStep(_Routed, Compensable):
     ``inherit`` sends that outcome to the step's failure handling."""
 
     type: Literal["agent"]
-    agent_id: str | None = None
+    agent_id: str | None = Field(
+        None,
+        description="Not supported: a stored agent of the seed engine. Refused by validation "
+        "(not-applicable); define the agent inline (model, prompt, system, tools).",
+    )
     prompt: Template
     system: Template | None = None
     model: str | None = Field(

@@ -81,6 +81,15 @@ def check_agents(checker: Checker) -> None:
         if raw.get("type") != "agent":
             continue
         base = f"steps.{key}"
+        if raw.get("agent_id") is not None:
+            # The seed engine's reference to a stored agent: Relayflow has no agent store, and
+            # running the step without the agent it names would silently change what it does.
+            checker.add(
+                f"{base}.agent_id",
+                "not-applicable",
+                "agent_id (a stored agent) is not supported: define the agent in the step "
+                "with model, prompt, system and tools",
+            )
         model = raw.get("model")
         if model is None:
             checker.add(

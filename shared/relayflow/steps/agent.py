@@ -11,7 +11,10 @@ idempotency`) under the step execution's identity plus ``turn<n>.model`` or
 sends the same tool calls with the same ids, and replays their recorded results: no tool runs
 twice for one step execution. They are recorded as *parts* of the step (``run_recorded(…,
 part=True)``), so a retry of the step (a later attempt of the same execution) replays them too
-rather than taking them over the way it takes over a whole step's result.
+rather than taking them over the way it takes over a whole step's result. The final answer
+is recorded as one more part (``result``): the step's result is never recorded whole (a
+suspended agent is invoked again for the same step execution), and this record is how an
+Express run's timeline shows the step's output.
 
 With ``output_schema`` or ``outcomes`` the model answers through the ``final_answer`` tool,
 whose schema holds the response (``output_schema``, else a string) and the outcome (one of the
@@ -50,7 +53,7 @@ from relayflow.errors import (
 )
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
-from relayflow.steps.idempotency import StepIdentity, run_recorded, step_identity
+from relayflow.steps.idempotency import RESULT_PART, StepIdentity, run_recorded, step_identity
 from relayflow.steps.task import parse_task, result
 
 #: Output tokens per model turn when the step sets no max_tokens.
@@ -103,7 +106,11 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
         output = loop.resume(previous) if _waiting(previous) else loop.start()
     except Suspended as pause:
         return result(pause.output, pause.branch)
-    return result(output, task=task)
+    # The answer is recorded as one more part: an Express run keeps no history, and this
+    # record is how its timeline shows the step's output. (The step's result is not recorded
+    # whole: a suspended agent is invoked again for the same step execution.)
+    answer = output
+    return result(loop.once(RESULT_PART, lambda: answer), task=task)
 
 
 AWAITING = "awaiting_approval"
@@ -528,8 +535,7 @@ class AgentLoop:
     def once(self, suffix: str, thunk: Callable[[], Any]) -> Any:
         if self.identity is None:
             return thunk()
-        scoped = dataclasses.replace(self.identity, step_key=f"{self.identity.step_key}#{suffix}")
-        return self.record(scoped, thunk)
+        return self.record(self.identity.part(suffix), thunk)
 
 
 def safe_call_id(call_id: str) -> str:

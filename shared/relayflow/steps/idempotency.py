@@ -57,13 +57,16 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.observability import Handler, logger
 from relayflow.steps.dry_run import event_is_dry_run
 
+#: The part under which a step recorded in parts (an agent) records its final result: not
+#: replayed as the step's result, but what an Express run's timeline shows as its output.
+RESULT_PART = "result"
 #: The record's attributes: ``pk``/``sk`` are the table's keys, ``expires_at`` its TTL.
 KEY_ATTR = "pk"
 SORT_KEY_ATTR = "sk"
@@ -101,6 +104,20 @@ class StepIdentity:
 
         text = json.dumps({"kind": kind, **self.key_data()}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def part(self, suffix: str) -> StepIdentity:
+        """The identity of one part of this step execution (``<step key>#<suffix>``)."""
+        return replace(self, step_key=f"{self.step_key}#{suffix}")
+
+    @property
+    def record_key(self) -> str:
+        """The sort key of this step execution's result record: Powertools' idempotency key,
+        ``<step key>#<sha256 of the sorted JSON of key_data>``."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.key_data(), sort_keys=True)
+        return f"{self.step_key}#{hashlib.sha256(text.encode()).hexdigest()}"
 
     def key_data(self) -> dict[str, Any]:
         """The value Powertools hashes into the idempotency key."""

@@ -24,7 +24,7 @@ from relayflow.control.errors import (
     ServiceUnavailable,
     TooManyRequests,
 )
-from relayflow.control.express_timeline import with_duration
+from relayflow.control.express_timeline import with_duration, with_native_verdict
 from relayflow.control.models import ApiKeyInfo, RunSummary, StepEntry, WorkflowSummary
 from relayflow.control.timeline import StepRun
 from relayflow.dal import (
@@ -291,7 +291,8 @@ def _engine_of(version: VersionItem) -> dict[str, str]:
 
 
 def _run_summary(item: RunItem) -> RunSummary:
-    item = with_duration(item)  # an Express machine records no duration (engines.md)
+    # An Express machine records no duration and no verdict (engines.md).
+    item = with_native_verdict(with_duration(item))
     return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
 
 
@@ -303,6 +304,7 @@ def _step_entry(step: StepRun) -> StepEntry:
         type=step.type,
         status=step.status,
         attempts=step.attempts,
+        refusals=step.refusals,
         started_at=_z(step.started_at),
         ended_at=_z(step.ended_at),
         duration_ms=step.duration_ms,

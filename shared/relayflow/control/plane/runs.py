@@ -12,7 +12,11 @@ from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.causes import public_cause, public_document
 from relayflow.control.engines import start_execution
 from relayflow.control.errors import BadRequest, Conflict, PayloadTooLarge
-from relayflow.control.express_timeline import SOURCE_RECORDS_AND_LOGS, express_timeline
+from relayflow.control.express_timeline import (
+    SOURCE_RECORDS_AND_LOGS,
+    express_timeline,
+    with_native_verdict,
+)
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
 from relayflow.control.plane.base import PlaneBase
 from relayflow.control.plane.common import (
@@ -423,7 +427,7 @@ class Runs(PlaneBase):
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
         """The run with its step timeline (:meth:`run_timeline`) and, for a failed Express run
         the sweep has not settled yet, its failing step from that timeline."""
-        run = self._run(tenant, run_id)
+        run = with_native_verdict(self._run(tenant, run_id))
         steps, source, note = self.run_timeline(run)
         failing = run.failing_step
         if failing is None and source == SOURCE_RECORDS_AND_LOGS and run.status in FAILED:
