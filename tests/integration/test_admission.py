@@ -290,6 +290,7 @@ def test_twenty_webhook_posts_in_the_period_start_one_run_with_the_last(server, 
     # Then each is accepted (202) with the same pending run id, and nothing runs yet
     assert {a.status_code for a in answers} == {202}
     assert {a.json()["admission"] for a in answers} == {"debounced"}
+    assert answers[-1].json()["starts_at"] == "2030-03-17T17:47:29.000Z"  # T0 + 19 s + 30 s
     pending = {a.json()["run_id"] for a in answers}
     assert len(pending) == 1
     fire_due(server, clock)  # other tests' deadlines may fire; none of this key is due
@@ -389,6 +390,8 @@ def test_webhook_deliveries_are_batched_too(server, api):
     assert {a.status_code for a in answers} == {202}
     assert {a.json()["admission"] for a in answers} == {"batched"}
     assert len({a.json()["run_id"] for a in answers}) == 1
+    # And each answer says how many triggers the batch holds (docs/flow-control.md)
+    assert [a.json().get("batch_size") for a in answers] == [1, 2, 3]
     (run,) = runs(server, wf)
     assert output_trigger(server, run) == [{"n": 0}, {"n": 1}, {"n": 2}]
 
