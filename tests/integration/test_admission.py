@@ -11,6 +11,7 @@ atomically and moto does not (see ``test_flow_control.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -184,11 +185,15 @@ def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial
     # Given a limit of 2 and 10 threads asking for a run of one key at the same moment
     control = server.control()
     wf = fresh("conc-threads")
-    # (each run holds its slot for 3 s scaled: long against the threads' start on a loaded
-    # machine, so the gate is read while both starters still hold it)
-    control.put_workflow(TENANT, wf, workflow(wf, delay=3000, concurrency={"limit": 2}))
+    # (step-through runs, paused before their first step: each holds its slot until let go,
+    # so the gate is read while both starters hold it, whatever the timing)
+    control.put_workflow(TENANT, wf, workflow(wf, delay=1, concurrency={"limit": 2}))
     with ThreadPoolExecutor(max_workers=10) as pool:
-        results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(10)))
+        results = list(
+            pool.map(
+                lambda n: control.start_run(TENANT, wf, {"n": n}, step_through=True), range(10)
+            )
+        )
     # Then exactly 2 started and 8 queued, and the gate holds exactly the 2 started
     started = [r.run_id for r in results if r.admission is None]
     queued = [r.run_id for r in results if r.admission == "queued"]
@@ -196,8 +201,16 @@ def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial
     store = control.admission.store
     assert sorted(store.holders(TENANT, wf, key_id("default"))) == sorted(started)
     assert sorted(store.queue(TENANT, wf, key_id("default"))) == sorted(queued)
-    # And every one of them finishes in the end
-    eventually(lambda: all(r.status == "succeeded" for r in runs(server, wf)))
+
+    # And every one of them finishes in the end, each let go once it holds a slot
+    def all_let_go() -> bool:
+        for run in runs(server, wf):
+            if run.status == "running":
+                with contextlib.suppress(Exception):  # not at its gate yet: next round
+                    control.continue_run(TENANT, run.run_id, to_end=True)
+        return all(r.status == "succeeded" for r in runs(server, wf))
+
+    eventually(all_let_go)
     assert len(runs(server, wf)) == 10
 
 
@@ -223,8 +236,11 @@ def test_cancelling_a_queued_run_takes_it_out_of_the_queue(server, api):
 
 def test_singleton_skip_names_the_running_run_until_it_ends(server, api):
     wf = register(api, workflow(fresh("single"), delay=300, singleton={"key": "{{ trigger.c }}"}))
-    # Given a running run for customer a
-    first = start(api, wf, {"c": "a", "n": 1})
+    # Given a running run for customer a (in step-through, paused before its first step: it
+    # holds the slot until let go, however slowly the next requests arrive)
+    first = api.post(
+        f"/workflows/{wf}/runs", json={"input": {"c": "a", "n": 1}, "step_through": True}
+    )
     assert first.status_code == 201
     # When another trigger for a arrives, and one for b
     second = start(api, wf, {"c": "a", "n": 2})
@@ -236,6 +252,7 @@ def test_singleton_skip_names_the_running_run_until_it_ends(server, api):
     assert other.status_code == 201
     # And once the first run ended (recorded), a new trigger for a starts
     first_id = first.json()["run_id"]
+    eventually(lambda: api.post(f"/runs/{first_id}/continue", json={"to_end": True}).is_success)
     eventually(lambda: server.control().dal.get_run(TENANT, first_id).status == "succeeded")
     third = start(api, wf, {"c": "a", "n": 4})
     assert third.status_code == 201 and third.json()["run_id"] != first_id
