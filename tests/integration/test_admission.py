@@ -11,6 +11,7 @@ atomically and moto does not (see ``test_flow_control.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -149,10 +150,16 @@ def start(api: httpx.Client, workflow_id: str, payload: Any) -> httpx.Response:
 def test_concurrency_two_with_ten_triggers_runs_two_at_a_time_fifo(server, api):
     # Given a workflow that lets 2 runs of a customer run at once
     concurrency = {"limit": 2, "key": "{{ trigger.c }}"}
-    wf = register(api, workflow(fresh("conc"), delay=1500, concurrency=concurrency))
-    # When 10 runs of one customer are asked for, and one of another customer
-    answers = [start(api, wf, {"c": "a", "n": n}) for n in range(10)]
-    other = start(api, wf, {"c": "b", "n": 99})
+    wf = register(api, workflow(fresh("conc"), delay=1, concurrency=concurrency))
+
+    # When 10 runs of one customer are asked for, and one of another customer (step-through
+    # runs: each holds its slot, paused at its first gate, until the test lets it go, so no
+    # run ends while the requests are still arriving)
+    def stepped(payload: Any) -> httpx.Response:
+        return api.post(f"/workflows/{wf}/runs", json={"input": payload, "step_through": True})
+
+    answers = [stepped({"c": "a", "n": n}) for n in range(10)]
+    other = stepped({"c": "b", "n": 99})
     # Then 2 start and 8 queue (202); the other customer's run is not held up
     assert [a.status_code for a in answers] == [201, 201] + [202] * 8
     assert all(a.json()["admission"] == "queued" for a in answers[2:])
@@ -160,15 +167,21 @@ def test_concurrency_two_with_ten_triggers_runs_two_at_a_time_fifo(server, api):
     ids = [a.json()["run_id"] for a in answers]
     peak = 0
 
+    control = server.control()
+
     def all_done() -> bool:
         nonlocal peak
         items = {r.run_id: r for r in runs(server, wf)}
-        running = sum(items[i].status == "running" for i in ids)
-        peak = max(peak, running)
+        running = [i for i in ids if items[i].status == "running"]
+        peak = max(peak, len(running))
+        for run_id in running:  # let each go once it holds a slot
+            with contextlib.suppress(Exception):  # not at its gate yet: next round
+                control.continue_run(TENANT, run_id, to_end=True)
         return all(items[i].status == "succeeded" for i in ids)
 
     # And as runs end, queued ones start: never more than 2 running, all 10 finish
     eventually(all_done)
+    control.cancel_run(TENANT, other.json()["run_id"])
     assert peak <= 2
     assert executions_running(server, wf) == 0
     # And queued runs started first in, first out
@@ -184,11 +197,15 @@ def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial
     # Given a limit of 2 and 10 threads asking for a run of one key at the same moment
     control = server.control()
     wf = fresh("conc-threads")
-    # (each run holds its slot for 3 s scaled: long against the threads' start on a loaded
-    # machine, so the gate is read while both starters still hold it)
-    control.put_workflow(TENANT, wf, workflow(wf, delay=3000, concurrency={"limit": 2}))
+    # (step-through runs, paused before their first step: each holds its slot until let go,
+    # so the gate is read while both starters hold it, whatever the timing)
+    control.put_workflow(TENANT, wf, workflow(wf, delay=1, concurrency={"limit": 2}))
     with ThreadPoolExecutor(max_workers=10) as pool:
-        results = list(pool.map(lambda n: control.start_run(TENANT, wf, {"n": n}), range(10)))
+        results = list(
+            pool.map(
+                lambda n: control.start_run(TENANT, wf, {"n": n}, step_through=True), range(10)
+            )
+        )
     # Then exactly 2 started and 8 queued, and the gate holds exactly the 2 started
     started = [r.run_id for r in results if r.admission is None]
     queued = [r.run_id for r in results if r.admission == "queued"]
@@ -196,8 +213,16 @@ def test_concurrent_triggers_never_take_more_slots_than_the_limit(server, serial
     store = control.admission.store
     assert sorted(store.holders(TENANT, wf, key_id("default"))) == sorted(started)
     assert sorted(store.queue(TENANT, wf, key_id("default"))) == sorted(queued)
-    # And every one of them finishes in the end
-    eventually(lambda: all(r.status == "succeeded" for r in runs(server, wf)))
+
+    # And every one of them finishes in the end, each let go once it holds a slot
+    def all_let_go() -> bool:
+        for run in runs(server, wf):
+            if run.status == "running":
+                with contextlib.suppress(Exception):  # not at its gate yet: next round
+                    control.continue_run(TENANT, run.run_id, to_end=True)
+        return all(r.status == "succeeded" for r in runs(server, wf))
+
+    eventually(all_let_go)
     assert len(runs(server, wf)) == 10
 
 
@@ -223,8 +248,11 @@ def test_cancelling_a_queued_run_takes_it_out_of_the_queue(server, api):
 
 def test_singleton_skip_names_the_running_run_until_it_ends(server, api):
     wf = register(api, workflow(fresh("single"), delay=300, singleton={"key": "{{ trigger.c }}"}))
-    # Given a running run for customer a
-    first = start(api, wf, {"c": "a", "n": 1})
+    # Given a running run for customer a (in step-through, paused before its first step: it
+    # holds the slot until let go, however slowly the next requests arrive)
+    first = api.post(
+        f"/workflows/{wf}/runs", json={"input": {"c": "a", "n": 1}, "step_through": True}
+    )
     assert first.status_code == 201
     # When another trigger for a arrives, and one for b
     second = start(api, wf, {"c": "a", "n": 2})
@@ -236,6 +264,7 @@ def test_singleton_skip_names_the_running_run_until_it_ends(server, api):
     assert other.status_code == 201
     # And once the first run ended (recorded), a new trigger for a starts
     first_id = first.json()["run_id"]
+    eventually(lambda: api.post(f"/runs/{first_id}/continue", json={"to_end": True}).is_success)
     eventually(lambda: server.control().dal.get_run(TENANT, first_id).status == "succeeded")
     third = start(api, wf, {"c": "a", "n": 4})
     assert third.status_code == 201 and third.json()["run_id"] != first_id
@@ -290,6 +319,7 @@ def test_twenty_webhook_posts_in_the_period_start_one_run_with_the_last(server, 
     # Then each is accepted (202) with the same pending run id, and nothing runs yet
     assert {a.status_code for a in answers} == {202}
     assert {a.json()["admission"] for a in answers} == {"debounced"}
+    assert answers[-1].json()["starts_at"] == "2030-03-17T17:47:29.000Z"  # T0 + 19 s + 30 s
     pending = {a.json()["run_id"] for a in answers}
     assert len(pending) == 1
     fire_due(server, clock)  # other tests' deadlines may fire; none of this key is due
@@ -389,6 +419,8 @@ def test_webhook_deliveries_are_batched_too(server, api):
     assert {a.status_code for a in answers} == {202}
     assert {a.json()["admission"] for a in answers} == {"batched"}
     assert len({a.json()["run_id"] for a in answers}) == 1
+    # And each answer says how many triggers the batch holds (docs/flow-control.md)
+    assert [a.json().get("batch_size") for a in answers] == [1, 2, 3]
     (run,) = runs(server, wf)
     assert output_trigger(server, run) == [{"n": 0}, {"n": 1}, {"n": 2}]
 

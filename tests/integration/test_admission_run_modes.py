@@ -74,9 +74,11 @@ def status(api: httpx.Client, run_id: str) -> str:
 
 def test_a_dry_run_passes_a_singleton_and_holds_no_slot(server, api):
     wf = register(api, "single-dry", delay=3000, singleton={"mode": "skip"})
-    # Given a real run holding the workflow's singleton slot
-    first = start(api, wf, {"n": 1})
+    # Given a real run holding the workflow's singleton slot (paused before its first step,
+    # so it holds the slot whatever the timing)
+    first = start(api, wf, {"n": 1}, step_through=True)
     assert first.status_code == 201, first.text
+    assert eventually(lambda: pending_gate(api, first.json()["run_id"])) == "hold"
     # When a dry run is asked for
     dry = start(api, wf, {"n": 2}, dry_run=True)
     # Then it starts (not skipped), and the slot still names only the real run
@@ -106,15 +108,20 @@ def test_a_step_through_run_is_not_debounced(server, api):
 
 def test_a_queued_step_through_run_starts_in_step_through_when_its_slot_frees(server, api):
     wf = register(api, "conc-step", delay=200, concurrency={"limit": 1})
-    # Given a real run holding the only slot
-    first = start(api, wf, {"n": 1}).json()
+    # Given a run holding the only slot until it is let go (a step-through run paused before
+    # its first step: it holds the slot by state, not by how long a delay lasts)
+    first = start(api, wf, {"n": 1}, step_through=True).json()
+    assert eventually(lambda: pending_gate(api, first["run_id"])) == "hold"
     # When a step-through run is asked for, it queues (202) and keeps its mode
     queued = start(api, wf, {"n": 2}, step_through=True)
     assert queued.status_code == 202, queued.text
     assert queued.json()["admission"] == "queued"
     run_id = queued.json()["run_id"]
     assert api.get(f"/runs/{run_id}").json()["step_through"] is True
+    assert status(api, run_id) == "queued"
     # Then once the first run ends, it starts and pauses at the gate of its first step
+    let_go = api.post(f"/runs/{first['run_id']}/continue", json={"to_end": True})
+    assert let_go.status_code == 200, let_go.text
     eventually(lambda: status(api, first["run_id"]) == "succeeded")
     assert eventually(lambda: pending_gate(api, run_id)) == "hold"
     run = api.get(f"/runs/{run_id}").json()

@@ -96,8 +96,11 @@ def flow_items() -> list[dict[str, Any]]:
 
 def test_thirty_threads_never_hold_more_than_a_limit_of_three(aws):
     # Given 30 threads that each need the step twice, under a limit of 3
+    # (holders keep their slot until some thread has been refused: a refusal happens only
+    # while 3 hold, so 3 held at once and some were refused, whatever the scheduler does)
     control = FlowControl()
     lock = threading.Lock()
+    refused = threading.Event()
     holding, most, runs, refusals = 0, 0, 0, 0
 
     def worker() -> None:
@@ -109,13 +112,14 @@ def test_thirty_threads_never_hold_more_than_a_limit_of_three(aws):
             except Throttled:
                 with lock:
                     refusals += 1
+                refused.set()
                 time.sleep(0.002)
                 continue
             try:
                 with lock:
                     holding += 1
                     most = max(most, holding)
-                time.sleep(0.02)
+                assert refused.wait(timeout=60), "nobody was refused while 3 held"
                 with lock:
                     holding -= 1
                     runs += 1
@@ -305,20 +309,35 @@ steps:
 
 
 class Counting:
-    """The transform logic, 0.2 s long, counting how many run at once."""
+    """The transform logic, counting how many run at once. It holds its slot until some
+    invocation has been refused (:meth:`guarded` notes refusals): a refusal happens only while
+    the limit is held, so the limit was reached and refusals happened, whatever the timing."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold_until_refused: bool = True) -> None:
         self.lock = threading.Lock()
+        self.refused = threading.Event()
+        if not hold_until_refused:
+            self.refused.set()
         self.running = 0
         self.most = 0
         self.runs = 0
+
+    def guarded(self, handler: Any) -> Any:
+        def noting_refusals(event: dict[str, Any], context: Any) -> Any:
+            try:
+                return handler(event, context)
+            except Throttled:
+                self.refused.set()
+                raise
+
+        return noting_refusals
 
     def __call__(self, event: dict[str, Any], context: Any) -> Any:
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            time.sleep(0.2)
+            assert self.refused.wait(timeout=20), "no invocation was refused while 2 held"
             return transform.run(event)
         finally:
             with self.lock:
@@ -338,7 +357,8 @@ def test_a_for_each_under_a_concurrency_limit_runs_every_item_two_at_a_time(
     # Given the table, and the transform function's real guard around a slow, counting logic
     create_table(runtime.dynamodb_client)
     logic = Counting()
-    runtime.register_handler("relayflow-transform", step_handler(flow_controlled(logic)))
+    handler = logic.guarded(step_handler(flow_controlled(logic)))
+    runtime.register_handler("relayflow-transform", handler)
     # When a for_each of 6 items runs a step limited to 2 at once, with no retries of its own
     result = run_workflow(
         load_workflow_text(FAN_OUT, "fan-out.yaml"),
@@ -365,7 +385,7 @@ def test_a_for_each_under_a_concurrency_limit_runs_every_item_two_at_a_time(
 def test_steps_without_flow_control_make_no_dynamodb_request(runtime, serial_dynamodb):
     # Given a runtime that has provisioned its table (those requests are not the step's)
     serial_dynamodb.actions.clear()
-    logic = Counting()
+    logic = Counting(hold_until_refused=False)  # nothing limits it, so nothing is refused
     runtime.register_handler("relayflow-transform", step_handler(flow_controlled(logic)))
     # When a for_each of 4 runs a Lambda step without limits
     result = run_workflow(

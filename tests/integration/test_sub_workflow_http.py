@@ -118,6 +118,33 @@ def test_a_failing_child_fails_the_step_with_its_error_and_run_id(server, api):
     assert api.get(f"/dlq/{cause['child_run_id']}").status_code == 404
 
 
+def test_a_failed_child_leaves_a_true_record_for_the_error_route(server, api):
+    # Given a parent whose failure route reads the sub_workflow step's record
+    put(
+        api,
+        {
+            "id": "broken-too",
+            "start": "divide",
+            "steps": {"divide": {"type": "transform", "mapping": {"r": "{{ 1 / trigger.qty }}"}}},
+        },
+    )
+    definition = parent("broken-too")
+    definition["steps"]["call"]["on_failure"] = "report"
+    definition["steps"]["report"] = {"type": "transform", "mapping": {"seen": "{{ steps.call }}"}}
+    put(api, definition)
+    # When the child fails
+    run = run_to_end(server, api, "order-broken-too", {"qty": 0})
+    assert run["status"] == "succeeded", run
+    # Then the record names the child that ran and says it failed (never "started" with a
+    # run id no child has)
+    seen = run["output"]["steps"]["report"]["output"]["seen"]
+    assert seen["status"] == "failed"
+    child = api.get(f"/runs/{seen['run_id']}").json()
+    assert (child["workflow_id"], child["status"]) == ("broken-too", "failed")
+    assert seen["error"]["child_run_id"] == seen["run_id"]
+    assert seen["error"]["error"].startswith("Relayflow.")
+
+
 def test_the_depth_guard_stops_a_workflow_that_starts_itself(server, api):
     put(
         api,

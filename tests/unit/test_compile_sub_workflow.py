@@ -77,9 +77,10 @@ def test_the_child_input_is_a_state_document_one_level_deeper():
     params = asl["call"]["Parameters"]
 
     # Then the execution name and run id are one per attempt, drawn by the prepare state
-    assert asl["call.prepare"]["Parameters"]["run_id.$"] == "States.UUID()"
+    # (a seed, not a run id or a status: a step that fails before its child ran claims neither)
+    assert asl["call.prepare"]["Parameters"] == {"seed.$": "States.UUID()"}
     assert asl["call.prepare"]["Next"] == "call"
-    name = "States.Hash(States.Format('{}-{}', $.steps.call.run_id, $$.State.RetryCount), 'MD5')"
+    name = "States.Hash(States.Format('{}-{}', $.steps.call.seed, $$.State.RetryCount), 'MD5')"
     assert params["Name.$"] == name
     document = params["Input"]
     assert document["run"]["id.$"] == name
@@ -118,10 +119,15 @@ def test_a_child_failure_is_renamed_then_takes_the_failure_route():
     check = asl["call.child_failed"]
     assert check["Choices"][0]["Next"] == "call.child_parse"
     assert check["Default"] == "handle"  # not a child failure: passed on unchanged
+    # And the step's record names the failed child, then the renamed error carries the same
+    pick = asl["call.child_pick"]
+    assert pick["ResultPath"] == "$.steps.call"
+    assert pick["Parameters"]["run_id.$"] == "$.error.child.Name"
+    assert pick["Parameters"]["status"] == "failed"
     raise_ = asl["call.child_raise"]
     assert raise_["Parameters"] == {
         "Error": "Relayflow.SubWorkflowFailed",
-        "Cause.$": "States.JsonToString($.error)",
+        "Cause.$": "States.JsonToString($.steps.call.error)",
     }
     assert raise_["Next"] == "handle"
     assert asl["call.too_deep"]["Next"] == "handle"

@@ -250,3 +250,67 @@ def test_split_cause_gives_back_the_original_cause():
     # Causes without a report are left alone
     for cause in (None, "", "plain", '{"errorType": "X"}', "{not json"):
         assert split_cause(cause) == (cause, None)
+
+
+def inline_tool(tool: str, args: Any) -> dict[str, Any]:
+    step = copy.deepcopy(SAGA["steps"]["ship"])
+    step["compensate"] = {"type": "tool", "tool": tool, "args": args}
+    return step
+
+
+@pytest.mark.parametrize(
+    ("compensate", "expected"),
+    [
+        (
+            inline_tool("aws.dynamodb.delete_item", {"table": "t", "key": {"id": "x"}}),
+            ("steps.ship.compensate.tool", "unknown-tool"),
+        ),
+        (
+            inline_tool("http.payments.void", {}),
+            ("steps.ship.compensate.tool", "unknown-tool"),
+        ),
+        (
+            inline_tool("aws.dynamodb.update_item", {"table": "t", "tabel": "t"}),
+            ("steps.ship.compensate.args.tabel", "tool-args"),
+        ),
+        (
+            inline_tool("aws.dynamodb.update_item", {"table": "t", "key": {"id": "x"}}),
+            ("steps.ship.compensate.args", "tool-args"),  # needs update
+        ),
+    ],
+)
+def test_an_inline_tool_compensation_is_checked_like_a_tool_step(compensate, expected):
+    # Given an inline compensation calling an unknown tool, an undeclared HTTP tool, or
+    # with bad args, Then it is refused with the path and rule a tool step would get
+    assert expected in problems_of(saga(ship=compensate))
+
+
+def test_an_inline_compensation_to_an_undeclared_http_operation_is_refused():
+    data = saga(ship=inline_tool("http.payments.void", {}))
+    data["http_tools"] = {
+        "payments": {
+            "base_url": "https://pay.example.com",
+            "operations": {"refund": {"method": "POST", "path": "/refunds"}},
+        }
+    }
+    found = problems_of(data)
+    assert ("steps.ship.compensate.tool", "unknown-tool") in found
+    # And a declared operation passes
+    data["steps"]["ship"]["compensate"]["tool"] = "http.payments.refund"
+    workflow, problems = validate_data(data, "wf.yaml")
+    assert problems == [] and workflow is not None
+
+
+def test_the_saga_sample_in_the_reliability_doc_validates():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    doc = Path(__file__).parents[2] / "docs" / "reliability.md"
+    section = doc.read_text().split("## Saga compensation", 1)[1]
+    sample = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert sample is not None
+    workflow, problems = validate_data(yaml.safe_load(sample.group(1)), "reliability.md")
+    assert problems == [], problems
+    assert workflow is not None

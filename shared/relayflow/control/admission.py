@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 DEFERRED_KIND = "admission"
 #: Rounds of read-and-retry a contended decision takes before it answers 409 (retry).
 MAX_ROUNDS = 100
+#: Reads of the run a concurrent repeat of a start is recording, with a growing pause (up to
+#: 50 ms) between them, before the start tries the slot again.
+AWAIT_ROUNDS = 40
 #: A debounced or batched run whose start was refused (an open breaker, throttling) is tried
 #: again this many seconds later.
 START_RETRY_SECONDS = 60
@@ -205,7 +208,9 @@ class Admission:
                 answer=self._debounce(head, version, trigger, trigger_type, rules.debounce)
             )
         if collapse and rules.batch is not None and trigger_type in BATCHED_TRIGGER_TYPES:
-            return Decision(answer=self._batch(head, version, trigger, rules.batch))
+            return Decision(
+                answer=self._batch(head, version, trigger, rules.batch, idempotency_key)
+            )
         if rules.singleton is not None:
             return self._singleton(head, version, run_id, trigger, trigger_type, rules.singleton)
         if rules.concurrency is not None:
@@ -267,6 +272,13 @@ class Admission:
             holders = self.store.holders(tenant, workflow_id, kid)
             if not holders:
                 continue  # freed meanwhile
+            if holders[0] == run_id:
+                # A concurrent repeat of this start (same key, same run id) holds the slot:
+                # its run is this one. Never skip or cancel it; answer it once it exists.
+                repeat = self._await_run(tenant, run_id)
+                if repeat is not None:
+                    return Decision(answer=_answer(repeat, admission=None, created=False))
+                continue  # the repeat gave the slot up: try again
             running = self.control.dal.get_run(tenant, holders[0])
             if running is not None and running.status not in ("running", "parked"):
                 # Its end was recorded but the slot was never freed (a lost status change).
@@ -281,6 +293,16 @@ class Admission:
             if self.store.hand_over(tenant, workflow_id, kid, holders[0], run_id, now=now):
                 return Decision(flow_key=flow_key)
         raise _contended(rule_name, workflow_id)
+
+    def _await_run(self, tenant: str, run_id: str) -> RunItem | None:
+        """The run a concurrent repeat of this start is recording (it holds the slot and
+        writes the run next); ``None`` when it did not appear (the repeat gave up)."""
+        for attempt in range(AWAIT_ROUNDS):
+            run = self.control.dal.get_run(tenant, run_id)
+            if run is not None:
+                return run
+            time.sleep(min(0.05, 0.001 * 2**attempt))
+        return None
 
     def _concurrency(
         self,
@@ -494,13 +516,22 @@ class Admission:
     # -- batches -----------------------------------------------------------------------------
 
     def _batch(
-        self, head: WorkflowItem, version: int, trigger: Any, rule: dict[str, Any]
+        self,
+        head: WorkflowItem,
+        version: int,
+        trigger: Any,
+        rule: dict[str, Any],
+        idempotency_key: str | None = None,
     ) -> StartRunResult:
+        """Add the trigger to its key's open batch. A trigger with an ``idempotency_key``
+        (an event id, a webhook delivery id) joins one batch once: a repeat, even one racing
+        the first, is answered with the batch it joined."""
         from relayflow.control.service import idempotent_run_id
 
         tenant, workflow_id = head.tenant, head.workflow_id
         kid = key_id(render_key(rule["key"], trigger, "batch"))
         max_size, timeout = int(rule["max_size"]), int(rule["timeout"])
+        member = key_id(idempotency_key) if idempotency_key is not None else None
         for _ in range(MAX_ROUNDS):
             now = self.clock()
             seen = self.store.open_batch(tenant, workflow_id, kid)
@@ -514,9 +545,17 @@ class Admission:
                 trigger=trigger,
                 entry_sk=f"{int(now * 1000):013d}#{uuid.uuid4().hex}",
                 now=int(now),
+                member=member,
             )
             if added is not None:
                 break
+            joined = (
+                None
+                if member is None
+                else self.store.batch_member(tenant, workflow_id, kid, member)
+            )
+            if joined is not None:
+                return self._batch_repeat(head, version, kid, joined, now, max_size)
         else:
             raise _contended("batch", workflow_id)
         batch_id, count = added
@@ -537,6 +576,37 @@ class Admission:
             created=count == 1,
             admission="batched",
             batch_size=count,
+        )
+
+    def _batch_repeat(
+        self,
+        head: WorkflowItem,
+        version: int,
+        kid: str,
+        joined: dict[str, Any],
+        now: float,
+        max_size: int,
+    ) -> StartRunResult:
+        """The answer to a trigger that joined batch ``joined["batch_id"]`` already."""
+        from relayflow.control.service import idempotent_run_id
+
+        tenant, workflow_id = head.tenant, head.workflow_id
+        batch_id = str(joined["batch_id"])
+        current = self.store.open_batch(tenant, workflow_id, kid)
+        still_open = (
+            current is not None
+            and current.get("batch_id") == batch_id
+            and int(current["count"]) < max_size
+        )
+        return StartRunResult(
+            run_id=idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}"),
+            workflow_id=workflow_id,
+            version=version,
+            status="pending" if still_open else "running",
+            started_at=_iso(now),
+            created=False,
+            admission="batched",
+            batch_size=int(current["count"]) if still_open else int(joined["position"]),
         )
 
     def flush_batch(self, tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ Every item lives under the tenant's prefix, in a partition per workflow and rend
 * debounce ``TENANT#<t>#DEBOUNCE#<workflow>#<key id>`` / ``PENDING``: the pending run of a
   key (its generation, first and due times, the last trigger and a change counter ``seq``).
 * batch ``TENANT#<t>#BATCH#<workflow>#<key id>`` / ``OPEN``: the open batch (id, ``count``,
-  opening time); its triggers under ``…#<batch id>`` with sk ``<epoch ms>#<uuid>``.
+  opening time); its triggers under ``…#<batch id>`` with sk ``<epoch ms>#<uuid>``; sk
+  ``MEMBER#<id>`` marks an idempotent trigger (its key's hash) that joined a batch.
 
 Each change that must not race is one conditional write or one transaction: a slot is taken
 only while ``running < limit`` and nobody queues, handed from an ending run to the head of the
@@ -32,6 +33,11 @@ HOLD_PREFIX = "HOLD#"
 QUEUE_PREFIX = "QUEUE#"
 PENDING_SK = "PENDING"
 OPEN_SK = "OPEN"
+MEMBER_PREFIX = "MEMBER#"
+#: How long a batch remembers an idempotent trigger (an event or webhook delivery id) that
+#: joined it, so a redelivery joins no batch twice: longer than EventBridge (24 h) or a
+#: webhook sender retries.
+MEMBER_RETENTION_SECONDS = 8 * 86_400
 #: Admission items outlive what they describe by this long at most (TTL), so a key nobody
 #: uses again leaves nothing behind.
 RETENTION_SECONDS = 400 * 86_400
@@ -261,11 +267,46 @@ class AdmissionDal:
     ) -> tuple[bool, str | None]:
         """Free ``run_id``'s slot: hand it to the oldest queued run (returned: it holds the
         slot now and must be started) or, with nobody queued, give it back. Returns
-        ``(False, None)`` when ``run_id`` held no slot (released already)."""
+        ``(False, None)`` when ``run_id`` held no slot (released already). When ``run_id``
+        itself is the oldest queued run (a duplicate start queued it while this request held
+        its slot), it keeps the slot and leaves the queue: ``(True, run_id)``, to be started."""
         pk = gate_partition(tenant, workflow_id, key_id)
         for _ in range(MAX_ROUNDS):
             head = self._query(pk, QUEUE_PREFIX, limit=1)
-            if head:
+            if head and head[0]["run_id"] == run_id:
+                # The run holding the slot is also the head of the queue: a duplicate start
+                # queued it while this one held the slot. It keeps the slot; its queue
+                # entry goes (one transaction may not touch its hold twice).
+                entry = head[0]
+                kept = self._transact(
+                    [
+                        {
+                            "ConditionCheck": {
+                                "Key": serialize(
+                                    {"pk": pk, "sk": f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}"}
+                                ),
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                        {
+                            "Delete": {
+                                "Key": serialize({"pk": pk, "sk": entry["sk"]}),
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                        self._count(
+                            pk,
+                            tenant,
+                            "ADD #queued :minus",
+                            "#queued > :zero",
+                            {":minus": -1, ":zero": 0},
+                            now,
+                        ),
+                    ]
+                )
+                if kept:
+                    return True, run_id
+            elif head:
                 entry = head[0]
                 handed = self._transact(
                     [
@@ -446,10 +487,12 @@ class AdmissionDal:
         trigger: Any,
         entry_sk: str,
         now: int,
+        member: str | None = None,
     ) -> tuple[str, int] | None:
         """Add ``trigger`` to the batch ``seen`` was read as, or open ``new_batch_id`` when
         there was none or it was full. Returns ``(batch id, count after)``, or ``None`` when
-        the batch changed since it was read (read it again)."""
+        the batch changed since it was read (read it again) or ``member`` (the id of an
+        idempotent trigger) joined a batch already (:meth:`batch_member` tells which)."""
         pk = batch_partition(tenant, workflow_id, key_id)
         names = {"#id": "batch_id", "#count": "count"}
         if seen is not None and int(seen["count"]) < max_size:
@@ -498,9 +541,36 @@ class AdmissionDal:
                 )
             }
         }
-        if not self._transact([head, entry]):
+        changes = [head, entry]
+        if member is not None:
+            joined = {
+                "pk": pk,
+                "sk": f"{MEMBER_PREFIX}{member}",
+                "type": "batch_member",
+                "tenant": tenant,
+                "batch_id": batch_id,
+                "position": count,
+                "expires_at": now + MEMBER_RETENTION_SECONDS,
+            }
+            changes.append(
+                {
+                    "Put": {
+                        "Item": serialize(joined),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        if not self._transact(changes):
             return None
         return batch_id, count
+
+    def batch_member(
+        self, tenant: str, workflow_id: str, key_id: str, member: str
+    ) -> dict[str, Any] | None:
+        """Where the idempotent trigger ``member`` joined (``batch_id``, ``position``), if
+        it did."""
+        pk = batch_partition(tenant, workflow_id, key_id)
+        return self._get({"pk": pk, "sk": f"{MEMBER_PREFIX}{member}"})
 
     def seal_batch(self, tenant: str, workflow_id: str, key_id: str, batch_id: str) -> bool:
         """Close the open batch ``batch_id`` to new triggers (its timeout ran out); ``False``

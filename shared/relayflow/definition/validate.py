@@ -32,6 +32,8 @@ from relayflow.definition.validate_ai import check_agents, check_batches
 from relayflow.definition.validate_compensation import check_compensations, compensation_targets
 from relayflow.definition.validate_errors import check_on_error
 from relayflow.definition.validate_for_each import check_for_each
+from relayflow.definition.validate_functions import unknown_functions
+from relayflow.definition.validate_reads import check_reads_before_run
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
@@ -214,6 +216,8 @@ class Checker:
             self.check_scopes(graph)
         check_compensations(self, graph if isinstance(start, str) and start in self.steps else None)
         self.check_templates()
+        if isinstance(start, str) and start in self.steps:
+            check_reads_before_run(self, graph)
         self.check_waits()
         self.check_tools()
         check_agents(self)
@@ -362,6 +366,13 @@ class Checker:
         self, path: str, expressions: Iterable[str], roots: tuple[str, ...] = ROOTS
     ) -> None:
         for src in expressions:
+            for name in unknown_functions(src):
+                self.add(
+                    path,
+                    "unknown-function",
+                    f"'{src.strip()}' calls {name}(), which CEL does not define "
+                    "(docs/expressions.md lists the functions)",
+                )
             for ref in expression_paths(src):
                 if not ref:
                     continue

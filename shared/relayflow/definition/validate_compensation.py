@@ -13,6 +13,8 @@ Rules, each reported with the path of the ``compensate`` field it concerns:
 * ``compensate-in-parallel`` / ``compensate-in-cycle``: a compensated step inside a parallel
   branch or on a cycle (the compiled list of completed steps lives in the main flow and holds
   one entry per step);
+* ``unknown-tool`` / ``tool-args``: an inline tool call is checked like a tool step (the
+  catalogue, declared HTTP tools and operations, args);
 * ``unknown-variable`` / ``unknown-step-reference``: the compensation's templates read
   ``output`` (the compensated step's output), ``steps.<that step>``, ``trigger``, ``run`` and,
   per for_each item, ``index``.
@@ -178,7 +180,20 @@ def _check_inline(
         for err in exc.errors(include_url=False):
             where = ".".join(str(p) for p in err["loc"])
             checker.add(f"{path}.{where}" if where else path, "compensation-step", err["msg"])
+    if call.get("type") == "tool" and isinstance(call.get("tool"), str):
+        _check_tool_call(checker, call, path)
     _check_templates(checker, key, call, path, per_item)
+
+
+def _check_tool_call(checker: Checker, call: Mapping[str, Any], path: str) -> None:
+    """An inline tool call is checked like a tool step: the catalogue, the declared HTTP
+    tools and operations, and the args (``unknown-tool``, ``tool-args``)."""
+    from relayflow.tools.catalogue import check_tool
+
+    http_tools = checker.data.get("http_tools")
+    http_tools = http_tools if isinstance(http_tools, Mapping) else {}
+    for suffix, rule, message in check_tool(call["tool"], call.get("args", {}), http_tools):
+        checker.add(f"{path}.{suffix}".rstrip("."), rule, message)
 
 
 def _check_templates(

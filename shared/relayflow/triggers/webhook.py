@@ -365,6 +365,9 @@ class _Delivery:
             # Queued, skipped (run_id names the running run), debounced or batched: no run of
             # this delivery's own to wait for (docs/flow-control.md).
             answer = {"run_id": started.run_id, "status": started.status}
+            # A batch's answer says how many triggers it holds; a debounce's, when it starts.
+            folded = {"batch_size": started.batch_size, "starts_at": started.starts_at}
+            answer.update({k: v for k, v in folded.items() if v is not None})
             return 202, {**answer, "admission": started.admission}
         if endpoint.trigger.respond == "sync":
             return self._wait(endpoint, started.run_id)

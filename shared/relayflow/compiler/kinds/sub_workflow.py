@@ -36,14 +36,16 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     with ``startExecution.sync:2`` and wait for it.
 
     ``<key>.depth`` refuses to go deeper than :data:`MAX_SUB_WORKFLOW_DEPTH`;
-    ``<key>.prepare`` draws the child's run id (``$.steps.<key>.run_id``), and each attempt
-    runs as ``md5(<run id>-<retry count>)`` (32 hex digits, an API run id) so a retried step
-    starts a fresh child. The child's
+    ``<key>.prepare`` draws a seed for the child's run id (``$.steps.<key>.seed``: not a run
+    id nor a status, so a step that fails before its child ran claims neither), and each
+    attempt runs as ``md5(<seed>-<retry count>)`` (32 hex digits, an API run id) so a retried
+    step starts a fresh child. The child's
     input is a standard state document (``run.depth`` one more, ``run.parent`` set). The
     step output is ``{"run_id", "steps"}``: the child's run id and its final ``steps``.
     A child failure (``States.TaskFailed``, whose Cause is the child's DescribeExecution)
     is re-raised as ``Relayflow.SubWorkflowFailed`` with a JSON Cause
-    ``{child_run_id, status, error, cause}``, after the step's retries.
+    ``{child_run_id, status, error, cause}``, after the step's retries; the step's record
+    then says so: ``{"run_id": <the child's>, "status": "failed", "error": <that Cause>}``.
     """
     ctx.c.runners[key] = "native"
     dynamic = target_id_path(step)
@@ -75,7 +77,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     schema = ctx.c.options.sub_workflow_input_schemas.get(key)
     if schema is not None and not dynamic:
         emit_input_check(ctx, key, step, schema, failure)
-    prepared: dict[str, Any] = {"run_id.$": "States.UUID()", "status": "started"}
+    prepared: dict[str, Any] = {"seed.$": "States.UUID()"}
     if dynamic:
         prepared["workflow_id.$"] = dynamic
     ctx.machine.add(
@@ -100,7 +102,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
     # 32 hex digits, like every run id the API accepts: a hash of the attempt's own UUID
     # and retry count, so each attempt (and each for_each item or loop pass) is new.
     child_run_id = (
-        f"States.Hash(States.Format('{{}}-{{}}', $.steps.{key}.run_id, $$.State.RetryCount), 'MD5')"
+        f"States.Hash(States.Format('{{}}-{{}}', $.steps.{key}.seed, $$.State.RetryCount), 'MD5')"
     )
     trigger = template_to_parameters({"trigger": step.input})
     assert trigger is not None  # validation refuses an input that is not native
@@ -266,16 +268,21 @@ def emit_sub_workflow_failure(
             next=pick,
         ),
     )
+    # The step's record names the child that failed (not the seed its id was drawn from).
     ctx.machine.add(
         pick,
         Pass(
             parameters={
-                "child_run_id.$": "$.error.child.Name",
-                "status.$": "$.error.child.Status",
-                "error.$": "$.error.child.Error",
-                "cause.$": "$.error.child.Cause",
+                "run_id.$": "$.error.child.Name",
+                "status": "failed",
+                "error": {
+                    "child_run_id.$": "$.error.child.Name",
+                    "status.$": "$.error.child.Status",
+                    "error.$": "$.error.child.Error",
+                    "cause.$": "$.error.child.Cause",
+                },
             },
-            result_path="$.error",
+            result_path=f"$.steps.{key}",
             next=raise_,
         ),
     )
@@ -284,7 +291,7 @@ def emit_sub_workflow_failure(
         Pass(
             parameters={
                 "Error": SubWorkflowFailed.error_name,
-                "Cause.$": "States.JsonToString($.error)",
+                "Cause.$": f"States.JsonToString($.steps.{key}.error)",
             },
             result_path="$.error",
             next=onward,

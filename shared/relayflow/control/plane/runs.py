@@ -153,7 +153,7 @@ class Runs(PlaneBase):
             self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
             raise
         try:
-            return self._create_and_start(
+            started = self._create_and_start(
                 head,
                 run_id,
                 input,
@@ -169,8 +169,12 @@ class Runs(PlaneBase):
                 # The trial run never started: the next start may take the trial at once.
                 with contextlib.suppress(DataAccessError):
                     self.breakers.abstained(admission)
-            self.admission.abandon(tenant, workflow_id, run_id, decision.flow_key)
             raise
+        if not started.created and admission is not None:
+            # A concurrent repeat's run is the one that runs: this start was no trial.
+            with contextlib.suppress(DataAccessError):
+                self.breakers.abstained(admission)
+        return started
 
     def _create_and_start(
         self,
@@ -185,12 +189,31 @@ class Runs(PlaneBase):
         *,
         flow_key: str | None = None,
     ) -> StartRunResult:
-        run, document_json = self._new_run(
-            head, run_id, input, version, idempotency_key, trigger_type, "running", flow_key, mode
-        )
+        """Record the run and start its execution. ``flow_key`` names the gate slot this
+        request holds for it: on every path that does not start the run, the slot is freed
+        here, once (a slot left held by a run that never runs jams its key)."""
         tenant = head.tenant
-        if not self.dal.create_run(run):
-            # A concurrent request with the same key wrote it first.
+        try:
+            run, document_json = self._new_run(
+                head,
+                run_id,
+                input,
+                version,
+                idempotency_key,
+                trigger_type,
+                "running",
+                flow_key,
+                mode,
+            )
+            created = self.dal.create_run(run)
+        except Exception:
+            self.admission.abandon(tenant, head.workflow_id, run_id, flow_key)
+            raise
+        if not created:
+            # A concurrent request with the same key wrote it first: that request's run is
+            # the one. It may have queued it (it found the slot this request holds taken):
+            # the slot is handed on, to that very run when it heads the queue, which starts.
+            self.admission.abandon(tenant, head.workflow_id, run_id, flow_key)
             existing = self.dal.get_run(tenant, run_id)
             if existing is None:
                 raise Conflict(f"run {run_id} is being started by another request; retry")
@@ -200,6 +223,7 @@ class Runs(PlaneBase):
         except Exception:
             # Nothing runs: forget the run so that a retry (same key) starts it afresh.
             self.dal.delete_run(tenant, run_id)
+            self.admission.abandon(tenant, head.workflow_id, run_id, flow_key)
             raise
         return StartRunResult(**_run_summary(run).model_dump(), created=True)
 
