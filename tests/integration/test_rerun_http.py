@@ -1,0 +1,165 @@
+"""Rerun from a step over HTTP (``POST /runs/{id}/rerun``) against a LocalServer: the new run
+starts at the chosen step with the earlier run's trigger and outputs, on the pinned or the
+live version; bad steps are 422 ``unknown_step``, other tenants' runs 404."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from relayflow_testing import Received, Reply, Server, allowed_server, tenant_client
+
+from relayflow.local.serve import LocalServer
+
+pytestmark = pytest.mark.integration
+
+
+def fail(received: Received) -> Reply:
+    return 500, {"Content-Type": "application/json"}, b'{"error": "down"}'
+
+
+def ok(received: Received) -> Reply:
+    return 200, {"Content-Type": "application/json"}, b'{"id": "ch_9"}'
+
+
+def definition(url: str, label: str) -> dict[str, Any]:
+    return {
+        "id": "orders",
+        "start": "prepare",
+        "steps": {
+            "prepare": {
+                "type": "transform",
+                "mapping": {"order": "{{ trigger.order }}", "at": "{{ run.id }}"},
+                "on_success": "charge",
+            },
+            "charge": {"type": "webhook_out", "url": f"{url}/charge", "on_success": "receipt"},
+            "receipt": {
+                "type": "transform",
+                "mapping": {
+                    "label": label,
+                    "prepared": "{{ steps.prepare.output }}",
+                    "charge": "{{ steps.charge.output.body }}",
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Server]:
+    with allowed_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(time_scale=0.001) as local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def http(server: LocalServer, remote: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
+    ) as client:
+        assert client.put("/workflows/orders", json=definition(remote.url, "v1")).is_success
+        yield client
+
+
+def settled(http: httpx.Client, run_id: str) -> dict[str, Any]:
+    for _ in range(800):
+        run = http.get(f"/runs/{run_id}").json()
+        if run["status"] not in ("running", "queued"):
+            return run
+        time.sleep(0.025)
+    raise AssertionError(f"run {run_id} never finished")
+
+
+def failed_run(http: httpx.Client, remote: Server) -> dict[str, Any]:
+    remote.reply = fail
+    started = http.post("/workflows/orders/runs", json={"input": {"order": "A-7"}})
+    assert started.status_code == 201, started.text
+    run = settled(http, started.json()["run_id"])
+    assert (run["status"], run["failing_step"]) == ("failed", "charge")
+    return run
+
+
+def test_a_rerun_starts_at_the_step_with_the_earlier_outputs(http, remote):
+    # Given a run that failed at charge after prepare succeeded
+    first = failed_run(http, remote)
+    prepared = next(s for s in first["steps"] if s["key"] == "prepare")["output"]
+    calls = len(remote.to("/charge"))
+
+    # When the remote is back and the run is rerun from charge
+    remote.reply = ok
+    answer = http.post(f"/runs/{first['run_id']}/rerun", json={"from_step": "charge"})
+
+    # Then a new run starts there, keeps prepare's output and succeeds
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["run_id"] != first["run_id"]
+    assert (body["rerun_of"], body["rerun_from"], body["version"]) == (
+        first["run_id"],
+        "charge",
+        1,
+    )
+    rerun = settled(http, body["run_id"])
+    assert rerun["status"] == "succeeded", rerun
+    assert [s["key"] for s in rerun["steps"]] == ["charge", "receipt"]
+    receipt = next(s for s in rerun["steps"] if s["key"] == "receipt")["output"]
+    assert receipt["prepared"] == prepared
+    assert receipt["charge"] == {"id": "ch_9"}
+    assert rerun["input"] == {"order": "A-7"}
+    assert len(remote.to("/charge")) == calls + 1
+
+    # And a rerun of the rerun from receipt carries outputs from both runs, calling nothing
+    again = http.post(f"/runs/{rerun['run_id']}/rerun", json={"from_step": "receipt"})
+    assert again.status_code == 201, again.text
+    last = settled(http, again.json()["run_id"])
+    assert [s["key"] for s in last["steps"]] == ["receipt"]
+    assert last["steps"][0]["output"]["prepared"] == prepared
+    assert last["steps"][0]["output"]["charge"] == {"id": "ch_9"}
+    assert len(remote.to("/charge")) == calls + 1
+
+
+def test_current_runs_the_live_version_and_pinned_the_earlier_one(http, remote):
+    first = failed_run(http, remote)
+    remote.reply = ok
+    # Given a version 2 published after the run failed
+    assert http.put("/workflows/orders", json=definition(remote.url, "v2")).is_success
+    try:
+        pinned = http.post(f"/runs/{first['run_id']}/rerun", json={"from_step": "charge"})
+        current = http.post(
+            f"/runs/{first['run_id']}/rerun", json={"from_step": "charge", "version": "current"}
+        )
+        labels = {}
+        for answer in (pinned, current):
+            assert answer.status_code == 201, answer.text
+            run = settled(http, answer.json()["run_id"])
+            labels[run["version"]] = run["steps"][-1]["output"]["label"]
+        # Then each ran the version it asked for
+        assert labels == {1: "v1", 2: "v2"}
+    finally:
+        assert http.post("/workflows/orders/rollback", json={"version": 1}).is_success
+
+
+def test_bad_reruns_are_refused_with_stable_codes(http, remote, server):
+    first = failed_run(http, remote)
+    run_id = first["run_id"]
+    # An unknown step: 422 naming the steps a rerun may start at
+    unknown = http.post(f"/runs/{run_id}/rerun", json={"from_step": "nope"})
+    assert unknown.status_code == 422
+    assert unknown.json()["code"] == "unknown_step"
+    assert unknown.json()["details"] == {"steps": ["prepare", "charge", "receipt"]}
+    # A body that breaks the model: 422 unprocessable
+    bad = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge", "version": "9"})
+    assert bad.status_code == 422
+    # Another tenant sees no such run
+    with tenant_client(server, "someone-else") as other:
+        assert other.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"}).status_code == 404
+    # The OpenAPI document describes the operation
+    paths = http.get("/openapi.json").json()["paths"]
+    assert "post" in paths["/runs/{run_id}/rerun"]
