@@ -156,6 +156,7 @@ class LocalServer:
         self._maintenance: Handler | None = None
         self._maintenance_stop = threading.Event()
         self._maintenance_thread: threading.Thread | None = None
+        self._console: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -311,6 +312,8 @@ class LocalServer:
         """Answer one request the way API Gateway and the functions behind it would."""
         split = urlsplit(target)
         path = unquote(split.path) or "/"
+        if path == "/console" or path.startswith("/console/"):
+            return self._console_request(method, target, headers, body)
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
@@ -331,6 +334,24 @@ class LocalServer:
         if method != "GET" and self.recorder is not None:
             self.recorder.poke()
         return _from_proxy_result(result)
+
+    def _console_request(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> LocalResponse:
+        """``/console``: the web console (:mod:`relayflow.console`), which calls this server's
+        API as any client would (authorizer, rate limit, API function), in process."""
+        if self._console is None:
+            from relayflow.console import Console
+
+            def transport(
+                verb: str, path: str, api_headers: list[tuple[str, str]], data: bytes
+            ) -> tuple[int, bytes]:
+                answer = self.dispatch(verb, path, api_headers, data)
+                return answer.status, answer.body
+
+            self._console = Console(transport)
+        answer = self._console.handle(method, target, headers, body)
+        return LocalResponse(answer.status, answer.headers, answer.body)
 
     def _deliver_webhook(self, event: dict[str, Any]) -> LocalResponse:
         """``POST /hooks/{slug}``: no authorizer, no API-key limit (the webhook function keeps
