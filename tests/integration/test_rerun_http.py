@@ -25,9 +25,10 @@ def ok(received: Received) -> Reply:
     return 200, {"Content-Type": "application/json"}, b'{"id": "ch_9"}'
 
 
-def definition(url: str, label: str) -> dict[str, Any]:
+def definition(url: str, label: str, workflow_id: str = "orders") -> dict[str, Any]:
     return {
-        "id": "orders",
+        "id": workflow_id,
+        "engine": "standard",  # its timeline keeps every step's output (Express: test below)
         "start": "prepare",
         "steps": {
             "prepare": {
@@ -91,6 +92,7 @@ def test_a_rerun_starts_at_the_step_with_the_earlier_outputs(http, remote):
     # Given a run that failed at charge after prepare succeeded
     first = failed_run(http, remote)
     prepared = next(s for s in first["steps"] if s["key"] == "prepare")["output"]
+    assert prepared["order"] == "A-7"
     calls = len(remote.to("/charge"))
 
     # When the remote is back and the run is rerun from charge
@@ -163,3 +165,23 @@ def test_bad_reruns_are_refused_with_stable_codes(http, remote, server):
     # The OpenAPI document describes the operation
     paths = http.get("/openapi.json").json()["paths"]
     assert "post" in paths["/runs/{run_id}/rerun"]
+
+
+def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http, remote):
+    # Given an Express workflow (its timeline records no output of native steps)
+    express = {**definition(remote.url, "x", "quick"), "engine": "express"}
+    assert http.put("/workflows/quick", json=express).is_success
+    remote.reply = fail
+    run_id = http.post("/workflows/quick/runs", json={"input": {"order": "Q-1"}}).json()["run_id"]
+    assert settled(http, run_id)["status"] == "failed"
+    remote.reply = ok
+    # A rerun from charge would lose prepare's output: 409 naming it and the way out
+    refused = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "outputs_not_recorded"
+    assert refused.json()["details"] == {"steps": ["prepare"]}
+    assert "engine: standard" in refused.json()["message"]
+    # From the start nothing is lost
+    again = http.post(f"/runs/{run_id}/rerun", json={"from_step": "prepare"})
+    assert again.status_code == 201, again.text
+    assert settled(http, again.json()["run_id"])["status"] == "succeeded"

@@ -63,6 +63,13 @@ class UnknownStep(ApiError):
     status, code = 422, "unknown_step"
 
 
+class OutputsNotRecorded(ApiError):
+    """Steps before ``from_step`` whose outputs the earlier run did not record (an Express
+    run keeps no output of its native steps), so a rerun there would lose them."""
+
+    status, code = 409, "outputs_not_recorded"
+
+
 class Reruns:
     """Reruns from a step, for one control plane."""
 
@@ -86,7 +93,17 @@ class Reruns:
         main = main_flow_steps(item)
         if from_step not in main:
             raise UnknownStep(_unknown_step_message(item, from_step, main), {"steps": main})
-        seed = RerunSeed(of=run_id, from_step=from_step, steps=self._outputs(earlier, set(main)))
+        outputs, unknown = self._outputs(earlier, set(main))
+        lost = sorted(unknown - _reachable(item, from_step))
+        if lost:
+            raise OutputsNotRecorded(
+                f"run {run_id} ran on Express, which records no output of native steps, so "
+                f"the output of {', '.join(lost)} is unknown and a rerun from {from_step!r} "
+                "would run without it: rerun from an earlier step (or the start), or give the "
+                "workflow engine: standard (docs/engines.md)",
+                {"steps": lost},
+            )
+        seed = RerunSeed(of=run_id, from_step=from_step, steps=outputs)
         return control.start_run(
             tenant,
             head.workflow_id,
@@ -96,9 +113,10 @@ class Reruns:
             rerun=seed,
         )
 
-    def _outputs(self, run: RunItem, keys: set[str]) -> dict[str, Any]:
+    def _outputs(self, run: RunItem, keys: set[str]) -> tuple[dict[str, Any], set[str]]:
         """``$.steps`` records of the main-flow steps ``run`` (and the runs it reran)
-        finished, the newest run's winning."""
+        finished, the newest run's winning; and the finished steps whose output was not
+        recorded (native steps of an Express run: its timeline comes from step records)."""
         chain: list[RunItem] = [run]
         while chain[-1].rerun_of and len(chain) < _MAX_CHAIN:
             origin = self.control.dal.get_run(run.tenant, chain[-1].rerun_of)
@@ -106,12 +124,19 @@ class Reruns:
                 break
             chain.append(origin)
         records: dict[str, Any] = {}
+        unknown: set[str] = set()
         for item in reversed(chain):
-            steps, _, _ = self.control.run_timeline(item)
+            steps, source, _ = self.control.run_timeline(item)
             for step in steps:
-                if step.key in keys and step.status == "succeeded":
-                    records[step.key] = {"output": step.output, "status": "succeeded"}
-        return records
+                if step.key not in keys or step.status != "succeeded":
+                    continue
+                if source != "history" and step.runner == "native" and step.output is None:
+                    unknown.add(step.key)
+                    records.pop(step.key, None)
+                    continue
+                unknown.discard(step.key)
+                records[step.key] = {"output": step.output, "status": "succeeded"}
+        return records, unknown
 
     def target(self, head: WorkflowItem, version: int) -> str:
         """The version ARN of ``version``'s rerun variant, published on first use."""
@@ -155,6 +180,16 @@ def main_flow_steps(item: VersionItem) -> list[str]:
     on_failure = (definition.get("errors") or {}).get("on_failure")
     scopes, _ = StepGraph(steps, str(definition.get("start") or ""), on_failure).scopes()
     return list(scopes[0].steps) if scopes else []
+
+
+def _reachable(item: VersionItem, from_step: str) -> set[str]:
+    """The steps a run started at ``from_step`` can reach (and so runs again itself)."""
+    from relayflow.definition.graph import StepGraph
+
+    definition = json.loads(item.definition)
+    on_failure = (definition.get("errors") or {}).get("on_failure")
+    graph = StepGraph(definition.get("steps") or {}, str(definition.get("start") or ""), on_failure)
+    return graph.reachable(from_step)
 
 
 def _unknown_step_message(item: VersionItem, from_step: str, main: list[str]) -> str:
