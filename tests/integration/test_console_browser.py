@@ -306,7 +306,7 @@ def test_a_failed_run_shows_its_error_and_reruns_from_a_step(server, browser, ap
     # Then prepare did not run again, charge ran once more, and receipt read both outputs
     assert node_status(browser, "prepare") == "pending"
     assert node_status(browser, "charge") == "succeeded"
-    assert "rerun of" in (browser.text("table.facts") or "")
+    assert "rerun of" in (browser.text(".facts") or "")
     run = api.get(f"/runs/{rerun_id}").json()
     assert run["output"] is None or "receipt" in json.dumps(run["output"])
     receipt = next(s for s in run["steps"] if s["key"] == "receipt")["output"]

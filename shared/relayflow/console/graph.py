@@ -244,7 +244,7 @@ def _node(
     on_error = raw.get("on_error") if isinstance(raw.get("on_error"), Mapping) else {}
     badges = []
     if on_error.get("action") == "park":
-        badges.append("⏸ park")
+        badges.append("park")
     if state and state.attempts > 1:
         badges.append(f"×{state.attempts}")
     if state and state.items:

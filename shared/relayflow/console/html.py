@@ -65,7 +65,14 @@ stroke-dasharray:5 3}.s-pending rect{fill:#fafbfc;stroke:#cbd5e1}
 .edge-label{font-size:10px;fill:var(--muted)}.edge-label.e-failure{fill:var(--bad)}
 .edge-label.e-compensate{fill:#805ad5}.log{font:12px ui-monospace,monospace;white-space:pre-wrap;
 margin:0}.step-error{color:var(--bad);font-weight:600}details summary{cursor:pointer}
-.legend span{margin-right:10px}
+.legend span{margin-right:10px}.swatch{padding:1px 7px;border-radius:4px;border:1.5px solid
+#94a3b8;font-size:12px}.swatch.s-succeeded{background:#e6f6ec;border-color:var(--ok)}
+.swatch.s-failed{background:#fdeaea;border-color:var(--bad)}.swatch.s-running{background:#e6f0fb;
+border-color:var(--run)}.swatch.s-parked{background:#fdf4e3;border-color:var(--wait)}
+.swatch.s-caught{background:#fff4e5;border-color:#dd6b20}.swatch.s-pending{background:#fafbfc;
+border-color:#cbd5e1}.facts{display:flex;flex-wrap:wrap;gap:6px 22px;background:var(--card);
+border:1px solid var(--line);border-radius:8px;padding:10px 14px;margin-bottom:12px}
+.facts .k{display:block;font-size:11px;color:var(--muted);font-weight:600}
 """
 
 

@@ -109,12 +109,20 @@ def workflow_page(
 
 
 def legend() -> str:
-    items = ("succeeded", "running", "parked", "failed", "pending")
+    swatches = (
+        ("succeeded", "succeeded"),
+        ("running", "running"),
+        ("parked", "parked / waiting"),
+        ("failed", "failed"),
+        ("caught", "failed, handled"),
+        ("pending", "not run"),
+    )
     return (
         '<p class="legend muted">'
-        + "".join(f"<span>{badge(s)}</span>" for s in items)
+        + "".join(f'<span class="swatch s-{k}">{label}</span>' for k, label in swatches)
         + '<span>— route</span><span style="color:#d64545">- - on_failure</span>'
-        + '<span style="color:#805ad5">··· compensate</span><span>⏸ parks on error</span></p>'
+        + '<span style="color:#805ad5">··· compensate</span><span><b>park</b>: parks on '
+        "error</span></p>"
     )
 
 
@@ -271,7 +279,7 @@ def summary(run: Mapping[str, Any]) -> str:
     modes = [m for m, f in (("dry run", "dry_run"), ("step-through", "step_through")) if run.get(f)]
     if modes:
         facts.append(("mode", escape(", ".join(modes))))
-    cells = "".join(f"<th>{k}</th><td>{v}</td>" for k, v in facts)
+    cells = "".join(f'<div><span class="k">{k}</span>{v}</div>' for k, v in facts)
     error = ""
     if run.get("error") or run.get("cause"):
         where = f" at step <b>{escape(run['failing_step'])}</b>" if run.get("failing_step") else ""
@@ -288,7 +296,7 @@ def summary(run: Mapping[str, Any]) -> str:
             f"{when(parked.get('parked_at'))}: {escape(str(problem.get('Error') or ''))}"
             f"<pre>{escape(str(cause))}</pre></div>"
         )
-    return f'<table class="facts"><tr>{cells}</tr></table>{error}'
+    return f'<div class="facts">{cells}</div>{error}'
 
 
 def _pending_approvals(api: ConsoleApi, run_id: str) -> list[Any]:
