@@ -245,18 +245,23 @@ def _node(
     badges = []
     if on_error.get("action") == "park":
         badges.append("park")
-    if state and state.attempts > 1:
-        badges.append(f"×{state.attempts}")
     if state and state.items:
         badges.append(f"{state.items} items")
+    figures = []
+    if state and state.attempts > 1:
+        figures.append(f"×{state.attempts}")
     if state and state.duration_ms is not None:
-        badges.append(_fmt_ms(state.duration_ms))
+        figures.append(_fmt_ms(state.duration_ms))
     detail = " · ".join([kind, *badges])
+    figure = " · ".join(figures)
     return (
         f'<a href="{escape(link)}{escape(node)}"><g class="{classes}" data-step="{escape(node)}"'
         f' data-status="{escape(status)}"><title>{escape(node)}: {escape(status)}</title>'
         f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="7"/>'
-        f'<text class="title" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(_clip(title, 22))}</text>'
+        f'<text class="title" x="{x + 10:.0f}" y="{y + 20:.0f}">'
+        f"{escape(_clip(title, 14 if figure else 22))}</text>"
+        f'<text class="detail" x="{x + NODE_W - 8:.0f}" y="{y + 20:.0f}" text-anchor="end">'
+        f"{escape(figure)}</text>"
         f'<text class="detail" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(_clip(detail, 28))}'
         "</text></g></a>"
     )
