@@ -16,9 +16,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from relayflow.definition import DefinitionError, Workflow, load_workflow
+# Light: the package loads its parts on first use, so `--help` and `--version` stay fast.
+from relayflow.definition import DefinitionError
+
+if TYPE_CHECKING:
+    from relayflow.definition import Workflow
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID, EXIT_COMPILER_BUG = 0, 1, 2, 3
 
@@ -32,11 +36,21 @@ def _print_problems(exc: DefinitionError, out: TextIO) -> None:
         print(f"  {problem}", file=out)
 
 
+def load_workflow(path: str | Path) -> Workflow:
+    """:func:`relayflow.definition.load_workflow`, imported on first use (it brings in the
+    models, YAML and the expression language)."""
+    from relayflow.definition import load_workflow as load
+
+    return load(path)
+
+
 def _load(path: str) -> Workflow:
     return load_workflow(path)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from relayflow.definition import Workflow
+
     schema = Workflow.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "Relayflow workflow definition"
@@ -443,9 +457,11 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from relayflow import __version__
     from relayflow.cli_api import add_api_commands
 
     parser = argparse.ArgumentParser(prog="relayflow", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"relayflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("schema", help="print the JSON Schema of the definition format").set_defaults(
@@ -544,10 +560,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from relayflow.cli_api import ApiFailure, ApiUnreachable, _print_api_failure
-    from relayflow.compiler.check import CompiledMachineInvalid
 
     called_at = time.monotonic()
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help, --version and usage errors end here
+    from relayflow.compiler.check import CompiledMachineInvalid
+
     args.called_at, args.whole_process = called_at, argv is None
     try:
         code = int(args.func(args))
