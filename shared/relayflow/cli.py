@@ -59,6 +59,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.json:
+        return _validate_json(args)
     status = EXIT_OK
     for path in args.files:
         try:
@@ -83,6 +85,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
+def _validate_json(args: argparse.Namespace) -> int:
+    from relayflow import cli_json
+    from relayflow.compiler.docsize import document_size_problems
+
+    results = []
+    for path in args.files:
+        try:
+            workflow = _load(path)
+        except DefinitionError as exc:
+            results.append(cli_json.validation(path, None, exc.problems, []))
+            continue
+        warnings = document_size_problems(workflow)
+        problems = warnings if args.strict else []
+        results.append(cli_json.validation(path, workflow, problems, [] if problems else warnings))
+    cli_json.emit({"files": results})
+    return EXIT_OK if all(r["valid"] for r in results) else EXIT_INVALID
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from relayflow.compiler import CompileOptions, compile_workflow
     from relayflow.compiler.check import assert_valid_machine
@@ -90,6 +110,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     if args.items < 1:
         raise UsageError(f"--items must be at least 1, got {args.items}")
+    if args.json and (args.effective or args.cost or args.output):
+        raise UsageError("--json prints the ASL and its engine; leave out -o, --cost, --effective")
     workflow = _load(args.file)
     if args.effective:
         _print_effective(workflow, sys.stdout)
@@ -99,6 +121,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     # Express's recording wrapper adds to the size validation measured.
     assert_within_size(compiled.asl, args.file)
     assert_valid_machine(compiled.asl)
+    if args.json:
+        from relayflow import cli_json
+
+        cli_json.emit(cli_json.compiled(workflow, compiled))
+        return EXIT_OK
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.cost and not args.output:
         # The cost report takes stdout; the ASL is still compiled and checked (and written
@@ -168,7 +195,13 @@ def _print_defaults_note(workflow: Any, out: TextIO) -> None:
 def cmd_graph(args: argparse.Namespace) -> int:
     from relayflow.compiler import to_mermaid
 
-    sys.stdout.write(to_mermaid(_load(args.file)))
+    workflow = _load(args.file)
+    if args.json:
+        from relayflow import cli_json
+
+        cli_json.emit(cli_json.graph(workflow))
+        return EXIT_OK
+    sys.stdout.write(to_mermaid(workflow))
     return EXIT_OK
 
 
@@ -445,6 +478,12 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
         times = preview(args.cron, tz, args.n, start)
     except (UnsupportedCron, UnknownTimeZone) as exc:
         raise UsageError(str(exc)) from exc
+    if args.json:
+        from relayflow import cli_json
+
+        notes = [scheduler_dst_note(args.cron, t) for t in times]
+        cli_json.emit(cli_json.schedule(args.cron, tz, expressions, times, notes))
+        return EXIT_OK
     plural = "s (either fires)" if len(expressions) > 1 else ""
     print(f"EventBridge Scheduler expression{plural}, ScheduleExpressionTimezone {tz}:")
     for expression in expressions:
@@ -475,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse a definition that has warnings (e.g. a state document that can pass 256 KB)",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("compile", help="compile a definition to Step Functions ASL")
@@ -499,10 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each step's effective retry, timeout and wait (defaults applied) "
         "instead of the ASL",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("graph", help="print a Mermaid diagram of the workflow")
     p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_graph)
 
     p = sub.add_parser("run", help="run a workflow on the local runtime")
@@ -550,6 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tz", default="UTC", help="IANA time zone (default UTC)")
     p.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
     p.add_argument("--start", help="count from this ISO date-time (default now; naive = in --tz)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_schedule_preview)
     add_api_commands(sub)
     from relayflow.cli_ops import add_ops_commands

@@ -85,6 +85,34 @@ def _edges(definition: Mapping[str, Any]) -> tuple[list[str], list[_Edge], dict[
     return nodes, edges, inline
 
 
+def structure(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """The graph as data (``relayflow graph --json``): nodes with their type, park route and
+    compensation, and edges with their kind (route, failure, contains, compensate)."""
+    steps: Mapping[str, Any] = definition.get("steps") or {}
+    nodes, edges, inline = _edges(definition)
+    listed = []
+    for node in nodes[1:]:
+        raw = steps.get(node) if isinstance(steps.get(node), Mapping) else {}
+        on_error = raw.get("on_error") if isinstance(raw.get("on_error"), Mapping) else {}
+        listed.append(
+            {
+                "key": node,
+                "type": inline.get(node) or raw.get("type"),
+                "compensation_of": node.removesuffix(".compensate") if node in inline else None,
+                "parks": on_error.get("action") == "park",
+            }
+        )
+    return {
+        "start": definition.get("start"),
+        "nodes": listed,
+        "edges": [
+            {"from": e.source, "to": e.target, "kind": e.kind, "label": e.label or None}
+            for e in edges
+            if e.source != START
+        ],
+    }
+
+
 def layout(nodes: list[str], edges: list[_Edge]) -> tuple[Layout, set[tuple[str, str]]]:
     """Layered positions (top-down) and the back edges (drawn as arcs)."""
     succ: dict[str, list[str]] = {n: [] for n in nodes}
