@@ -381,6 +381,15 @@ def _check_input(workflow: Workflow, trigger: Any) -> None:
         )
 
 
+def _waiting_progress(workflow: Workflow, args: argparse.Namespace) -> Any:
+    """The progress printer, which also says at once when the run waits (and on a terminal
+    asks for the answer): :mod:`relayflow.cli_waits`."""
+    from relayflow.cli_waits import waiting_progress
+
+    ask = input if sys.stdin.isatty() and not args.step else None
+    return waiting_progress(workflow, _progress, timeout=args.timeout, ask=ask)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow_within
@@ -413,7 +422,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             workflow,
             trigger,
             time_scale=args.time_scale,
-            on_event=None if args.json else _progress,
+            on_event=None if args.json else _waiting_progress(workflow, args),
             resources=resources,
             workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
             dry_run=args.dry_run,
