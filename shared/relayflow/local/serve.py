@@ -95,6 +95,17 @@ PROXY_RESOURCE = "/{proxy+}"
 WEBHOOK_RESOURCE = "/hooks/{slug}"
 
 
+def index() -> dict[str, Any]:
+    """``GET /`` (public): what this server is and where its parts are."""
+    return {
+        "service": "relayflow serve",
+        "console": "/console",
+        "openapi": "/openapi.json",
+        "swagger": "/swagger",
+        "state": "in memory: workflows, runs, API keys and waits are lost when the server stops",
+    }
+
+
 def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     """The API Gateway resource of a path, and its path parameters, as ``template.yaml``
     declares them: the public routes by name, everything else through ``/{proxy+}``."""
@@ -314,6 +325,8 @@ class LocalServer:
         path = unquote(split.path) or "/"
         if path == "/console" or path.startswith("/console/"):
             return self._console_request(method, target, headers, body)
+        if path == "/" and method in ("GET", "HEAD"):
+            return _json_response(200, index())
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
