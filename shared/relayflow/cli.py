@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 # Light: the package loads its parts on first use, so `--help` and `--version` stay fast.
+from relayflow.cli_quiet import quiet_logs, readable_cause
 from relayflow.definition import DefinitionError
 
 if TYPE_CHECKING:
@@ -251,7 +252,12 @@ def _progress(event: dict[str, Any]) -> None:
             or event.get("lambdaFunctionFailedEventDetails")
             or {}
         )
-        print(f"    ! {failed.get('error', 'failed')}", file=sys.stderr, flush=True)
+        message = readable_cause(failed.get("cause"), limit=160)
+        print(
+            f"    ! {failed.get('error', 'failed')}" + (f": {message}" if message else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def would_call_summary(record: Any) -> str | None:
@@ -272,7 +278,9 @@ def _print_table(result: Any, out: TextIO) -> None:
     rows = []
     for step in result.steps:
         simulated = would_call_summary(step.dry_run)
-        detail = f"{step.error}: {step.cause}" if step.error else _summary(step.output)
+        detail = (
+            f"{step.error}: {readable_cause(step.cause)}" if step.error else _summary(step.output)
+        )
         detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
@@ -417,17 +425,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         # --timeout covers the whole command (the interpreter's and the runtime's start
         # included), to the second.
-        result = run_workflow_within(
-            max(0.0, args.timeout - _spent(args)),
-            workflow,
-            trigger,
-            time_scale=args.time_scale,
-            on_event=None if args.json else _waiting_progress(workflow, args),
-            resources=resources,
-            workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
-            dry_run=args.dry_run,
-            step=step_prompt() if args.step else None,
-        )
+        with quiet_logs(not args.verbose):
+            result = run_workflow_within(
+                max(0.0, args.timeout - _spent(args)),
+                workflow,
+                trigger,
+                time_scale=args.time_scale,
+                on_event=None if args.json else _waiting_progress(workflow, args),
+                resources=resources,
+                workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
+                dry_run=args.dry_run,
+                step=step_prompt() if args.step else None,
+            )
     except TimeoutError:
         print(
             f"relayflow: the run did not finish within --timeout {args.timeout:g} s "
@@ -451,7 +460,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         _print_ai_usage(result, sys.stdout)
         if result.error:
-            print(f"error: {result.error}: {result.cause}")
+            from relayflow.control.timeline import failing_step
+
+            failed_at = failing_step(result.steps)
+            where = f" at step {failed_at}" if failed_at else ""
+            print(f"error{where}: {result.error}: {readable_cause(result.cause)}")
+            if not args.verbose:
+                print("(--verbose shows the step functions' logs and the full cause)")
+            elif result.cause:
+                print(f"cause: {result.cause}")
         if result.compensation:
             undone = ", ".join(result.compensation["steps"])
             print(f"{result.compensation['status']}: {undone}")
@@ -588,6 +605,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--step",
         action="store_true",
         help="step through: ask before each step (Enter runs it, c runs to the end)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the step functions' JSON logs and the local interpreter's error dumps",
     )
     p.set_defaults(func=cmd_run)
 

@@ -85,3 +85,48 @@ def test_without_a_terminal_the_wait_and_a_park_are_named_at_once(capsys):
     assert "relayflow serve" in err and "/console" in err and "--timeout (300 s)" in err
     assert "step 'pay' failed and parked the run" in err
     assert "relayflow runs resume RUN_ID" in err
+
+
+FAILING = """
+id: failing
+start: call
+steps:
+  call: {type: webhook_out, url: "http://127.0.0.1:9/x"}
+"""
+
+
+def test_a_failed_step_prints_one_concise_error_and_verbose_shows_the_rest(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "failing.yaml"
+    path.write_text(FAILING)
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from relayflow.cli import main; sys.exit(main())",
+                "run",
+                str(path),
+                "--timeout",
+                "120",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    quiet = run()
+    assert quiet.returncode == 1
+    # One line for the failed step on stderr; no JSON log lines, tracebacks or moto dumps
+    assert "Traceback" not in quiet.stderr and '{"level"' not in quiet.stderr
+    failures = [line for line in quiet.stderr.splitlines() if line.startswith("    ! ")]
+    assert failures == [failures[0]] and "Relayflow.SsrfBlocked: blocked:" in failures[0]
+    assert "error at step call: Relayflow.SsrfBlocked: blocked:" in quiet.stdout
+    assert "errorType" not in quiet.stdout  # the message, not the JSON cause
+    verbose = run("--verbose")
+    assert '"level":"WARNING"' in verbose.stderr and "Traceback" in verbose.stderr
+    assert "cause: " in verbose.stdout
