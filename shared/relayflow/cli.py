@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         else:
             from relayflow.compiler.docsize import document_size_problems
 
-            warnings = document_size_problems(workflow)
+            warnings = document_size_problems(workflow, _children_at_hand(workflow, path))
             if warnings and args.strict:
                 print(f"✗ {path}: {len(warnings)} problem(s) (--strict)", file=sys.stderr)
                 for problem in warnings:
@@ -84,6 +84,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for problem in warnings:
                 print(f"  warning: {problem}")
     return status
+
+
+def _children_at_hand(workflow: Workflow, path: str) -> dict[str, Workflow]:
+    """The child workflows whose definitions are in the file's folder (as ``run`` finds
+    them): their own size bounds the sub_workflow outputs in the document-size estimate."""
+    if not _children_of(workflow):
+        return {}
+    try:
+        return _sub_workflows(workflow, Path(path).parent)
+    except UsageError:
+        return {}
 
 
 def _validate_json(args: argparse.Namespace) -> int:
@@ -97,7 +108,7 @@ def _validate_json(args: argparse.Namespace) -> int:
         except DefinitionError as exc:
             results.append(cli_json.validation(path, None, exc.problems, []))
             continue
-        warnings = document_size_problems(workflow)
+        warnings = document_size_problems(workflow, _children_at_hand(workflow, path))
         problems = warnings if args.strict else []
         results.append(cli_json.validation(path, workflow, problems, [] if problems else warnings))
     cli_json.emit({"files": results})

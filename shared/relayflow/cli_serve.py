@@ -55,8 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         print(f"Relayflow control API on {server.url} (Swagger UI: {server.url}/swagger)")
         print(f"API key of tenant 'local': {server.bootstrap_key}")
-        print(f"Console: {server.url}/console/login#key={server.bootstrap_key}")
         print(f"admin token (relayflow keys --admin-token): {server.admin_token}")
+        print(f"Console: {server.url}/console/login#key={server.bootstrap_key}")
         print(f"  export {API_URL_ENV}={server.url} {API_KEY_ENV}={server.bootstrap_key}")
         if aws is not None:
             print(f"in-memory AWS on {aws.url} (sam local invoke --env-vars events/env.json)")
