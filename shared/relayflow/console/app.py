@@ -220,7 +220,19 @@ class Console:
         return self._page(request, f"Run {run_id[:12]}", pages.run_page(api, run_id), "runs")
 
     def _run_live(self, api: ConsoleApi, request: Request, run_id: str) -> ConsoleResponse:
-        return _html(200, pages.run_live(api, run_id))
+        try:
+            return _html(200, pages.run_live(api, run_id))
+        except ApiFailure as failure:
+            if failure.status == 401:
+                raise
+            # A poll that failed (throttled, a blip) keeps the page and polls again.
+            retry = (
+                f'<div id="live" hx-get="{BASE}/runs/{segment(run_id)}/live" '
+                'hx-trigger="every 2s" hx-swap="outerHTML">'
+                + flash(f"could not refresh: {failure.message} ({failure.code})")
+                + "</div>"
+            )
+            return _html(200, retry)
 
     def _approvals(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
         return self._page(request, "Approvals", pages.approvals_page(api), "approvals")
