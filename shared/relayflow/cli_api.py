@@ -708,6 +708,10 @@ def add_api_commands(sub: Any) -> None:
     from relayflow.cli_parks import add_resume_parser
 
     add_resume_parser(runs, _api_options)
+    from relayflow.cli_resources import add_rerun_parser, add_resource_commands
+
+    add_rerun_parser(runs, _api_options)
+    add_resource_commands(sub, _api_options)
 
     dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
         dest="dlq_command", required=True

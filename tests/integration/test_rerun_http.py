@@ -185,3 +185,34 @@ def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http,
     again = http.post(f"/runs/{run_id}/rerun", json={"from_step": "prepare"})
     assert again.status_code == 201, again.text
     assert settled(http, again.json()["run_id"])["status"] == "succeeded"
+
+
+def test_the_cli_reruns_and_lists_workflows_and_breakers(http, remote, server, capsys, monkeypatch):
+    import json
+
+    from relayflow.cli import main
+
+    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
+    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
+    api = ["--api", server.url, "--api-key", server.bootstrap_key]
+    first = failed_run(http, remote)
+    remote.reply = ok
+    # relayflow runs rerun RUN --from STEP
+    assert main(["runs", "rerun", first["run_id"], "--from", "charge", *api]) == 0
+    line = capsys.readouterr().out
+    assert f"rerun of {first['run_id']} from charge, version 1" in line
+    rerun_id = line.split()[1].rstrip(":")
+    assert settled(http, rerun_id)["rerun_of"] == first["run_id"]
+    # A step that is not there: the API's 422, exit 2
+    assert main(["runs", "rerun", first["run_id"], "--from", "nope", *api]) == 2
+    assert "unknown_step" in capsys.readouterr().err
+    # relayflow workflows list / get
+    assert main(["workflows", "list", *api, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["items"]
+    assert "orders" in {w["workflow_id"] for w in listed}
+    assert main(["workflows", "get", "orders", *api]) == 0
+    assert "workflow orders" in capsys.readouterr().out
+    # relayflow breakers list (none tripped) and a reset of an unknown breaker (404, exit 1)
+    assert main(["breakers", "list", *api, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == []
+    assert main(["breakers", "reset", "tool:nothing", *api]) == 1
