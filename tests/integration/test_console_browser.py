@@ -303,10 +303,12 @@ def test_a_failed_run_shows_its_error_and_reruns_from_a_step(server, browser, ap
     rerun_id = run_id_of_page(browser)
     assert rerun_id != started["run_id"]
     wait_until(browser, "document.querySelector('#live').dataset.status === 'succeeded'")
-    # Then prepare did not run again, charge ran once more, and receipt read both outputs
-    assert node_status(browser, "prepare") == "pending"
+    # Then prepare did not run again (its output was reused), charge ran once more, and
+    # receipt read both outputs
+    assert node_status(browser, "prepare") == "reused"
     assert node_status(browser, "charge") == "succeeded"
     assert "rerun of" in (browser.text(".facts") or "")
+    shot(browser, "rerun")
     run = api.get(f"/runs/{rerun_id}").json()
     assert run["output"] is None or "receipt" in json.dumps(run["output"])
     receipt = next(s for s in run["steps"] if s["key"] == "receipt")["output"]

@@ -217,6 +217,7 @@ def render_svg(
                 x1, x2 = sx, tx + NODE_W
             path = f"M{x1:.0f},{y1:.0f} L{x2:.0f},{y2:.0f}"
             mx, my = (x1 + x2) / 2, y1 - 6
+            label = ""  # too short to label: the dotted purple edge and ↺ say it
         elif (edge.source, edge.target) in back or ty <= sy:
             x1, y1 = sx + NODE_W, sy + NODE_H / 2
             x2, y2 = tx + NODE_W, ty + NODE_H / 2
@@ -225,7 +226,9 @@ def render_svg(
                 f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
             )
             mx, my = bulge - 8, (y1 + y2) / 2
+            label = edge.label
         else:
+            label = edge.label
             x1, y1 = sx + NODE_W / 2, sy + NODE_H
             x2, y2 = tx + NODE_W / 2, ty
             mid = (y1 + y2) / 2
@@ -235,10 +238,10 @@ def render_svg(
             f'<path class="edge e-{edge.kind}" d="{path}" marker-end="url(#arrow)" '
             f'data-from="{escape(edge.source)}" data-to="{escape(edge.target)}"/>'
         )
-        if edge.label:
+        if label:
             parts.append(
                 f'<text class="edge-label e-{edge.kind}" x="{mx:.0f}" y="{my:.0f}">'
-                f"{escape(edge.label)}</text>"
+                f"{escape(label)}</text>"
             )
     for node in nodes:
         x, y = pos[node]

@@ -69,7 +69,8 @@ margin:0}.step-error{color:var(--bad);font-weight:600}details summary{cursor:poi
 #94a3b8;font-size:12px}.swatch.s-succeeded{background:#e6f6ec;border-color:var(--ok)}
 .swatch.s-failed{background:#fdeaea;border-color:var(--bad)}.swatch.s-running{background:#e6f0fb;
 border-color:var(--run)}.swatch.s-parked{background:#fdf4e3;border-color:var(--wait)}
-.swatch.s-caught{background:#fff4e5;border-color:#dd6b20}.swatch.s-pending{background:#fafbfc;
+.swatch.s-caught{background:#fff4e5;border-color:#dd6b20}.swatch.s-reused{background:#eef2f7;
+border-color:#718096;border-style:dashed}.swatch.s-pending{background:#fafbfc;
 border-color:#cbd5e1}.facts{display:flex;flex-wrap:wrap;gap:6px 22px;background:var(--card);
 border:1px solid var(--line);border-radius:8px;padding:10px 14px;margin-bottom:12px}
 .facts .k{display:block;font-size:11px;color:var(--muted);font-weight:600}

@@ -115,6 +115,7 @@ def legend() -> str:
         ("parked", "parked / waiting"),
         ("failed", "failed"),
         ("caught", "failed, handled"),
+        ("reused", "reused (rerun)"),
         ("pending", "not run"),
     )
     return (
@@ -232,6 +233,8 @@ def run_live(api: ConsoleApi, run_id: str) -> str:
         workflow = {}
     definition = workflow.get("definition") or {}
     states = timeline_states(run)
+    if run.get("rerun_from") and definition:
+        _mark_reused(states, definition, str(run["rerun_from"]))
     poll = (
         f' hx-get="{BASE}/runs/{_q(run_id)}/live" hx-trigger="every {POLL}" hx-swap="outerHTML"'
         if live
@@ -257,6 +260,21 @@ def run_live(api: ConsoleApi, run_id: str) -> str:
         + steps_table(run)
         + "</div>"
     )
+
+
+def _mark_reused(states: dict[str, Any], definition: Mapping[str, Any], start: str) -> None:
+    """A rerun's graph: the main-flow steps it did not run because it started later, whose
+    outputs it took from the earlier run (status ``reused``)."""
+    from relayflow.console.graph import StepState
+    from relayflow.definition.graph import StepGraph
+
+    steps = definition.get("steps") or {}
+    on_failure = (definition.get("errors") or {}).get("on_failure")
+    graph = StepGraph(steps, str(definition.get("start") or ""), on_failure)
+    after = graph.reachable(start) if start in steps else set()
+    for key in main_flow(definition):
+        if key not in states and key not in after:
+            states[key] = StepState("reused")
 
 
 def summary(run: Mapping[str, Any]) -> str:
