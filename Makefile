@@ -25,7 +25,7 @@ CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := $(VENV)/tools/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 
-.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser lambda-python checkov \
+.PHONY: venv demo test lint format bench clean sam-cli sam-validate sam-build cold-start browser console-screenshots lambda-python checkov \
 	asl-tools
 
 venv: $(STAMP)
@@ -73,6 +73,11 @@ browser:
 		apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 			> /dev/null; }
+
+# The screenshots in docs/console.md, taken by the console's browser tests.
+console-screenshots: venv browser
+	RELAYFLOW_REQUIRE_CHROMIUM=1 RELAYFLOW_CONSOLE_SCREENSHOTS=docs/console $(BIN)/python -m pytest \
+		-n 0 -q -p no:randomly tests/integration/test_console_browser.py
 
 sam-cli: $(SAM_STAMP)
 

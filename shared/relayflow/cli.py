@@ -16,9 +16,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from relayflow.definition import DefinitionError, Workflow, load_workflow
+# Light: the package loads its parts on first use, so `--help` and `--version` stay fast.
+from relayflow.cli_quiet import quiet_logs, readable_cause
+from relayflow.definition import DefinitionError
+
+if TYPE_CHECKING:
+    from relayflow.definition import Workflow
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID, EXIT_COMPILER_BUG = 0, 1, 2, 3
 
@@ -30,6 +35,14 @@ class UsageError(Exception):
 def _print_problems(exc: DefinitionError, out: TextIO) -> None:
     for problem in exc.problems:
         print(f"  {problem}", file=out)
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """:func:`relayflow.definition.load_workflow`, imported on first use (it brings in the
+    models, YAML and the expression language)."""
+    from relayflow.definition import load_workflow as load
+
+    return load(path)
 
 
 def _load(path: str) -> Workflow:
@@ -51,6 +64,8 @@ def _check_local_secrets(workflow: Workflow, path: str) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from relayflow.definition import Workflow
+
     schema = Workflow.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "Relayflow workflow definition"
@@ -59,6 +74,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.json:
+        return _validate_json(args)
     status = EXIT_OK
     for path in args.files:
         try:
@@ -71,7 +88,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             from relayflow.compiler.docsize import document_size_problems
             from relayflow.definition.advisories import definition_warnings
 
-            warnings = definition_warnings(workflow) + document_size_problems(workflow)
+            warnings = definition_warnings(workflow) + document_size_problems(
+                workflow, _children_at_hand(workflow, path)
+            )
             if warnings and args.strict:
                 print(f"✗ {path}: {len(warnings)} problem(s) (--strict)", file=sys.stderr)
                 for problem in warnings:
@@ -84,6 +103,35 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
+def _children_at_hand(workflow: Workflow, path: str) -> dict[str, Workflow]:
+    """The child workflows whose definitions are in the file's folder (as ``run`` finds
+    them): their own size bounds the sub_workflow outputs in the document-size estimate."""
+    if not _children_of(workflow):
+        return {}
+    try:
+        return _sub_workflows(workflow, Path(path).parent)
+    except UsageError:
+        return {}
+
+
+def _validate_json(args: argparse.Namespace) -> int:
+    from relayflow import cli_json
+    from relayflow.compiler.docsize import document_size_problems
+
+    results = []
+    for path in args.files:
+        try:
+            workflow = _load(path)
+        except DefinitionError as exc:
+            results.append(cli_json.validation(path, None, exc.problems, []))
+            continue
+        warnings = document_size_problems(workflow, _children_at_hand(workflow, path))
+        problems = warnings if args.strict else []
+        results.append(cli_json.validation(path, workflow, problems, [] if problems else warnings))
+    cli_json.emit({"files": results})
+    return EXIT_OK if all(r["valid"] for r in results) else EXIT_INVALID
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from relayflow.compiler import CompileOptions, compile_workflow
     from relayflow.compiler.check import assert_valid_machine
@@ -91,6 +139,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     if args.items < 1:
         raise UsageError(f"--items must be at least 1, got {args.items}")
+    if args.json and (args.effective or args.cost or args.output):
+        raise UsageError("--json prints the ASL and its engine; leave out -o, --cost, --effective")
     workflow = _load(args.file)
     if args.effective:
         _print_effective(workflow, sys.stdout)
@@ -100,6 +150,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     # Express's recording wrapper adds to the size validation measured.
     assert_within_size(compiled.asl, args.file)
     assert_valid_machine(compiled.asl)
+    if args.json:
+        from relayflow import cli_json
+
+        cli_json.emit(cli_json.compiled(workflow, compiled))
+        return EXIT_OK
     text = json.dumps(compiled.asl, indent=2) + "\n"
     if args.cost and not args.output:
         # The cost report takes stdout; the ASL is still compiled and checked (and written
@@ -169,7 +224,13 @@ def _print_defaults_note(workflow: Any, out: TextIO) -> None:
 def cmd_graph(args: argparse.Namespace) -> int:
     from relayflow.compiler import to_mermaid
 
-    sys.stdout.write(to_mermaid(_load(args.file)))
+    workflow = _load(args.file)
+    if args.json:
+        from relayflow import cli_json
+
+        cli_json.emit(cli_json.graph(workflow))
+        return EXIT_OK
+    sys.stdout.write(to_mermaid(workflow))
     return EXIT_OK
 
 
@@ -219,7 +280,12 @@ def _progress(event: dict[str, Any]) -> None:
             or event.get("lambdaFunctionFailedEventDetails")
             or {}
         )
-        print(f"    ! {failed.get('error', 'failed')}", file=sys.stderr, flush=True)
+        message = readable_cause(failed.get("cause"), limit=160)
+        print(
+            f"    ! {failed.get('error', 'failed')}" + (f": {message}" if message else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def would_call_summary(record: Any) -> str | None:
@@ -240,7 +306,9 @@ def _print_table(result: Any, out: TextIO) -> None:
     rows = []
     for step in result.steps:
         simulated = would_call_summary(step.dry_run)
-        detail = f"{step.error}: {step.cause}" if step.error else _summary(step.output)
+        detail = (
+            f"{step.error}: {readable_cause(step.cause)}" if step.error else _summary(step.output)
+        )
         detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
@@ -358,6 +426,15 @@ def _check_input(workflow: Workflow, trigger: Any) -> None:
         )
 
 
+def _waiting_progress(workflow: Workflow, args: argparse.Namespace) -> Any:
+    """The progress printer, which also says at once when the run waits (and on a terminal
+    asks for the answer): :mod:`relayflow.cli_waits`."""
+    from relayflow.cli_waits import waiting_progress
+
+    ask = input if sys.stdin.isatty() and not args.step else None
+    return waiting_progress(workflow, _progress, timeout=args.timeout, ask=ask)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from relayflow.cli_runmodes import step_prompt
     from relayflow.runner import run_workflow_within
@@ -386,17 +463,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         # --timeout covers the whole command (the interpreter's and the runtime's start
         # included), to the second.
-        result = run_workflow_within(
-            max(0.0, args.timeout - _spent(args)),
-            workflow,
-            trigger,
-            time_scale=args.time_scale,
-            on_event=None if args.json else _progress,
-            resources=resources,
-            workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
-            dry_run=args.dry_run,
-            step=step_prompt() if args.step else None,
-        )
+        with quiet_logs(not args.verbose):
+            result = run_workflow_within(
+                max(0.0, args.timeout - _spent(args)),
+                workflow,
+                trigger,
+                time_scale=args.time_scale,
+                on_event=None if args.json else _waiting_progress(workflow, args),
+                resources=resources,
+                workflows=_sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
+                dry_run=args.dry_run,
+                step=step_prompt() if args.step else None,
+            )
     except TimeoutError:
         print(
             f"relayflow: the run did not finish within --timeout {args.timeout:g} s "
@@ -420,7 +498,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         _print_ai_usage(result, sys.stdout)
         if result.error:
-            print(f"error: {result.error}: {result.cause}")
+            from relayflow.control.timeline import failing_step
+
+            failed_at = failing_step(result.steps)
+            where = f" at step {failed_at}" if failed_at else ""
+            print(f"error{where}: {result.error}: {readable_cause(result.cause)}")
+            if not args.verbose:
+                print("(--verbose shows the step functions' logs and the full cause)")
+            elif result.cause:
+                print(f"cause: {result.cause}")
         if result.compensation:
             undone = ", ".join(result.compensation["steps"])
             print(f"{result.compensation['status']}: {undone}")
@@ -456,6 +542,12 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
         times = preview(args.cron, tz, args.n, start)
     except (UnsupportedCron, UnknownTimeZone) as exc:
         raise UsageError(str(exc)) from exc
+    if args.json:
+        from relayflow import cli_json
+
+        notes = [scheduler_dst_note(args.cron, t) for t in times]
+        cli_json.emit(cli_json.schedule(args.cron, tz, expressions, times, notes))
+        return EXIT_OK
     plural = "s (either fires)" if len(expressions) > 1 else ""
     print(f"EventBridge Scheduler expression{plural}, ScheduleExpressionTimezone {tz}:")
     for expression in expressions:
@@ -468,9 +560,11 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from relayflow import __version__
     from relayflow.cli_api import add_api_commands
 
     parser = argparse.ArgumentParser(prog="relayflow", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"relayflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("schema", help="print the JSON Schema of the definition format").set_defaults(
@@ -484,6 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse a definition that has warnings (e.g. a state document that can pass 256 KB)",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("compile", help="compile a definition to Step Functions ASL")
@@ -508,10 +603,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each step's effective retry, timeout and wait (defaults applied) "
         "instead of the ASL",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("graph", help="print a Mermaid diagram of the workflow")
     p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_graph)
 
     p = sub.add_parser("run", help="run a workflow on the local runtime")
@@ -547,6 +644,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="step through: ask before each step (Enter runs it, c runs to the end)",
     )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the step functions' JSON logs and the local interpreter's error dumps",
+    )
     p.set_defaults(func=cmd_run)
 
     schedule = sub.add_parser("schedule", help="cron schedules").add_subparsers(
@@ -559,6 +661,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tz", default="UTC", help="IANA time zone (default UTC)")
     p.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
     p.add_argument("--start", help="count from this ISO date-time (default now; naive = in --tz)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_schedule_preview)
     add_api_commands(sub)
     from relayflow.cli_ops import add_ops_commands
@@ -569,10 +672,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from relayflow.cli_api import ApiFailure, ApiUnreachable, _print_api_failure
-    from relayflow.compiler.check import CompiledMachineInvalid
 
     called_at = time.monotonic()
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help, --version and usage errors end here
+    from relayflow.compiler.check import CompiledMachineInvalid
+
     args.called_at, args.whole_process = called_at, argv is None
     try:
         code = int(args.func(args))

@@ -651,6 +651,11 @@ def add_api_commands(sub: Any) -> None:
         help="also serve the in-memory AWS (moto) on this port, e.g. 4566, for `sam local "
         "invoke --env-vars events/env.json` (docs/operations.md)",
     )
+    p.add_argument(
+        "--resources",
+        help="YAML file of tables, queues, buses, identities and secrets to create in moto "
+        "first (as `relayflow run --resources`)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("deploy", help="register (PUT) workflow definitions with the control API")
@@ -703,6 +708,10 @@ def add_api_commands(sub: Any) -> None:
     from relayflow.cli_parks import add_resume_parser
 
     add_resume_parser(runs, _api_options)
+    from relayflow.cli_resources import add_rerun_parser, add_resource_commands
+
+    add_rerun_parser(runs, _api_options)
+    add_resource_commands(sub, _api_options)
 
     dlq = sub.add_parser("dlq", help="failed runs: list, retry, discard").add_subparsers(
         dest="dlq_command", required=True

@@ -181,6 +181,7 @@ def test_the_openapi_document_is_public_and_documents_every_route(server):
         "/runs/{run_id}": ["get"],
         "/runs/{run_id}/cancel": ["post"],
         "/runs/{run_id}/continue": ["post"],
+        "/runs/{run_id}/rerun": ["post"],
         "/runs/{run_id}/resume": ["post"],
         "/runs": ["get"],
         "/events": ["post"],

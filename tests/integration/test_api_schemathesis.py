@@ -104,6 +104,7 @@ OPERATIONS = [
     "POST /events",
     "POST /runs/{run_id}/cancel",
     "POST /runs/{run_id}/continue",
+    "POST /runs/{run_id}/rerun",
     "POST /runs/{run_id}/resume",
     "POST /waitpoints/{waitpoint_id}/complete",
     "POST /waitpoints/{waitpoint_id}/fail",

@@ -280,6 +280,8 @@ def test_s3_get_of_a_missing_key_is_an_http_error(runtime):
         call("aws.s3.get_object", {"bucket": "tool-bucket-2", "key": "missing"})
     assert info.value.details["code"] == "NoSuchKey"
     assert info.value.details["status"] == 404
+    # The message names what is missing (S3's own says "The specified key does not exist.")
+    assert "no object s3://tool-bucket-2/missing" in str(info.value)
 
 
 # --------------------------------------------------------------------------- Lambda, SFN

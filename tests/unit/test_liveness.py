@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -350,3 +351,17 @@ def test_a_parallel_that_ends_the_run_keeps_its_branches_last_outputs():
     )
     # The drop after the parallel names only outputs its branches wrote on every path.
     assert plan.prunes["fork"] == ("left_tail", "right")
+
+
+def test_a_known_childs_own_size_bounds_its_sub_workflow_output():
+    from relayflow.compiler.docsize import document_size_problems
+    from relayflow.definition import load_workflow
+
+    # Given the example parent that collects one child output per parcel
+    examples = Path(__file__).parents[2] / "workflows" / "examples"
+    parent = load_workflow(examples / "order_shipping.yaml")
+    child = load_workflow(examples / "shipping_quote.yaml")
+    # Unknown child: each output may reach the offload threshold, so it warns
+    assert [p.rule for p in document_size_problems(parent)] == ["document-size"]
+    # With the child's definition at hand, its own worst document bounds each output
+    assert document_size_problems(parent, {"shipping-quote": child}) == []

@@ -268,3 +268,13 @@ def test_literal_addresses_are_not_resolved():
 )
 def test_redact_url_keeps_only_the_origin(url, shown):
     assert redact_url(url) == shown
+
+
+def test_a_loopback_refusal_says_how_to_allow_it_in_development():
+    for url in ("http://127.0.0.1:8080/hook", "http://localhost:9000/"):
+        with pytest.raises(SsrfBlocked) as refused:
+            check_url(url, allow=[])
+        message = str(refused.value)
+        assert "RELAYFLOW_SSRF_ALLOW='[" in message
+        assert "JSON list of host names and CIDR ranges" in message
+        assert "never in production" in message

@@ -16,7 +16,9 @@ Worst sizes per output (compact JSON):
   offload threshold;
 * approval and waitpoint: a reference's worth (the API caps their data at 256 KB; it is not
   estimated);
-* sub_workflow: the child's final steps, up to the offload threshold;
+* sub_workflow: the child's final steps, up to the offload threshold (when the child's
+  definition is at hand, e.g. ``relayflow validate`` with the child's file beside the parent,
+  its own worst document instead, if smaller);
 * a native transform: its literal text plus the worst value of each whole output it copies
   and :data:`FIELD_BYTES` for each field of an output it copies (the trigger, run and item
   are not counted: their size is the caller's);
@@ -28,6 +30,7 @@ Worst sizes per output (compact JSON):
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,9 +79,13 @@ class SizeEstimate:
 
 
 class _Sizer:
-    def __init__(self, workflow: Workflow, native: set[str]) -> None:
+    def __init__(
+        self, workflow: Workflow, native: set[str], children: Mapping[str, int] | None = None
+    ) -> None:
         self.wf = workflow
         self.native = native
+        #: Worst output bytes of child workflows whose definitions are at hand, by id.
+        self.children = dict(children or {})
         self.worst: dict[str, int] = {}
         self.copy: dict[str, int] = {}
 
@@ -95,8 +102,13 @@ class _Sizer:
         if step.type in _OFFLOADED_TYPES or self._in_lambda(key):
             return OFFLOAD_THRESHOLD_BYTES
         if step.type == "sub_workflow":
-            return OFFLOAD_THRESHOLD_BYTES
+            return self._child(step)
         return self.record(key)
+
+    def _child(self, step: Any) -> int:
+        """A child's output: its own worst document when known, else the offload threshold."""
+        known = self.children.get(str(step.workflow_id))
+        return OFFLOAD_THRESHOLD_BYTES if known is None else min(known, OFFLOAD_THRESHOLD_BYTES)
 
     def _in_lambda(self, key: str) -> bool:
         return self.wf.steps[key].type in ("transform", "condition") and key not in self.native
@@ -107,7 +119,7 @@ class _Sizer:
         if step.type in _OFFLOADED_TYPES or self._in_lambda(key):
             return REFERENCE_BYTES + len(key)
         if step.type == "sub_workflow":
-            return OFFLOAD_THRESHOLD_BYTES + overhead
+            return self._child(step) + overhead
         if step.type == "transform":
             return overhead + self._template(step.mapping)
         if step.type == "for_each" and step.distributed:
@@ -147,10 +159,14 @@ def _saga_bytes(workflow: Workflow, sizer: _Sizer) -> int:
 
 
 def estimate_document(
-    workflow: Workflow, plan: LivenessPlan, native: set[str]
+    workflow: Workflow,
+    plan: LivenessPlan,
+    native: set[str],
+    children: Mapping[str, int] | None = None,
 ) -> SizeEstimate | None:
-    """The largest worst-case live document after any step (``None`` for no steps)."""
-    sizer = _Sizer(workflow, native)
+    """The largest worst-case live document after any step (``None`` for no steps);
+    ``children``: the worst output bytes of child workflows known by id."""
+    sizer = _Sizer(workflow, native, children)
     worst: SizeEstimate | None = None
     saga = _saga_bytes(workflow, sizer)
     for key in plan.live_out:
@@ -168,13 +184,30 @@ def estimate_document(
     return worst
 
 
-def document_size_problems(workflow: Workflow) -> list[Problem]:
-    """A ``document-size`` warning when the live document can pass 256 KB."""
+def document_size_problems(
+    workflow: Workflow, children: Mapping[str, Workflow] | None = None
+) -> list[Problem]:
+    """A ``document-size`` warning when the live document can pass 256 KB. ``children``
+    (child workflows by id, e.g. the files beside the parent) size its sub_workflow steps'
+    outputs by the child's own worst document instead of the offload threshold."""
+    estimate = _estimate(workflow, _child_sizes(children or {}))
+    if estimate is None or estimate.bytes <= DOCUMENT_LIMIT_BYTES:
+        return []
+    return [Problem(None, f"steps.{estimate.step}", "document-size", estimate.message())]
+
+
+def _estimate(workflow: Workflow, children: Mapping[str, int]) -> SizeEstimate | None:
     from relayflow.compiler.driver import Driver
     from relayflow.compiler.options import CompileOptions
 
     driver = Driver(workflow, CompileOptions())
-    estimate = estimate_document(workflow, driver.liveness, driver.native_steps())
-    if estimate is None or estimate.bytes <= DOCUMENT_LIMIT_BYTES:
-        return []
-    return [Problem(None, f"steps.{estimate.step}", "document-size", estimate.message())]
+    return estimate_document(workflow, driver.liveness, driver.native_steps(), children)
+
+
+def _child_sizes(children: Mapping[str, Workflow]) -> dict[str, int]:
+    """Each known child's worst document (its grandchildren at the offload threshold)."""
+    sizes: dict[str, int] = {}
+    for workflow_id, child in children.items():
+        estimate = _estimate(child, {})
+        sizes[workflow_id] = estimate.bytes if estimate is not None else BASE_BYTES
+    return sizes

@@ -130,6 +130,10 @@ class RunSummary(BaseModel):
     step_through: bool = Field(
         False, description="A step-through run: it pauses before each step until continued."
     )
+    rerun_of: str | None = Field(
+        None, description="A rerun from a step: the run whose trigger and outputs it reused."
+    )
+    rerun_from: str | None = Field(None, description="A rerun: the step it started at.")
     transitions: int | None = Field(
         None,
         description="State transitions the run's execution made (states entered plus Task "

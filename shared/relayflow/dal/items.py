@@ -159,6 +159,11 @@ class VersionItem(ItemModel):
         description="The step-through variant of this version (a version of the same state "
         "machine), published on the first step-through run.",
     )
+    rerun_version_arn: str | None = Field(
+        None,
+        description="The rerun variant of this version (a Choice at the top that starts at "
+        "a chosen step), published on the first rerun from a step.",
+    )
     compensation_version_arn: str | None = Field(
         None,
         description="The compensation variant of this version (a version of the workflow's "
@@ -215,6 +220,8 @@ class RunItem(ItemModel):
     step_mode: str | None = Field(
         None, description="'to_end' once a step-through run was told to run to its end."
     )
+    rerun_of: str | None = Field(None, description="A rerun: the run it reran.")
+    rerun_from: str | None = Field(None, description="A rerun: the step it started at.")
     engine: str = Field("standard", description="standard or express (its state machine's).")
     native_status: str | None = Field(
         None, description="The end an Express machine recorded itself (the sweep settles it)."

@@ -452,6 +452,17 @@ class Dal:
         )
         return VersionItem.from_item(raw)
 
+    def set_rerun_version(
+        self, tenant: str, workflow_id: str, version: int, arn: str
+    ) -> VersionItem:
+        """Record the rerun variant of a version (ConditionFailed when it does not exist)."""
+        raw = self._update(
+            keys.version_key(tenant, workflow_id, version),
+            set_values={"rerun_version_arn": arn},
+            condition="attribute_exists(#pk)",
+        )
+        return VersionItem.from_item(raw)
+
     def save_workflow(
         self,
         workflow: WorkflowItem,

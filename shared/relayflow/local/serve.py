@@ -95,6 +95,17 @@ PROXY_RESOURCE = "/{proxy+}"
 WEBHOOK_RESOURCE = "/hooks/{slug}"
 
 
+def index() -> dict[str, Any]:
+    """``GET /`` (public): what this server is and where its parts are."""
+    return {
+        "service": "relayflow serve",
+        "console": "/console",
+        "openapi": "/openapi.json",
+        "swagger": "/swagger",
+        "state": "in memory: workflows, runs, API keys and waits are lost when the server stops",
+    }
+
+
 def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     """The API Gateway resource of a path, and its path parameters, as ``template.yaml``
     declares them: the public routes by name, everything else through ``/{proxy+}``."""
@@ -156,6 +167,7 @@ class LocalServer:
         self._maintenance: Handler | None = None
         self._maintenance_stop = threading.Event()
         self._maintenance_thread: threading.Thread | None = None
+        self._console: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -311,6 +323,10 @@ class LocalServer:
         """Answer one request the way API Gateway and the functions behind it would."""
         split = urlsplit(target)
         path = unquote(split.path) or "/"
+        if path == "/console" or path.startswith("/console/"):
+            return self._console_request(method, target, headers, body)
+        if path == "/" and method in ("GET", "HEAD"):
+            return _json_response(200, index())
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
@@ -331,6 +347,24 @@ class LocalServer:
         if method != "GET" and self.recorder is not None:
             self.recorder.poke()
         return _from_proxy_result(result)
+
+    def _console_request(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> LocalResponse:
+        """``/console``: the web console (:mod:`relayflow.console`), which calls this server's
+        API as any client would (authorizer, rate limit, API function), in process."""
+        if self._console is None:
+            from relayflow.console import Console
+
+            def transport(
+                verb: str, path: str, api_headers: list[tuple[str, str]], data: bytes
+            ) -> tuple[int, bytes]:
+                answer = self.dispatch(verb, path, api_headers, data)
+                return answer.status, answer.body
+
+            self._console = Console(transport)
+        answer = self._console.handle(method, target, headers, body)
+        return LocalResponse(answer.status, answer.headers, answer.body)
 
     def _deliver_webhook(self, event: dict[str, Any]) -> LocalResponse:
         """``POST /hooks/{slug}``: no authorizer, no API-key limit (the webhook function keeps

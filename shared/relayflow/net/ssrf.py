@@ -156,7 +156,7 @@ def check_url(
         _check_host_name(host, shown)
         if not host_allowed and (host == "localhost" or host.endswith(".localhost")):
             raise SsrfBlocked(
-                f"blocked: {host} is a loopback name (url {shown})",
+                f"blocked: {host} is a loopback name (url {shown}){allow_hint(host)}",
                 url=shown,
                 host=host,
                 rule="loopback",
@@ -172,14 +172,28 @@ def check_url(
         refusal = blocked_reason(address)
         if refusal is not None:
             rule, phrase = refusal
+            hint = allow_hint(str(address)) if rule in _LOCAL_RULES else ""
             raise SsrfBlocked(
-                f"blocked: {address} is {phrase} (url {shown})",
+                f"blocked: {address} is {phrase} (url {shown}){hint}",
                 url=shown,
                 host=host,
                 address=str(address),
                 rule=rule,
             )
     return Target(url=url, scheme=scheme, host=host, port=port, addresses=addresses)
+
+
+#: Refusals a developer meets when a workflow calls a service on their own machine.
+_LOCAL_RULES = frozenset({"loopback"})
+
+
+def allow_hint(host: str) -> str:
+    """How to let a local address through in development: the setting and its format."""
+    return (
+        f"; to call it in local development, set RELAYFLOW_SSRF_ALLOW='[\"{host}\"]' (a JSON "
+        'list of host names and CIDR ranges, e.g. \'["127.0.0.1", "10.0.0.0/8"]\'); never in '
+        "production"
+    )
 
 
 def blocked_reason(address: IPAddress) -> tuple[str, str] | None:

@@ -566,7 +566,24 @@ def _put_object(s3: Any, args: PutObjectArgs, tool: str) -> dict[str, Any]:
     "aws.s3.get_object", "s3", GetObjectArgs, "Read an object (JSON bodies parsed).", "s3:GetObject"
 )
 def _get_object(s3: Any, args: GetObjectArgs, tool: str) -> dict[str, Any]:
-    found = s3.get_object(Bucket=args.bucket, Key=args.key)
+    from botocore.exceptions import ClientError
+
+    try:
+        found = s3.get_object(Bucket=args.bucket, Key=args.key)
+    except ClientError as exc:
+        mapped = aws_error(exc, tool=tool, service="s3")
+        code = str((exc.response.get("Error") or {}).get("Code") or "")
+        if code not in ("NoSuchKey", "NoSuchBucket") or mapped is exc:
+            raise
+        # S3's own message ("The specified key does not exist.") names neither.
+        missing = "object" if code == "NoSuchKey" else "bucket"
+        raise type(mapped)(
+            f"{mapped}: no {missing} s3://{args.bucket}/{args.key}",
+            tool=tool,
+            service="s3",
+            code=code,
+            status=404,
+        ) from exc
     size = int(found.get("ContentLength") or 0)
     if size > MAX_GET_OBJECT_BYTES:
         found["Body"].close()

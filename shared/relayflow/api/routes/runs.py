@@ -22,6 +22,7 @@ from relayflow.api.resolver import (
     response_docs,
 )
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
+from relayflow.control.rerun import RerunRequest
 
 router = Router()
 
@@ -159,3 +160,21 @@ def continue_run(
     return json_reply(
         200, control_plane().continue_run(current_tenant(), run_id, to_end=request.to_end)
     )
+
+
+@router.post(
+    "/runs/<run_id>/rerun",
+    summary="Rerun from a step",
+    description="Starts a new run with this run's trigger that begins at from_step (a step of "
+    "the main flow): the steps before it are not run again, their outputs come from this run "
+    "(and the runs it reran). version pinned (default) runs this run's version, current the "
+    "live one. 409 for a run still queued, running or parked; 422 unknown_step (details: the "
+    "steps a rerun may start at) or invalid_input (the live version's input_schema).",
+    responses=response_docs({201: "The new run, started"}, StartRunResult, 404, 409, 413, 415, 422),
+    tags=["runs"],
+)
+def rerun_run(run_id: RunId, request: Annotated[RerunRequest, Body()]) -> Response[StartRunResult]:
+    result = control_plane().rerun(
+        current_tenant(), run_id, request.from_step, version=request.version
+    )
+    return json_reply(201 if result.created else 200, result)

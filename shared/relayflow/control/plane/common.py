@@ -282,6 +282,18 @@ class RunMode:
     engine_version: str | None
     dry_run: bool
     step_through: bool = False
+    #: A rerun from a step (:mod:`relayflow.control.rerun`): where and what it starts with.
+    rerun: RerunSeed | None = None
+
+
+@dataclass(frozen=True)
+class RerunSeed:
+    """What a rerun's execution input carries besides the trigger: the run it reruns, the
+    main-flow step it starts at, and the earlier run's step outputs (``$.steps``)."""
+
+    of: str
+    from_step: str
+    steps: dict[str, Any]
 
 
 def _engine_of(version: VersionItem) -> dict[str, str]:

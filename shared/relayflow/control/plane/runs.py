@@ -27,6 +27,7 @@ from relayflow.control.plane.common import (
     RUN_RETENTION,
     RUN_STATUS,
     BreakerOpen,
+    RerunSeed,
     RunMode,
     _run_summary,
     _step_entry,
@@ -73,6 +74,7 @@ class Runs(PlaneBase):
         step_through: bool = False,
         collapse: bool = True,
         overlap: tuple[str, str] | None = None,
+        rerun: RerunSeed | None = None,
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``.
 
@@ -95,6 +97,10 @@ class Runs(PlaneBase):
         execution. The run item is written (conditionally) before the execution starts.
         While the workflow's circuit breaker is open it raises :class:`BreakerOpen` (409); a
         half-open one lets this run through as its trial.
+
+        A ``rerun`` starts on the version's rerun variant at ``rerun.from_step`` with the
+        earlier run's outputs (:mod:`relayflow.control.rerun`); like a dry run it passes no
+        admission rule (an operator's repair, not new traffic), but an open breaker refuses it.
         """
         from relayflow.control.admission import Decision
         from relayflow.control.run_input import check_run_input
@@ -119,6 +125,10 @@ class Runs(PlaneBase):
             from relayflow.control.step_through import StepThrough
 
             target_arn = StepThrough(self).target(head, version)
+        elif rerun is not None:
+            from relayflow.control.rerun import Reruns
+
+            target_arn = Reruns(self).target(head, version)
 
         run_id = (
             idempotent_run_id(tenant, workflow_id, idempotency_key)
@@ -129,7 +139,7 @@ class Runs(PlaneBase):
             existing = self.dal.get_run(tenant, run_id)
             if existing is not None:
                 return self._repeat(existing)
-        if dry_run:
+        if dry_run or rerun is not None:
             decision = Decision()
         else:
             decision = self.admission.admit(
@@ -161,7 +171,12 @@ class Runs(PlaneBase):
                 target_arn,
                 idempotency_key,
                 trigger_type,
-                RunMode(engine_version=engine_version, dry_run=dry_run, step_through=step_through),
+                RunMode(
+                    engine_version=engine_version,
+                    dry_run=dry_run,
+                    step_through=step_through,
+                    rerun=rerun,
+                ),
                 flow_key=decision.flow_key,
             )
         except Exception:
@@ -246,6 +261,9 @@ class Runs(PlaneBase):
         document = execution_input(
             workflow_id, input, run_id=run_id, version=version, tenant=tenant, dry_run=mode.dry_run
         )
+        if mode.rerun is not None:
+            document["steps"] = dict(mode.rerun.steps)
+            document["rerun"] = {"from_step": mode.rerun.from_step, "of": mode.rerun.of}
         document_json = to_json(document)
         if len(document_json.encode()) > MAX_INPUT_BYTES:
             raise PayloadTooLarge(f"a run's input may hold at most {MAX_INPUT_BYTES} bytes")
@@ -267,6 +285,8 @@ class Runs(PlaneBase):
             step_through=mode.step_through,
             flow_key=flow_key,
             engine="standard" if mode.step_through else head.engine,  # see step_through.py
+            rerun_of=mode.rerun.of if mode.rerun else None,
+            rerun_from=mode.rerun.from_step if mode.rerun else None,
         )
         return run, document_json
 
@@ -430,6 +450,14 @@ class Runs(PlaneBase):
         from relayflow.control.step_through import StepThrough
 
         return StepThrough(self).continue_run(self._run(tenant, run_id), to_end=to_end)
+
+    @translated
+    def rerun(self, tenant: str, run_id: str, from_step: str, *, version: str) -> StartRunResult:
+        """A new run of ``run_id``'s trigger that starts at ``from_step`` on the run's own
+        version (``pinned``) or the live one (``current``): :mod:`relayflow.control.rerun`."""
+        from relayflow.control.rerun import Reruns
+
+        return Reruns(self).rerun(tenant, run_id, from_step, version=version)
 
     @translated
     def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:

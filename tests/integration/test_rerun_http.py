@@ -1,0 +1,218 @@
+"""Rerun from a step over HTTP (``POST /runs/{id}/rerun``) against a LocalServer: the new run
+starts at the chosen step with the earlier run's trigger and outputs, on the pinned or the
+live version; bad steps are 422 ``unknown_step``, other tenants' runs 404."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from relayflow_testing import Received, Reply, Server, allowed_server, tenant_client
+
+from relayflow.local.serve import LocalServer
+
+pytestmark = pytest.mark.integration
+
+
+def fail(received: Received) -> Reply:
+    return 500, {"Content-Type": "application/json"}, b'{"error": "down"}'
+
+
+def ok(received: Received) -> Reply:
+    return 200, {"Content-Type": "application/json"}, b'{"id": "ch_9"}'
+
+
+def definition(url: str, label: str, workflow_id: str = "orders") -> dict[str, Any]:
+    return {
+        "id": workflow_id,
+        "engine": "standard",  # its timeline keeps every step's output (Express: test below)
+        "start": "prepare",
+        "steps": {
+            "prepare": {
+                "type": "transform",
+                "mapping": {"order": "{{ trigger.order }}", "at": "{{ run.id }}"},
+                "on_success": "charge",
+            },
+            "charge": {"type": "webhook_out", "url": f"{url}/charge", "on_success": "receipt"},
+            "receipt": {
+                "type": "transform",
+                "mapping": {
+                    "label": label,
+                    "prepared": "{{ steps.prepare.output }}",
+                    "charge": "{{ steps.charge.output.body }}",
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Server]:
+    with allowed_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(time_scale=0.001) as local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def http(server: LocalServer, remote: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
+    ) as client:
+        assert client.put("/workflows/orders", json=definition(remote.url, "v1")).is_success
+        yield client
+
+
+def settled(http: httpx.Client, run_id: str) -> dict[str, Any]:
+    for _ in range(800):
+        run = http.get(f"/runs/{run_id}").json()
+        if run["status"] not in ("running", "queued"):
+            return run
+        time.sleep(0.025)
+    raise AssertionError(f"run {run_id} never finished")
+
+
+def failed_run(http: httpx.Client, remote: Server) -> dict[str, Any]:
+    remote.reply = fail
+    started = http.post("/workflows/orders/runs", json={"input": {"order": "A-7"}})
+    assert started.status_code == 201, started.text
+    run = settled(http, started.json()["run_id"])
+    assert (run["status"], run["failing_step"]) == ("failed", "charge")
+    return run
+
+
+def test_a_rerun_starts_at_the_step_with_the_earlier_outputs(http, remote):
+    # Given a run that failed at charge after prepare succeeded
+    first = failed_run(http, remote)
+    prepared = next(s for s in first["steps"] if s["key"] == "prepare")["output"]
+    assert prepared["order"] == "A-7"
+    calls = len(remote.to("/charge"))
+
+    # When the remote is back and the run is rerun from charge
+    remote.reply = ok
+    answer = http.post(f"/runs/{first['run_id']}/rerun", json={"from_step": "charge"})
+
+    # Then a new run starts there, keeps prepare's output and succeeds
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["run_id"] != first["run_id"]
+    assert (body["rerun_of"], body["rerun_from"], body["version"]) == (
+        first["run_id"],
+        "charge",
+        1,
+    )
+    rerun = settled(http, body["run_id"])
+    assert rerun["status"] == "succeeded", rerun
+    assert [s["key"] for s in rerun["steps"]] == ["charge", "receipt"]
+    receipt = next(s for s in rerun["steps"] if s["key"] == "receipt")["output"]
+    assert receipt["prepared"] == prepared
+    assert receipt["charge"] == {"id": "ch_9"}
+    assert rerun["input"] == {"order": "A-7"}
+    assert len(remote.to("/charge")) == calls + 1
+
+    # And a rerun of the rerun from receipt carries outputs from both runs, calling nothing
+    again = http.post(f"/runs/{rerun['run_id']}/rerun", json={"from_step": "receipt"})
+    assert again.status_code == 201, again.text
+    last = settled(http, again.json()["run_id"])
+    assert [s["key"] for s in last["steps"]] == ["receipt"]
+    assert last["steps"][0]["output"]["prepared"] == prepared
+    assert last["steps"][0]["output"]["charge"] == {"id": "ch_9"}
+    assert len(remote.to("/charge")) == calls + 1
+
+
+def test_current_runs_the_live_version_and_pinned_the_earlier_one(http, remote):
+    first = failed_run(http, remote)
+    remote.reply = ok
+    # Given a version 2 published after the run failed
+    assert http.put("/workflows/orders", json=definition(remote.url, "v2")).is_success
+    try:
+        pinned = http.post(f"/runs/{first['run_id']}/rerun", json={"from_step": "charge"})
+        current = http.post(
+            f"/runs/{first['run_id']}/rerun", json={"from_step": "charge", "version": "current"}
+        )
+        labels = {}
+        for answer in (pinned, current):
+            assert answer.status_code == 201, answer.text
+            run = settled(http, answer.json()["run_id"])
+            labels[run["version"]] = run["steps"][-1]["output"]["label"]
+        # Then each ran the version it asked for
+        assert labels == {1: "v1", 2: "v2"}
+    finally:
+        assert http.post("/workflows/orders/rollback", json={"version": 1}).is_success
+
+
+def test_bad_reruns_are_refused_with_stable_codes(http, remote, server):
+    first = failed_run(http, remote)
+    run_id = first["run_id"]
+    # An unknown step: 422 naming the steps a rerun may start at
+    unknown = http.post(f"/runs/{run_id}/rerun", json={"from_step": "nope"})
+    assert unknown.status_code == 422
+    assert unknown.json()["code"] == "unknown_step"
+    assert unknown.json()["details"] == {"steps": ["prepare", "charge", "receipt"]}
+    # A body that breaks the model: 422 unprocessable
+    bad = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge", "version": "9"})
+    assert bad.status_code == 422
+    # Another tenant sees no such run
+    with tenant_client(server, "someone-else") as other:
+        assert other.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"}).status_code == 404
+    # The OpenAPI document describes the operation
+    paths = http.get("/openapi.json").json()["paths"]
+    assert "post" in paths["/runs/{run_id}/rerun"]
+
+
+def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http, remote):
+    # Given an Express workflow (its timeline records no output of native steps)
+    express = {**definition(remote.url, "x", "quick"), "engine": "express"}
+    assert http.put("/workflows/quick", json=express).is_success
+    remote.reply = fail
+    run_id = http.post("/workflows/quick/runs", json={"input": {"order": "Q-1"}}).json()["run_id"]
+    assert settled(http, run_id)["status"] == "failed"
+    remote.reply = ok
+    # A rerun from charge would lose prepare's output: 409 naming it and the way out
+    refused = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "outputs_not_recorded"
+    assert refused.json()["details"] == {"steps": ["prepare"]}
+    assert "engine: standard" in refused.json()["message"]
+    # From the start nothing is lost
+    again = http.post(f"/runs/{run_id}/rerun", json={"from_step": "prepare"})
+    assert again.status_code == 201, again.text
+    assert settled(http, again.json()["run_id"])["status"] == "succeeded"
+
+
+def test_the_cli_reruns_and_lists_workflows_and_breakers(http, remote, server, capsys, monkeypatch):
+    import json
+
+    from relayflow.cli import main
+
+    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
+    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
+    api = ["--api", server.url, "--api-key", server.bootstrap_key]
+    first = failed_run(http, remote)
+    remote.reply = ok
+    # relayflow runs rerun RUN --from STEP
+    assert main(["runs", "rerun", first["run_id"], "--from", "charge", *api]) == 0
+    line = capsys.readouterr().out
+    assert f"rerun of {first['run_id']} from charge, version 1" in line
+    rerun_id = line.split()[1].rstrip(":")
+    assert settled(http, rerun_id)["rerun_of"] == first["run_id"]
+    # A step that is not there: the API's 422, exit 2
+    assert main(["runs", "rerun", first["run_id"], "--from", "nope", *api]) == 2
+    assert "unknown_step" in capsys.readouterr().err
+    # relayflow workflows list / get
+    assert main(["workflows", "list", *api, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["items"]
+    assert "orders" in {w["workflow_id"] for w in listed}
+    assert main(["workflows", "get", "orders", *api]) == 0
+    assert "workflow orders" in capsys.readouterr().out
+    # relayflow breakers list (none tripped) and a reset of an unknown breaker (404, exit 1)
+    assert main(["breakers", "list", *api, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == []
+    assert main(["breakers", "reset", "tool:nothing", *api]) == 1

@@ -1,0 +1,74 @@
+"""``relayflow serve`` as a process: ``--resources`` creates what the file declares before the
+banner, the banner and ``GET /`` say everything is in memory, the console link signs in, and a
+bad resources file is a usage error (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+RESOURCES = Path("workflows/examples/local/order_fulfilment.resources.yaml")
+
+
+def relayflow(*args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from relayflow.cli import main; sys.exit(main())",
+        *args,
+    ]
+
+
+def test_serve_creates_resources_and_says_it_keeps_everything_in_memory():
+    process = subprocess.Popen(
+        relayflow("serve", "--port", "0", "--resources", str(RESOURCES)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        banner: list[str] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            assert line, f"serve exited: {banner}"
+            banner.append(line.rstrip())
+            if line.startswith("Everything"):
+                break
+        text = "\n".join(banner)
+        url = re.search(r"control API on (http://\S+)", text).group(1)
+        key = re.search(r"Console: \S+/console/login#key=(\S+)", text).group(1)
+        assert re.search(rf"created [1-9]\d* resource\(s\) from {RESOURCES}", text)
+        assert "lives in memory" in text
+        index = httpx.get(f"{url}/", timeout=30).json()
+        assert index["console"] == "/console" and index["state"].startswith("in memory")
+        signed_in = httpx.post(f"{url}/console/login", data={"key": key}, timeout=30)
+        assert signed_in.status_code == 303
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def test_a_bad_resources_file_is_a_usage_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dynamodb_tables: [{name: 3}]\nnope: 1\n")
+    done = subprocess.run(
+        relayflow("serve", "--port", "0", "--resources", str(bad)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert f"--resources {bad}:" in done.stderr
