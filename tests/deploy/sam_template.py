@@ -10,6 +10,7 @@ on one resource (wildcards in actions and resources, case-insensitive actions).
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shutil
 import subprocess
@@ -325,3 +326,13 @@ def sam_cli() -> str | None:
     if venv_sam.exists():
         return str(venv_sam)
     return shutil.which("sam")
+
+
+def sam_env(extra_path: str | None = None) -> dict[str, str]:
+    """This process's environment for a SAM CLI command: no telemetry, ``extra_path`` first
+    on PATH (where python3.12 is, for ``sam build``)."""
+    env = dict(os.environ)
+    env["SAM_CLI_TELEMETRY"] = "0"
+    if extra_path:
+        env["PATH"] = f"{extra_path}{os.pathsep}{env.get('PATH', '')}"
+    return env
