@@ -71,9 +71,7 @@ class _Collector(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Try(self, node: ast.Try) -> None:
-        catches = {
-            getattr(h.type, "id", None) for h in node.handlers if h.type is not None
-        } | {
+        catches = {getattr(h.type, "id", None) for h in node.handlers if h.type is not None} | {
             getattr(e, "id", None)
             for h in node.handlers
             if isinstance(h.type, ast.Tuple)
