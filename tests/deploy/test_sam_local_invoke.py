@@ -128,6 +128,8 @@ def invoke(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
+    # The function's log lines (the handler's stdout), for the assertion messages
+    answer["log"] = "\n".join(done.stdout.strip().splitlines()[:-1])[-4000:]
     # Every relayflow module came from the build, none from the source tree
     assert answer["relayflowFiles"], answer
     outside = [f for f in answer["relayflowFiles"] if not f.startswith(os.path.realpath(build))]
