@@ -87,6 +87,13 @@ def function_resources(template: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def function_env(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """The variables a function gets: Globals', then its own (which win)."""
+    globals_ = template["Globals"]["Function"].get("Environment") or {}
+    own = template["Resources"][logical_id]["Properties"].get("Environment") or {}
+    return {**(globals_.get("Variables") or {}), **(own.get("Variables") or {})}
+
+
 class Resolver:
     """Evaluates intrinsic functions for one set of parameter values."""
 

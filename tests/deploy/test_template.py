@@ -105,6 +105,10 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         "RELAYFLOW_TABLE_NAME",
         "RELAYFLOW_PAYLOAD_BUCKET",
         "RELAYFLOW_EVENT_BUS_NAME",
+        "RELAYFLOW_SCHEDULE_GROUP_NAME",
+        "RELAYFLOW_SCHEDULER_ROLE_ARN",
+        "RELAYFLOW_TRIGGER_FUNCTION_ARN",
+        "RELAYFLOW_STEP_EVENTS_LOG_GROUP_ARN",
         "RELAYFLOW_AWS_ENDPOINT_URL",
     }
     # The endpoint is the AWS adapter's (blank on AWS; events/env.json sets it for sam local)
@@ -454,7 +458,7 @@ def test_the_recorder_can_send_failure_notifications_and_read_only_prefixed_secr
     (granted,) = [p for p in with_key.resolve(policies) if "kms:" in json.dumps(p)]
     assert granted["Statement"][0]["Resource"] == "arn:aws:kms:us-east-1:1:key/k"
     # And its default sender is a setting
-    assert env == {"RELAYFLOW_NOTIFICATION_SENDER": {"Ref": "NotificationSender"}}
+    assert env["RELAYFLOW_NOTIFICATION_SENDER"] == {"Ref": "NotificationSender"}
     assert "notification_sender" in Settings.model_fields
 
 
