@@ -332,7 +332,8 @@ def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
     (throttle,) = api["MethodSettings"]
     assert throttle["ThrottlingRateLimit"] == {"Ref": "ApiRateLimit"}
     assert throttle["ThrottlingBurstLimit"] == {"Ref": "ApiBurstLimit"}
-    access = api["AccessLogSetting"]
+    condition, access, otherwise = api["AccessLogSetting"]["Fn::If"]
+    assert condition == "WriteApiAccessLogs" and otherwise == {"Ref": "AWS::NoValue"}
     assert access["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
     fields = json.loads(access["Format"].replace("\n", ""))
     assert {"requestId", "status", "tenant", "path"} <= set(fields)

@@ -13,6 +13,7 @@ import json
 import subprocess
 
 import pytest
+from sam_template import Resolver, load_template
 from translated import (
     CFN_LINT,
     NameResolver,
@@ -100,3 +101,37 @@ def test_dev_and_prod_stacks_in_one_account_share_no_physical_name():
     for stage, found in names.items():
         unstaged = sorted(name for name in found if stage not in name)
         assert not unstaged, unstaged
+
+
+@pytest.mark.parametrize("logging", ["true", "external", "false"])
+def test_access_logs_are_on_only_where_the_account_logging_role_is_set_first(logging):
+    # Given the stack translated with the account-logging choice
+    template = translate(Stage="prod", ConfigureApiGatewayLogging=logging)
+    resolver = Resolver(load_template(), Stage="prod", ConfigureApiGatewayLogging=logging)
+    (stage,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage"]
+    setting = stage["Properties"]["AccessLogSetting"]
+    condition, _, _ = setting["Fn::If"]
+    # Then the stage writes access logs unless the account's role may be missing ("false")
+    assert resolver.condition(condition) == (logging != "false")
+    # And when this stack sets the role, the stage is created after it
+    graph = dependency_graph(template)
+    absent = {
+        k
+        for k, r in template["Resources"].items()
+        if "Condition" in r and not resolver.condition(r["Condition"])
+    }
+    graph = {k: v - absent for k, v in graph.items() if k not in absent}
+    stage_id = next(k for k, r in template["Resources"].items() if r is stage)
+    assert ("ApiGatewayAccount" in _upstream(graph, stage_id)) == (logging == "true")
+
+
+def _upstream(graph: dict[str, set[str]], node: str) -> set[str]:
+    """Everything ``node`` depends on, directly or not."""
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        for target in graph.get(pending.pop(), ()):
+            if target not in found:
+                found.add(target)
+                pending.append(target)
+    return found
