@@ -109,6 +109,7 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         "RELAYFLOW_SCHEDULER_ROLE_ARN",
         "RELAYFLOW_TRIGGER_FUNCTION_ARN",
         "RELAYFLOW_STEP_EVENTS_LOG_GROUP_ARN",
+        "RELAYFLOW_TRIGGER_DEAD_LETTER_QUEUE_ARN",
         "RELAYFLOW_AWS_ENDPOINT_URL",
     }
     # The endpoint is the AWS adapter's (blank on AWS; events/env.json sets it for sam local)

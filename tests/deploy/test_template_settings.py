@@ -49,7 +49,12 @@ def _made_up(name: str) -> bool:
     )
 
 
-RESOURCE_SETTINGS = sorted(name for name in Settings.model_fields if _made_up(name))
+#: Unset means "off" locally, but on AWS it must never be off: what a schedule or rule target
+#: could not deliver would be dropped without a trace.
+REQUIRED_ON_AWS = ("trigger_dead_letter_queue_arn",)
+RESOURCE_SETTINGS = sorted(
+    name for name in Settings.model_fields if _made_up(name) or name in REQUIRED_ON_AWS
+)
 
 
 def _settings_read(kind: str) -> set[str]:
