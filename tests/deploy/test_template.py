@@ -474,7 +474,7 @@ def test_the_dashboard_is_json_and_draws_the_metrics_under_the_names_the_code_em
         "StepThrottled",
         "BreakerTrips",
         "DlqDepth",
-        "ExecutionsFailed",
+        "RunFailed",
     ):
         assert metric in text, metric
     assert f'Namespace=\\"{observability.DEFAULT_NAMESPACE}\\"' in text
