@@ -37,7 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             maintenance_interval=60.0,
         )
         server.__enter__()
-        aws = _expose_aws(args.host, args.aws_port)
+        aws = _expose_aws(args.aws_host or args.host, args.aws_port)
     except OSError as exc:
         print(
             f"relayflow: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
@@ -63,7 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _expose_aws(host: str, port: int | None) -> Any:
-    """``--aws-port``: serve's in-memory AWS on a port (relayflow.local.aws_server)."""
+    """``--aws-port`` (and ``--aws-host``): serve's in-memory AWS on a port
+    (relayflow.local.aws_server)."""
     if port is None:
         return None
     from relayflow.local.aws_server import ExposedAws
