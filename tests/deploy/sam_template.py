@@ -161,6 +161,8 @@ class Resolver:
         }
         if kind == "AWS::SQS::Queue" and attribute == "QueueName":
             return name
+        if kind == "AWS::EventSchemas::Registry" and attribute == "RegistryName":
+            return self.resolve(self.resource(logical_id)["Properties"]["RegistryName"])
         if attribute != "Arn" or kind not in arns:
             raise KeyError(f"no stand-in for {logical_id}.{attribute} ({kind})")
         return arns[kind]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_schemas import validate_event
 
 from relayflow.adapters.aws import client
 from relayflow.control.recorder import (
@@ -65,7 +66,9 @@ class Bus:
             if not batch:
                 break
             for message in batch:
-                self.seen.append(json.loads(message["Body"]))
+                event = json.loads(message["Body"])
+                validate_event(event)  # every event the recorder emits: docs/events/
+                self.seen.append(event)
                 self.sqs.delete_message(
                     QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
                 )
