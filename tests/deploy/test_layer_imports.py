@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from import_graph import Closure, reachable
-from sam_template import function_resources, load_template
+from sam_template import ROOT, function_resources, load_template
 
 FUNCTIONS = function_resources(load_template())
 #: Never on the deployed path: the local runtime, the CLI, tests and test-only packages.
@@ -71,3 +71,38 @@ def test_the_closure_follows_lazy_imports_and_reports_what_the_layer_lacks(tmp_p
         ("relayflow.local.history", "relayflow.timeline", True)
     ]
     assert set(closure.modules) == {"app", "relayflow", "relayflow.timeline"}
+
+
+def _mib(size: int) -> float:
+    return size / 2**20
+
+
+def test_the_layer_size_docs_operations_states_is_the_built_layers(sam_build: Path, tmp_path):
+    import re
+    import zipfile
+
+    # Given the figures docs/operations.md states for the layer
+    text = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    found = re.search(
+        r"([\d.]+) MiB unzipped, ([\d.]+) MiB zipped \(deflate level 9\); the relayflow "
+        r"package is ([\d.]+) MiB",
+        text,
+    )
+    assert found, "docs/operations.md states no layer size"
+    stated = [float(v) for v in found.groups()]
+    # When the built layer is measured (and zipped as sam deploy uploads it)
+    root = sam_build / "RelayflowLayer"
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    archive = tmp_path / "layer.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zipped:
+        for path in files:
+            zipped.write(path, path.relative_to(root))
+    package = root / "python" / "relayflow"
+    measured = [
+        _mib(sum(p.stat().st_size for p in files)),
+        _mib(archive.stat().st_size),
+        _mib(sum(p.stat().st_size for p in package.rglob("*") if p.is_file())),
+    ]
+    # Then each stated figure is within 10% of the build's
+    for figure, actual in zip(stated, measured, strict=True):
+        assert abs(figure - actual) <= 0.1 * actual, (stated, [round(m, 2) for m in measured])
