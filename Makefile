@@ -114,9 +114,14 @@ $(ASL_STAMP): tools/asl/package.json tools/asl/package-lock.json
 	npm ci --prefix $(ASL_TOOLS) --no-audit --no-fund --loglevel=error
 	touch $(ASL_STAMP)
 
+# cfn-lint on template.yaml and on what CloudFormation receives (the SAM-translated template:
+# only there do reference cycles and the generated resources show).
 sam-validate: sam-cli
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
 	$(SAM_VENV)/bin/cfn-lint template.yaml
+	mkdir -p .aws-sam
+	$(SAM_VENV)/bin/python tests/deploy/sam_translate.py > .aws-sam/translated.json
+	$(SAM_VENV)/bin/cfn-lint --non-zero-exit-code error .aws-sam/translated.json
 
 # Needs python3.12 on PATH (the functions' runtime); output in .aws-sam/build.
 sam-build: sam-cli
