@@ -15,7 +15,14 @@ ASL_TOOLS := $(VENV)/tools/asl
 ASL_STAMP := $(ASL_TOOLS)/.installed-stamp
 
 # The functions' runtime, python3.12, with the layer's requirements (and boto3, which Lambda's
-# runtime brings): tests/deploy/test_sam_local_invoke.py runs each handler in it.
+# runtime brings): tests/deploy/test_sam_local_invoke.py runs each built handler in it.
+# LAMBDA_BOTO3 is the SDK the runtime is taken to ship. AWS publishes no fixed figure any more
+# (docs.aws.amazon.com/lambda/latest/dg/lambda-python.html, "Runtime-included SDK versions":
+# it depends on the runtime release and the region; a function printing boto3.__version__
+# tells). 1.44.8 is the version this tool venv was installed with, which is also the lowest
+# relayflow supports (pyproject: boto3>=1.44): a region whose runtime ships an older SDK needs
+# boto3 in the layer. tests/deploy/test_sam_local_invoke.py checks the venv holds this pin.
+LAMBDA_BOTO3 := 1.44.8
 LAMBDA_PY := $(VENV)/tools/lambda-py312
 LAMBDA_PY_STAMP := $(LAMBDA_PY)/.installed-stamp
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12) python3.12)
@@ -100,7 +107,8 @@ lambda-python: $(LAMBDA_PY_STAMP)
 $(LAMBDA_PY_STAMP): shared/requirements.txt
 	$(PYTHON312) -m venv $(LAMBDA_PY)
 	$(LAMBDA_PY)/bin/python -m pip install --quiet --upgrade pip
-	$(LAMBDA_PY)/bin/python -m pip install --quiet -r shared/requirements.txt 'boto3>=1.44,<2'
+	$(LAMBDA_PY)/bin/python -m pip install --quiet -r shared/requirements.txt \
+		'boto3==$(LAMBDA_BOTO3)' 'botocore==$(LAMBDA_BOTO3)'
 	touch $(LAMBDA_PY_STAMP)
 
 asl-tools: $(ASL_STAMP)
@@ -111,9 +119,14 @@ $(ASL_STAMP): tools/asl/package.json tools/asl/package-lock.json
 	npm ci --prefix $(ASL_TOOLS) --no-audit --no-fund --loglevel=error
 	touch $(ASL_STAMP)
 
+# cfn-lint on template.yaml and on what CloudFormation receives (the SAM-translated template:
+# only there do reference cycles and the generated resources show).
 sam-validate: sam-cli
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
 	$(SAM_VENV)/bin/cfn-lint template.yaml
+	mkdir -p .aws-sam
+	$(SAM_VENV)/bin/python tests/deploy/sam_translate.py > .aws-sam/translated.json
+	$(SAM_VENV)/bin/cfn-lint --non-zero-exit-code error .aws-sam/translated.json
 
 # Needs python3.12 on PATH (the functions' runtime); output in .aws-sam/build.
 sam-build: sam-cli

@@ -1,15 +1,18 @@
-"""Cold-start budget: import time of every handler against ``import boto3``, and layer size.
+"""Cold-start budget: import time of every built handler against ``import boto3``, and the
+built layer's size.
 
-Each figure is the best of N fresh interpreters, timing only the import itself
-(``time.perf_counter`` around it, interpreter start-up excluded), so the handler figures and
-the ``import boto3`` baseline are measured the same way in the same run. The budget
-(``/work/shared/notes/cold-start.md``): a step function's handler imports within 1.5x
-``import boto3``; heavy libraries (boto3, httpx, celpy, the X-Ray SDK) load on first use.
+What is measured is the artifact ``sam build`` makes (``--build-dir``, or a fresh ``sam build``
+into a temporary directory): each function's folder as /var/task and the built layer's
+``relayflow`` package as /opt/python, in python3.12 (``make lambda-python``: the layer's pinned
+requirements and the runtime's boto3; the layer's compiled wheels are arm64 and cannot load
+here), never the source tree. Each figure is the best of N fresh interpreters, timing only the
+import itself (``time.perf_counter`` around it, interpreter start-up excluded), so the handler
+figures and the ``import boto3`` baseline are measured the same way in the same interpreter.
+The budget (``/work/shared/notes/cold-start.md``): a step function's handler imports within
+1.5x ``import boto3``; heavy libraries (boto3, httpx, celpy, the X-Ray SDK) load on first use.
 
-The layer size is what ``sam build`` ships: ``shared/requirements.txt`` installed for Lambda
-(manylinux aarch64 up to glibc 2.34, CPython 3.12, wheels only) plus the relayflow package.
-
-Run: ``make cold-start`` or ``.venv/bin/python bench/cold_start.py [--runs 7] [--no-layer]``.
+Run: ``make cold-start`` or ``.venv/bin/python bench/cold_start.py [--runs 7] [--build-dir
+.aws-sam/build]``.
 """
 
 from __future__ import annotations
@@ -23,19 +26,15 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LAMBDA_PYTHON = ROOT / ".venv" / "tools" / "lambda-py312" / "bin" / "python"
 BUDGET = 1.5
 #: Lambda's limits for a function and all its layers.
 UNZIPPED_LIMIT_MB = 250
 ZIPPED_UPLOAD_LIMIT_MB = 50
-#: Wheel platforms the python3.12 arm64 runtime (Amazon Linux 2023, glibc 2.34) runs, as
-#: ``sam build`` accepts them. manylinux2014 alone is not enough: google-re2 (cel-python's
-#: dependency) publishes aarch64 wheels for manylinux_2_28 only.
-LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64", "manylinux_2_34_aarch64")
 
 _TIME_HANDLER = """
 import importlib.util, sys, time
 path = sys.argv[1]
-sys.path.insert(0, {shared!r})
 started = time.perf_counter()
 spec = importlib.util.spec_from_file_location("app", path)
 module = importlib.util.module_from_spec(spec)
@@ -64,24 +63,23 @@ def _env() -> dict[str, str]:
     return env
 
 
-def best_of(python: str, code: str, arg: str, runs: int) -> float:
-    """The fastest of ``runs`` fresh interpreters running ``code`` (which prints seconds)."""
+def best_of(python: str, code: str, arg: str, runs: int, path: list[Path] | None = None) -> float:
+    """The fastest of ``runs`` fresh interpreters running ``code`` (which prints seconds), with
+    ``path`` (the task root and /opt/python) as PYTHONPATH and nothing else added (-P)."""
     times = []
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in path or [])
     for _ in range(runs):
         out = subprocess.run(
-            [python, "-c", code, arg],
+            [python, "-P", "-c", code, arg],
             capture_output=True,
             text=True,
             check=True,
-            env=_env(),
-            cwd=ROOT,
+            env=env,
+            cwd=(path or [ROOT])[0],
         )
         times.append(float(out.stdout.strip().splitlines()[-1]))
     return min(times)
-
-
-def handlers() -> list[Path]:
-    return sorted(p for p in (ROOT / "functions").glob("*/app.py"))
 
 
 def tree_bytes(path: Path) -> int:
@@ -90,79 +88,93 @@ def tree_bytes(path: Path) -> int:
     )
 
 
-def layer_size() -> tuple[int, int]:
-    """(unzipped, zipped) bytes of the layer as ``sam build`` lays it out (python/…)."""
+def sam_build(target: Path) -> Path:
+    """``sam build`` into ``target`` (the SAM CLI and python3.12 as tests/deploy finds them)."""
+    sys.path.insert(0, str(ROOT / "tests" / "deploy"))
+    from sam_template import python312, sam_cli, sam_env
+
+    sam, python = sam_cli(), python312()
+    if sam is None or python is None:
+        raise SystemExit("sam build needs the SAM CLI (make sam-cli) and python3.12")
+    subprocess.run(
+        [
+            sam,
+            "build",
+            "--no-cached",
+            "--build-dir",
+            str(target / "build"),
+            "--cache-dir",
+            str(target / "cache"),
+            "--template-file",
+            str(ROOT / "template.yaml"),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env=sam_env(str(Path(python).parent)),
+    )
+    return target / "build"
+
+
+def built_functions(build: Path) -> list[Path]:
+    return sorted(p.parent for p in build.glob("*/app.py"))
+
+
+def layer_size(build: Path) -> tuple[int, int]:
+    """(unzipped, zipped) bytes of the built layer (``RelayflowLayer``: python/…)."""
+    root = build / "RelayflowLayer"
     with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / "python"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-                str(target),
-                *(arg for platform in LAMBDA_PLATFORMS for arg in ("--platform", platform)),
-                "--python-version",
-                "3.12",
-                "--implementation",
-                "cp",
-                "--only-binary=:all:",
-                "-r",
-                str(ROOT / "shared" / "requirements.txt"),
-            ],
-            check=True,
-        )
-        shutil.copytree(
-            ROOT / "shared" / "relayflow",
-            target / "relayflow",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        unzipped = tree_bytes(target)
-        archive = shutil.make_archive(str(Path(tmp) / "layer"), "zip", tmp, "python")
-        return unzipped, Path(archive).stat().st_size
+        archive = shutil.make_archive(str(Path(tmp) / "layer"), "zip", root)
+        return tree_bytes(root), Path(archive).stat().st_size
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="fresh interpreters per figure")
-    parser.add_argument("--python", default=sys.executable, help="interpreter to measure")
-    parser.add_argument("--no-layer", action="store_true", help="skip the layer size (no pip)")
+    parser.add_argument("--python", default=str(LAMBDA_PYTHON), help="interpreter to measure")
+    parser.add_argument("--build-dir", type=Path, help="sam build's output (default: build now)")
     args = parser.parse_args(argv)
+    if not Path(args.python).exists():
+        raise SystemExit(f"{args.python} is missing: run `make lambda-python`")
 
-    shared = str(ROOT / "shared")
+    with tempfile.TemporaryDirectory() as tmp:
+        build = args.build_dir or sam_build(Path(tmp))
+        opt = Path(tmp) / "opt-python"  # /opt/python: the built layer's relayflow only
+        opt.mkdir()
+        (opt / "relayflow").symlink_to(
+            (build / "RelayflowLayer" / "python" / "relayflow").resolve()
+        )
+        return report(args.python, build, opt, args.runs)
+
+
+def report(python: str, build: Path, opt: Path, runs: int) -> int:
     version = subprocess.run(
-        [args.python, "-c", "import sys; print(sys.version.split()[0])"],
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    print(f"Import time, best of {args.runs} fresh processes (Python {version})")
-    boto3 = best_of(args.python, _TIME_MODULE, "boto3", args.runs)
-    print(f"  {'import boto3':<22} {boto3 * 1000:7.1f} ms   1.00x")
+    print(f"Import time of the built handlers, best of {runs} fresh processes (Python {version})")
+    boto3 = best_of(python, _TIME_MODULE, "boto3", runs, [opt])
+    print(f"  {'import boto3':<26} {boto3 * 1000:7.1f} ms   1.00x")
     over = []
-    for app in handlers():
-        kind = app.parent.name
-        seconds = best_of(args.python, _TIME_HANDLER.format(shared=shared), str(app), args.runs)
+    for task_root in built_functions(build):
+        seconds = best_of(python, _TIME_HANDLER, str(task_root / "app.py"), runs, [task_root, opt])
         ratio = seconds / boto3
         flag = "" if ratio <= BUDGET else f"   over the {BUDGET}x budget"
         if ratio > BUDGET:
-            over.append(kind)
-        print(f"  {'functions/' + kind:<22} {seconds * 1000:7.1f} ms   {ratio:4.2f}x{flag}")
+            over.append(task_root.name)
+        print(f"  {task_root.name:<26} {seconds * 1000:7.1f} ms   {ratio:4.2f}x{flag}")
     verdict = "all within" if not over else "over: " + ", ".join(over)
     print(f"Budget: {BUDGET}x import boto3 -> {verdict}")
-
-    if not args.no_layer:
-        unzipped, zipped = layer_size()
-        mb = 1024 * 1024
-        print(
-            f"Layer (manylinux aarch64, cp312): {unzipped / mb:.1f} MB unzipped "
-            f"(limit {UNZIPPED_LIMIT_MB} MB with the function), {zipped / mb:.1f} MB zipped "
-            f"(direct upload limit {ZIPPED_UPLOAD_LIMIT_MB} MB); relayflow itself "
-            f"{tree_bytes(ROOT / 'shared' / 'relayflow') / mb:.2f} MB"
-        )
+    unzipped, zipped = layer_size(build)
+    mib = 1024 * 1024
+    print(
+        f"Built layer (manylinux aarch64, cp312): {unzipped / mib:.1f} MiB unzipped "
+        f"(limit {UNZIPPED_LIMIT_MB} MB with the function), {zipped / mib:.1f} MiB zipped "
+        f"(direct upload limit {ZIPPED_UPLOAD_LIMIT_MB} MB); relayflow itself "
+        f"{tree_bytes(build / 'RelayflowLayer' / 'python' / 'relayflow') / mib:.2f} MiB"
+    )
     return 0
 
 

@@ -4,7 +4,8 @@
     .venv/bin/python tools/gen_operations_docs.py --check   # exit 1 when they are stale
 
 Each table sits between ``<!-- generated:<name> -->`` and ``<!-- end generated:<name> -->``
-markers: parameters (with the dev and prod values of samconfig.toml), outputs, alarms,
+markers: the resources the stack holds (with their counts), parameters (with the dev and
+prod values of samconfig.toml), outputs, alarms,
 functions (with the ``sam local invoke`` line of every sample and how it ends, from
 ``events/outcomes.json``) and permissions. ``tests/deploy/test_generated_docs.py`` fails when
 the document differs from what this renders.
@@ -204,6 +205,8 @@ def _invoked_by(props: dict[str, Any]) -> str:
             found.append("EventBridge rule (Step Functions status changes)")
         elif event["Type"] == "ScheduleV2":
             found.append(f"Scheduler {p['ScheduleExpression']}")
+        elif event["Type"] == "CloudWatchLogs":
+            found.append(f"CloudWatch Logs subscription of {show(p['LogGroupName'])}")
     return "; ".join(found)
 
 
@@ -331,7 +334,169 @@ def permissions(template: dict[str, Any]) -> str:
     return table(["function", "may do"], rows) + "\n\n" + table(["role", "may do"], roles)
 
 
+# ----------------------------------------------------------------------------- what it holds
+
+_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{_NUMBERS.get(n, n)} {noun}{'' if n == 1 else 's'}"
+
+
+def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _step_functions(template: dict[str, Any]) -> list[str]:
+    """The functions the state machines' role may invoke (one per step type that runs code)."""
+    role = template["Resources"]["StateMachineRole"]["Properties"]
+    found = []
+    for policy in role.get("Policies") or []:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if statement.get("Sid") != "InvokeStepFunctions":
+                continue
+            for resource in statement["Resource"]:
+                if "Fn::GetAtt" in resource and resource["Fn::GetAtt"][0] not in found:
+                    found.append(resource["Fn::GetAtt"][0])
+    return found
+
+
+def _names(kinds: list[str]) -> str:
+    return "`relayflow-<stage>-{" + ",".join(kinds) + "}`"
+
+
+def resources(template: dict[str, Any]) -> str:
+    """The stack's resources by role, with the counts the template has now."""
+    res = template["Resources"]
+    functions = _of_type(template, "AWS::Serverless::Function")
+    kind_of = {k: Path(r["Properties"]["CodeUri"]).name for k, r in functions.items()}
+    steps = [k for k in _step_functions(template) if k in functions]
+    platform = [k for k in functions if k not in steps]
+    groups = _of_type(template, "AWS::Logs::LogGroup")
+    group_names = [show(r["Properties"]["LogGroupName"]) for r in groups.values()]
+    lambda_groups = [n for n in group_names if n.startswith("/aws/lambda/")]
+    other_groups = [f"`{n}`" for n in group_names if not n.startswith("/aws/lambda/")]
+    queues = [
+        show(r["Properties"]["QueueName"]) for r in _of_type(template, "AWS::SQS::Queue").values()
+    ]
+    dlqs = [q.removeprefix("relayflow-<stage>-").removesuffix("-dlq") for q in queues]
+    alarms_ = _of_type(template, "AWS::CloudWatch::Alarm")
+    queries = [
+        show(r["Properties"]["Name"])
+        for r in _of_type(template, "AWS::Logs::QueryDefinition").values()
+    ]
+    schemas = [
+        r["Properties"]["SchemaName"]
+        for r in _of_type(template, "AWS::EventSchemas::Schema").values()
+    ]
+    rows = [
+        [
+            "`RelayflowLayer`",
+            f"`{show(res['RelayflowLayer']['Properties']['LayerName'])}`",
+            "the `relayflow` package (without the local runtime and the CLI) and "
+            "`shared/requirements.txt`, built for python3.12 arm64 by `shared/Makefile`",
+        ],
+        [
+            _count(len(steps), "step function"),
+            _names([kind_of[k] for k in steps]),
+            "one per step type that runs code, invoked by the state machines; handler "
+            "`app.handler` in `functions/<type>/`",
+        ],
+        [
+            _count(len(platform), "platform function"),
+            _names([kind_of[k] for k in platform]),
+            "control API, API keys, run recording (and DLQ archive, failure notifications), "
+            "per-step events, triggers, webhooks, upkeep every minute "
+            "([§13](#13-functions-and-sam-local-invoke) lists what invokes each)",
+        ],
+        [
+            f"{_count(len(groups), 'log group')} ({len(lambda_groups)} of functions)",
+            "`/aws/lambda/relayflow-<stage>-<name>`, " + ", ".join(other_groups),
+            "retention `LogRetentionDays`",
+        ],
+        [
+            "`RelayflowApi`",
+            f"`{show(res['RelayflowApi']['Properties']['Name'])}` (REST, regional)",
+            "the control API, webhook ingestion (`/hooks/{slug}`), the guest approval page; "
+            "authorizer, throttling, X-Ray, access logs (`ConfigureApiGatewayLogging`)",
+        ],
+        [
+            _count(len(queues), "dead-letter queue"),
+            "`relayflow-<stage>-{" + ",".join(dlqs) + "}-dlq`",
+            "what an asynchronous hop could not deliver "
+            "([Dead-letter queues](#dead-letter-queues))",
+        ],
+        [
+            "`ApprovalSigningSecret`, `PublicBaseUrlParameter`",
+            f"`{show(res['ApprovalSigningSecret']['Properties']['Name'])}`, "
+            f"`{show(res['PublicBaseUrlParameter']['Properties']['Name'])}`",
+            "the key guest approval links are signed with (generated), and the API URL they "
+            "start with",
+        ],
+        [
+            "`RelayflowTable`",
+            "generated",
+            "runs, journal, breakers, leases, approvals: `pk`/`sk`, `GSI1` (`gsi1pk`/`gsi1sk`), "
+            "TTL `expires_at`, on demand, PITR, KMS (AWS managed key)",
+        ],
+        [
+            "`PayloadBucket`",
+            "generated",
+            "step outputs over the offload threshold, under `payloads/`; private, TLS only, "
+            "expiring",
+        ],
+        [
+            "`EventBus`",
+            f"`{show(res['EventBus']['Properties']['Name'])}`",
+            "event triggers and lifecycle events",
+        ],
+        [
+            "`ScheduleGroup`, `SchedulerRole`",
+            f"`{show(res['ScheduleGroup']['Properties']['Name'])}`",
+            "cron triggers and debounce/batch deadlines (EventBridge Scheduler) and the role they "
+            "start runs with",
+        ],
+        [
+            "`BedrockBatchRole`",
+            "generated",
+            "the role Bedrock batch inference jobs of `llm_batch` run with: `payloads/batch/*` of "
+            "the payload bucket only",
+        ],
+        [
+            "`StateMachineRole`, `StateMachineLogGroup`",
+            f"generated, `{show(res['StateMachineLogGroup']['Properties']['LogGroupName'])}`",
+            "execution role and log destination of every compiled workflow (exported)",
+        ],
+        [
+            "`Dashboard`",
+            f"`{show(res['Dashboard']['Properties']['DashboardName'])}`",
+            "runs and the latest failed runs, steps, step and platform functions, API Gateway, the "
+            "dead-letter queues, every alarm",
+        ],
+        [
+            f"{_count(len(alarms_), 'alarm')}, `AlarmTopic`",
+            "`relayflow-<stage>-*`",
+            "failed and timed-out runs, run DLQ depth, each dead-letter queue, function errors and "
+            "throttles ([the list](#8-alarms-and-what-to-do))",
+        ],
+        [
+            "`EventSchemaRegistry`, " + _count(len(schemas), "schema"),
+            f"`{show(res['EventSchemaRegistry']['Properties']['RegistryName'])}`: "
+            + ", ".join(f"`{n}`" for n in schemas),
+            "the JSON Schemas of the bus events (docs/events/), for EventBridge's schema browser "
+            "and code bindings",
+        ],
+        [
+            _count(len(queries), "saved query").replace("querys", "queries"),
+            ", ".join(f"`{q}`" for q in queries),
+            "Logs Insights ([§7](#7-where-to-look))",
+        ],
+    ]
+    return table(["resource", "name", "purpose"], rows)
+
+
 SECTIONS = {
+    "resources": resources,
     "parameters": parameters,
     "outputs": outputs,
     "alarms": alarms,

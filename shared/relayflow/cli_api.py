@@ -649,7 +649,13 @@ def add_api_commands(sub: Any) -> None:
         "--aws-port",
         type=int,
         help="also serve the in-memory AWS (moto) on this port, e.g. 4566, for `sam local "
-        "invoke --env-vars events/env.json` (docs/operations.md)",
+        "invoke --env-vars events/env.json` (docs/development.md)",
+    )
+    p.add_argument(
+        "--aws-host",
+        help="address the in-memory AWS listens on (default: --host). On Linux, a `sam local` "
+        "container reaches the host through the Docker bridge, not 127.0.0.1: use 0.0.0.0 "
+        "(or the bridge's address, e.g. 172.17.0.1)",
     )
     p.add_argument(
         "--resources",

@@ -46,7 +46,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             from relayflow.local.resources import provision
 
             created = provision(resources)
-        aws = _expose_aws(args.host, args.aws_port)
+        aws = _expose_aws(args.aws_host or args.host, args.aws_port)
     except OSError as exc:
         print(
             f"relayflow: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
@@ -92,7 +92,8 @@ def _load_resources(path: str) -> Any:
 
 
 def _expose_aws(host: str, port: int | None) -> Any:
-    """``--aws-port``: serve's in-memory AWS on a port (relayflow.local.aws_server)."""
+    """``--aws-port`` (and ``--aws-host``): serve's in-memory AWS on a port
+    (relayflow.local.aws_server)."""
     if port is None:
         return None
     from relayflow.local.aws_server import ExposedAws

@@ -34,6 +34,7 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
     "scheduler_role_arn": "SchedulerRole",
     "trigger_function_arn": "TriggerFunction",
     "trigger_dead_letter_queue_arn": "TriggerDeadLetterQueue",
+    "bedrock_batch_role_arn": "BedrockBatchRole",
 }
 
 

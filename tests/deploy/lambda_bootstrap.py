@@ -5,7 +5,8 @@ Run as ``python lambda_bootstrap.py <event.json>`` with the function's environme
 by ``_HANDLER`` / ``AWS_LAMBDA_FUNCTION_HANDLER`` (``app.handler``) as the runtime does, calls
 it with the event and a Lambda context, and prints one JSON line on the last line of stdout:
 ``{"result": …}`` or ``{"errorType": …, "errorMessage": …}`` (Lambda's error shape), plus the
-``relayflow`` modules imported, so the caller can check that no local-runtime or CLI code ran.
+``relayflow`` modules imported and their files, so the caller can check that no local-runtime
+or CLI code ran and that the code came from the build.
 """
 
 from __future__ import annotations
@@ -48,7 +49,13 @@ def main() -> int:
         outcome = {"result": handler(event, Context(dict(os.environ)))}
     except Exception as exc:
         outcome = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
-    outcome["relayflowModules"] = sorted(m for m in sys.modules if m.startswith("relayflow"))
+    loaded = [m for name, m in sys.modules.items() if name.startswith("relayflow")]
+    outcome["relayflowModules"] = sorted(m.__name__ for m in loaded)
+    # Where they were loaded from (resolved: the layer may be a symlink), so the caller can
+    # check that the built artifact ran, not the source tree.
+    outcome["relayflowFiles"] = sorted(
+        {os.path.realpath(m.__file__) for m in loaded if getattr(m, "__file__", None)}
+    )
     sys.stdout.flush()
     print("\n" + json.dumps(outcome, default=str))
     return 0

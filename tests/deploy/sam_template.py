@@ -10,6 +10,7 @@ on one resource (wildcards in actions and resources, case-insensitive actions).
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shutil
 import subprocess
@@ -86,6 +87,13 @@ def function_resources(template: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def function_env(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """The variables a function gets: Globals', then its own (which win)."""
+    globals_ = template["Globals"]["Function"].get("Environment") or {}
+    own = template["Resources"][logical_id]["Properties"].get("Environment") or {}
+    return {**(globals_.get("Variables") or {}), **(own.get("Variables") or {})}
+
+
 class Resolver:
     """Evaluates intrinsic functions for one set of parameter values."""
 
@@ -153,6 +161,8 @@ class Resolver:
         }
         if kind == "AWS::SQS::Queue" and attribute == "QueueName":
             return name
+        if kind == "AWS::EventSchemas::Registry" and attribute == "RegistryName":
+            return self.resolve(self.resource(logical_id)["Properties"]["RegistryName"])
         if attribute != "Arn" or kind not in arns:
             raise KeyError(f"no stand-in for {logical_id}.{attribute} ({kind})")
         return arns[kind]
@@ -325,3 +335,13 @@ def sam_cli() -> str | None:
     if venv_sam.exists():
         return str(venv_sam)
     return shutil.which("sam")
+
+
+def sam_env(extra_path: str | None = None) -> dict[str, str]:
+    """This process's environment for a SAM CLI command: no telemetry, ``extra_path`` first
+    on PATH (where python3.12 is, for ``sam build``)."""
+    env = dict(os.environ)
+    env["SAM_CLI_TELEMETRY"] = "0"
+    if extra_path:
+        env["PATH"] = f"{extra_path}{os.pathsep}{env.get('PATH', '')}"
+    return env

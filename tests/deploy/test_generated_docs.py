@@ -48,3 +48,37 @@ def test_the_tables_cover_every_parameter_output_alarm_and_function():
         if resource["Type"] == "AWS::CloudWatch::Alarm":
             name = resource["Properties"]["AlarmName"]["Fn::Sub"].replace("${Stage}", "<stage>")
             assert f"`{name}`" in text, logical_id
+
+
+def test_the_resource_table_counts_what_the_template_holds():
+    # Given the generated "what the stack holds" table (its counts were written by hand, and
+    # drifted: eight step functions for ten, three dead-letter queues for four, ten alarms …)
+    generator = _generator()
+    template = generator.load_template()
+    text = generator.DOC.read_text()
+    section = text[
+        text.index("<!-- generated:resources -->") : text.index("<!-- end generated:resources -->")
+    ]
+
+    def count(kind: str) -> int:
+        return sum(1 for r in template["Resources"].values() if r["Type"] == kind)
+
+    # Then each count is the template's
+    assert f"{generator._count(count('AWS::SQS::Queue'), 'dead-letter queue')} |" in section
+    assert f"{generator._count(count('AWS::CloudWatch::Alarm'), 'alarm')}, `AlarmTopic`" in section
+    assert f"{generator._count(count('AWS::Logs::LogGroup'), 'log group')} (" in section
+    functions = count("AWS::Serverless::Function")
+    steps = len(generator._step_functions(template))
+    assert f"{generator._count(steps, 'step function')} |" in section
+    assert f"{generator._count(functions - steps, 'platform function')} |" in section
+    # And an edited count is restored by rendering
+    edited = text.replace("four dead-letter queues", "three dead-letter queues", 1)
+    assert edited != text and generator.render(edited) == text
+
+
+def test_the_step_events_function_is_documented_as_a_log_subscriber():
+    text = _generator().DOC.read_text()
+    (row,) = [
+        line for line in text.splitlines() if line.startswith("| `StepEventsFunction` | `functions")
+    ]
+    assert "CloudWatch Logs subscription of `StepEventsLogGroup`" in row

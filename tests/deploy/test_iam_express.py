@@ -7,7 +7,16 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sam_template import ACCOUNT, REGION, ROOT, Resolver, allows, allows_item, role_statements
+from sam_template import (
+    ACCOUNT,
+    REGION,
+    ROOT,
+    Resolver,
+    allows,
+    allows_item,
+    function_env,
+    role_statements,
+)
 from test_iam_agreement import TABLE_ARN, TEMPLATE, WORKFLOWS, _options
 
 from relayflow.compiler import compile_workflow
@@ -82,7 +91,7 @@ def test_the_functions_that_fold_express_logs_may_filter_the_machines_log_groups
     assert not allows(granted, "logs:FilterLogEvents", other)
     assert not allows(granted, "logs:GetLogEvents", resolver.get_att("StateMachineLogGroup", "Arn"))
     # And they are told where those groups are
-    variables = TEMPLATE["Resources"][function]["Properties"]["Environment"]["Variables"]
+    variables = function_env(TEMPLATE, function)
     assert variables["RELAYFLOW_STATE_MACHINE_LOG_GROUP_ARN"] == {
         "Fn::GetAtt": ["StateMachineLogGroup", "Arn"]
     }

@@ -1,18 +1,17 @@
 """`sam validate --lint` and `sam build`, run for real (no Docker needed for either).
 
 The SAM CLI comes from `make sam-cli` (its own tool venv: it pins boto3 below relayflow's
-range). `sam build` needs the functions' runtime, python3.12; it builds into a temporary
-directory, never into the repository, and takes 10-60 s (one test, so it runs once).
+range). `sam build` needs the functions' runtime, python3.12; the session builds once into a
+temporary directory, never into the repository (conftest.py's ``sam_build``).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from sam_template import ROOT, function_resources, load_template, python312, sam_cli
+from sam_template import ROOT, function_resources, load_template, sam_cli, sam_env
 
 
 def _sam() -> str:
@@ -22,14 +21,6 @@ def _sam() -> str:
     return sam
 
 
-def _env(extra_path: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["SAM_CLI_TELEMETRY"] = "0"
-    if extra_path:
-        env["PATH"] = f"{extra_path}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
 def test_sam_validate_lint_passes():
     # When the template is validated and linted (cfn-lint) as `sam validate --lint` does
     done = subprocess.run(
@@ -37,7 +28,7 @@ def test_sam_validate_lint_passes():
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=_env(),
+        env=sam_env(),
         timeout=300,
     )
     # Then it passes with no finding
@@ -45,31 +36,9 @@ def test_sam_validate_lint_passes():
     assert "is a valid SAM Template" in done.stdout + done.stderr
 
 
-def test_sam_build_builds_every_function_and_an_arm64_python312_layer(tmp_path: Path):
-    python = python312()
-    if python is None:
-        pytest.skip("no python3.12 found (PATH or ~/.pyenv/versions/3.12.*): sam build needs it")
-    build_dir, cache_dir = tmp_path / "build", tmp_path / "cache"
-    # When the application is built (no cache: the cache would land in the repository)
-    done = subprocess.run(
-        [
-            _sam(),
-            "build",
-            "--no-cached",
-            "--build-dir",
-            str(build_dir),
-            "--cache-dir",
-            str(cache_dir),
-            "--template-file",
-            str(ROOT / "template.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=_env(str(Path(python).parent)),
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+def test_sam_build_builds_every_function_and_an_arm64_python312_layer(sam_build: Path):
+    # When the application is built (the session's build: conftest.py)
+    build_dir = sam_build
     # Then every function's handler and the layer are in the build
     for kind, logical_id in function_resources(load_template()).items():
         assert (build_dir / logical_id / "app.py").is_file(), kind

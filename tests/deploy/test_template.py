@@ -105,6 +105,11 @@ def test_globals_set_powertools_and_every_relayflow_variable_names_a_setting():
         "RELAYFLOW_TABLE_NAME",
         "RELAYFLOW_PAYLOAD_BUCKET",
         "RELAYFLOW_EVENT_BUS_NAME",
+        "RELAYFLOW_SCHEDULE_GROUP_NAME",
+        "RELAYFLOW_SCHEDULER_ROLE_ARN",
+        "RELAYFLOW_TRIGGER_FUNCTION_ARN",
+        "RELAYFLOW_STEP_EVENTS_LOG_GROUP_ARN",
+        "RELAYFLOW_TRIGGER_DEAD_LETTER_QUEUE_ARN",
         "RELAYFLOW_AWS_ENDPOINT_URL",
         "RELAYFLOW_SECRET_NAME_PREFIX",
         "RELAYFLOW_TENANT_STEP_ROLE_ARN",
@@ -305,7 +310,8 @@ def test_the_control_api_is_throttled_traced_logged_and_authorized_by_default():
     (throttle,) = api["MethodSettings"]
     assert throttle["ThrottlingRateLimit"] == {"Ref": "ApiRateLimit"}
     assert throttle["ThrottlingBurstLimit"] == {"Ref": "ApiBurstLimit"}
-    access = api["AccessLogSetting"]
+    condition, access, otherwise = api["AccessLogSetting"]["Fn::If"]
+    assert condition == "WriteApiAccessLogs" and otherwise == {"Ref": "AWS::NoValue"}
     assert access["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
     fields = json.loads(access["Format"].replace("\n", ""))
     assert {"requestId", "status", "tenant", "path"} <= set(fields)
@@ -422,7 +428,7 @@ def test_the_recorder_can_send_failure_notifications_and_read_only_its_tenants_s
     # (tests/deploy/test_template_tenant_identity.py)
     assert any(s.get("Sid") == "ActForATenant" for s in statements)
     # And its default sender is a setting
-    assert env == {"RELAYFLOW_NOTIFICATION_SENDER": {"Ref": "NotificationSender"}}
+    assert env["RELAYFLOW_NOTIFICATION_SENDER"] == {"Ref": "NotificationSender"}
     assert "notification_sender" in Settings.model_fields
 
 
@@ -436,7 +442,7 @@ def test_the_dashboard_is_json_and_draws_the_metrics_under_the_names_the_code_em
         "StepThrottled",
         "BreakerTrips",
         "DlqDepth",
-        "ExecutionsFailed",
+        "RunFailed",
     ):
         assert metric in text, metric
     assert f'Namespace=\\"{observability.DEFAULT_NAMESPACE}\\"' in text

@@ -75,8 +75,8 @@ def test_every_rule_and_schedule_of_the_template_has_a_retry_policy_and_a_dead_l
 
 
 def test_schedules_and_rules_the_control_plane_creates_have_retries_and_a_dead_letter_queue():
-    # Given the trigger queue the API function passes to the control plane
-    env = props("ApiFunction")["Environment"]["Variables"]
+    # Given the trigger queue every function passes to what it creates (Globals)
+    env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
     assert env["RELAYFLOW_TRIGGER_DEAD_LETTER_QUEUE_ARN"] == {
         "Fn::GetAtt": ["TriggerDeadLetterQueue", "Arn"]
     }
@@ -264,3 +264,32 @@ def test_api_gateway_account_logging_is_off_by_default_and_in_dev():
 def test_alarm_email_is_part_of_each_environment(env):
     config = tomllib.loads((ROOT / "samconfig.toml").read_text())
     assert "AlarmEmail=" in config[env]["deploy"]["parameters"]["parameter_overrides"]
+
+
+def test_admission_deadline_schedules_keep_what_scheduler_could_not_deliver(monkeypatch):
+    # Given the stage's schedule group and trigger queue, as the template sets them
+    from moto import mock_aws
+
+    from relayflow.control.admission import Deferrals, deferral_name
+    from relayflow.settings import override_settings
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    queue = "arn:aws:sqs:us-east-1:123456789012:relayflow-dev-trigger-dlq"
+    with (
+        mock_aws(),
+        override_settings(schedule_group_name="relayflow-dev", trigger_dead_letter_queue_arn=queue),
+    ):
+        import boto3
+
+        scheduler = boto3.client("scheduler", region_name="us-east-1")
+        scheduler.create_schedule_group(Name="relayflow-dev")
+        # When a debounce deadline is deferred
+        name = deferral_name("acme", "wf", "debounce")
+        Deferrals(scheduler).defer(name, 1_900_000_000, {"action": "debounce"})
+        found = scheduler.get_schedule(Name=name, GroupName="relayflow-dev")
+    # Then its one-time schedule sends what it could not deliver to the trigger queue
+    assert found["Target"]["DeadLetterConfig"] == {"Arn": queue}
+    assert found["ActionAfterCompletion"] == "DELETE"
+    # And the queue's alarm says so
+    alarm = props("TriggerQueueAlarm")
+    assert "deadlines" in alarm["AlarmDescription"]

@@ -12,7 +12,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sam_template import ROOT, Resolver, allows, allows_item, function_resources, load_template
+from sam_template import (
+    ROOT,
+    Resolver,
+    allows,
+    allows_item,
+    function_env,
+    function_resources,
+    load_template,
+)
 from test_handler_samples import lambda_sandbox, load_handler
 
 TEMPLATE = load_template()
@@ -40,7 +48,7 @@ def function_statements(logical_id: str) -> list[dict]:
 
 def test_the_control_plane_knows_the_step_events_log_group():
     # The API (the control plane) creates the machines, so it names their destination
-    env = props("ApiFunction")["Environment"]["Variables"]
+    env = function_env(TEMPLATE, "ApiFunction")
     assert env["RELAYFLOW_STEP_EVENTS_LOG_GROUP_ARN"] == {
         "Fn::GetAtt": ["StepEventsLogGroup", "Arn"]
     }

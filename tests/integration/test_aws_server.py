@@ -34,3 +34,42 @@ def test_serve_takes_an_aws_port():
     args = build_parser().parse_args(["serve", "--aws-port", "4566"])
     assert args.aws_port == 4566
     assert build_parser().parse_args(["serve"]).aws_port is None
+
+
+def test_serve_binds_the_in_memory_aws_where_a_container_can_reach_it(monkeypatch):
+    # Given serve asked to expose its AWS on every interface (a Linux sam local container
+    # reaches the host through the Docker bridge, never through 127.0.0.1)
+    from relayflow import cli_serve
+
+    args = build_parser().parse_args(["serve", "--aws-port", "4566", "--aws-host", "0.0.0.0"])
+    assert (args.host, args.aws_host) == ("127.0.0.1", "0.0.0.0")
+    bound: list[tuple[str, int | None]] = []
+    monkeypatch.setattr(cli_serve, "_expose_aws", lambda host, port: bound.append((host, port)))
+
+    class Stop(Exception):
+        pass
+
+    class Server:
+        url = "http://127.0.0.1:8080"
+        bootstrap_key = admin_token = "k"
+
+        def __init__(self, *a: object, **k: object) -> None:
+            pass
+
+        def __enter__(self) -> Server:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    import relayflow.local.serve as serve_module
+
+    monkeypatch.setattr(serve_module, "LocalServer", Server)
+    monkeypatch.setattr(cli_serve, "_stop_on_sigterm", lambda: (_ for _ in ()).throw(Stop()))
+    # When serve starts
+    with pytest.raises(Stop):
+        cli_serve.cmd_serve(args)
+    # Then the AWS endpoint listens on that address while the API stays on --host
+    assert bound == [("0.0.0.0", 4566)]
+    # And without --aws-host it follows --host, as before
+    assert build_parser().parse_args(["serve"]).aws_host is None

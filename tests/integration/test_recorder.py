@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_schemas import validate_event
 
 from relayflow.adapters.aws import client
 from relayflow.control.recorder import (
@@ -65,7 +66,9 @@ class Bus:
             if not batch:
                 break
             for message in batch:
-                self.seen.append(json.loads(message["Body"]))
+                event = json.loads(message["Body"])
+                validate_event(event)  # every event the recorder emits: docs/events/
+                self.seen.append(event)
                 self.sqs.delete_message(
                     QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
                 )
@@ -322,3 +325,32 @@ def test_a_publish_that_fails_is_retried_by_the_next_delivery(runtime, bus, plan
     # Then EventBridge's retry of the same event publishes it
     assert record_status_change(event, control=plane)["recorded"]
     assert [kind for kind, _ in bus.received(run.run_id)] == ["relayflow.run.succeeded"]
+
+
+def test_a_run_end_is_one_log_line_the_dashboard_lists_failed_runs_from(
+    runtime, bus, plane, tenant, monkeypatch
+):
+    # Given the recorder's logger, watched
+    from relayflow.control import recorder
+
+    lines: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        recorder.logger, "info", lambda message, extra=None, **_: lines.append((message, extra))
+    )
+    plane.put_workflow(tenant, "failing", FAILING)
+    run = plane.start_run(tenant, "failing", {})
+    # When its failed end is recorded
+    record_status_change(finished(runtime, plane, tenant, run.run_id), control=plane)
+    # Then one "run ended" line names the run, its workflow, tenant, failing step and error
+    # (template.yaml: the dashboard's Latest failed runs table, the saved tenant query)
+    ((fields,),) = [[extra] for message, extra in lines if message == "run ended"]
+    stored = plane.dal.get_run(tenant, run.run_id)
+    assert fields == {
+        "run_id": run.run_id,
+        "workflow_id": "failing",
+        "tenant": tenant,
+        "status": "failed",
+        "failing_step": "flaky",
+        "error": "Relayflow.ExpressionError",
+        "execution_arn": stored.execution_arn,
+    }

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from event_schemas import validate_event
 
 from relayflow.adapters.aws import client
 from relayflow.control.recorder import record_status_change, status_change_event
@@ -85,7 +86,9 @@ def drain(queue: dict[str, Any]) -> list[dict[str, Any]]:
         if not messages:
             return seen
         for message in messages:
-            seen.append(json.loads(message["Body"]))
+            event = json.loads(message["Body"])
+            validate_event(event)  # every event the step-events function emits: docs/events/
+            seen.append(event)
             queue["sqs"].delete_message(
                 QueueUrl=queue["url"], ReceiptHandle=message["ReceiptHandle"]
             )

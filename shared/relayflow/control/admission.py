@@ -141,6 +141,10 @@ class Deferrals:
             input=json.dumps(payload, separators=(",", ":"), sort_keys=True),
             description=f"relayflow {payload.get('action')} deadline",
             delete_after_completion=True,
+            # A deadline Scheduler cannot deliver waits in the trigger queue (its alarm fires;
+            # relayflow ops redrive replays it) instead of leaving the debounced or batched
+            # runs unstarted without a trace.
+            dead_letter_arn=settings.trigger_dead_letter_queue_arn,
         )
         Schedules(settings.schedule_group_name, self._client).put(spec)
 

@@ -446,6 +446,21 @@ def _record_end(
     except Exception:
         control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
         raise
+    # One line per run end: the dashboard's "latest failed runs" table and the saved
+    # "failures of one tenant" query read these fields (template.yaml). The error's name only:
+    # a cause may carry data.
+    logger.info(
+        "run ended",
+        extra={
+            "run_id": updated.run_id,
+            "workflow_id": updated.workflow_id,
+            "tenant": updated.tenant,
+            "status": updated.status,
+            "failing_step": updated.failing_step,
+            "error": updated.error,
+            "execution_arn": updated.execution_arn,
+        },
+    )
     record_metric(RUN_METRICS[detail.status], 1)
     if updated.duration_ms is not None:
         record_metric("RunDuration", updated.duration_ms, "Milliseconds")

@@ -4,7 +4,7 @@ Relayflow's machines log without execution data (``relayflow.control.stepfunctio
 logging_configuration``): Express at level ``ALL`` (every history event: Express has no
 execution history, its log is the only record of its states), Standard at ``ERROR`` (only the
 events below: nothing for a run whose steps all succeed at their first attempt). A record is
-what Step Functions writes for one history event (``relayflow.local.step_logs.log_record``,
+what Step Functions writes for one history event (``relayflow.control.history.log_record``,
 AWS's shape); CloudWatch bills its message bytes plus
 :data:`relayflow.cost.prices.LOGS_EVENT_OVERHEAD_BYTES`.
 """
@@ -91,7 +91,7 @@ def execution_log_bytes(
 ) -> int:
     """Billed bytes an execution with these history ``events`` (oldest first) writes to
     CloudWatch Logs at ``level``, every record naming ``execution_arn``."""
-    from relayflow.local.step_logs import log_record
+    from relayflow.control.history import log_record
 
     total = 0
     for event in events:

@@ -11,70 +11,16 @@ function with it. The same code as on AWS then publishes ``relayflow.step.*`` on
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from relayflow.control.history import aws_log_record, epoch_millis, log_record
 from relayflow.control.step_events import encode_subscription
 from relayflow.local.lambda_endpoint import Handler
 from relayflow.local.runtime import LocalRuntime
 
-#: Detail fields Step Functions logs with ``includeExecutionData: false``; inputs, outputs,
-#: parameters, results and causes are execution data and stay out.
-_LOGGED_DETAILS = ("name", "resource", "resourceType", "error", "index", "length")
-
-
-def epoch_millis(value: Any) -> int:
-    """Epoch milliseconds of a history event's time: a datetime (AWS, moto), the ISO text some
-    compat fixes give events, or epoch milliseconds already; 0 when there is none."""
-    from relayflow.local.history import parse_time
-
-    moment = parse_time(value)
-    if moment is None:
-        return int(value or 0)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def log_record(event: Mapping[str, Any], execution_arn: str) -> dict[str, Any]:
-    """The CloudWatch Logs record of one ``GetExecutionHistory`` event."""
-    details: Mapping[str, Any] = {}
-    for key, value in event.items():
-        if key.endswith("EventDetails") and isinstance(value, Mapping):
-            details = value
-    return aws_log_record(
-        event_id=event["id"],
-        event_type=str(event["type"]),
-        previous_id=event.get("previousEventId"),
-        at_ms=epoch_millis(event.get("timestamp")),
-        execution_arn=execution_arn,
-        details=details,
-    )
-
-
-def aws_log_record(
-    *,
-    event_id: Any,
-    event_type: str,
-    previous_id: Any,
-    at_ms: int,
-    execution_arn: str,
-    details: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The record Step Functions writes to CloudWatch Logs for one history event with
-    ``includeExecutionData: false``: string ids, the time as epoch milliseconds (a string),
-    and only the details that are not execution data."""
-    logged = {k: details[k] for k in _LOGGED_DETAILS if details and details.get(k) is not None}
-    return {
-        "id": str(event_id),
-        "type": event_type,
-        "details": logged,
-        "previous_event_id": str(previous_id or 0),
-        "event_timestamp": str(at_ms),
-        "execution_arn": execution_arn,
-        "redrive_count": "0",
-    }
+#: Moved to the deployed package (the recorder and the cost counts read histories too).
+__all__ = ["aws_log_record", "epoch_millis", "log_record", "logs_step_events", "with_step_events"]
 
 
 def logs_step_events(logging: Mapping[str, Any] | None, log_group_arn: str) -> bool:
