@@ -352,7 +352,7 @@ def step_handler(func: Handler) -> Handler:
             error = _error_name(exc)
             duration_ms = round((time.perf_counter() - started) * 1000.0, 3)
             # The whole trace goes to the log, with the run id; what the tenant sees of the
-            # error is only its name and message (relayflow.control.causes).
+            # error is only its name and message (relayflow.causes).
             logger.warning(
                 "step failed",
                 extra={"error": type(exc).__name__, "reason": str(exc), "duration_ms": duration_ms},

@@ -1,5 +1,5 @@
 """The public part of an error's cause: name and message, never the server's stack trace or
-file paths (relayflow.control.causes)."""
+file paths (relayflow.causes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import relayflow
-from relayflow.control.causes import (
+from relayflow.causes import (
     SERVER_PATH,
     public_cause,
     public_document,

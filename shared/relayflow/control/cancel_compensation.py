@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control.causes import public_cause
+from relayflow.causes import public_cause
 from relayflow.control.compensation import PARTIALLY_COMPENSATED, compensation_record
 from relayflow.observability import logger
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from relayflow.control.causes import public_cause
+from relayflow.causes import public_cause
 
 COMPENSATED = "compensated"
 PARTIALLY_COMPENSATED = "partially_compensated"

@@ -21,8 +21,8 @@ import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from relayflow.causes import public_cause
 from relayflow.control import stepfunctions as sfn_api
-from relayflow.control.causes import public_cause
 from relayflow.control.errors import Conflict, NotFound
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 from relayflow.control.plane.common import translated

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from relayflow.causes import public_cause, run_error_name
 from relayflow.control.cancel_compensation import (
     STOPPED_STATUSES,
     compensates_on_stop,
@@ -42,7 +43,6 @@ from relayflow.control.cancel_compensation import (
     record_compensation_end,
     start_compensation,
 )
-from relayflow.control.causes import public_cause, run_error_name
 from relayflow.control.compensation import split_cause
 from relayflow.control.express_children import child_executions, child_status_changes
 from relayflow.control.service import (

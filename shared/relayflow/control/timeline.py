@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control.causes import public_cause
+from relayflow.causes import public_cause
 
 if TYPE_CHECKING:
     from relayflow.control.history import StateRun
@@ -125,7 +125,7 @@ def fold_steps(
     ``<key>.retry_wait`` …) add to that step's entry. Each for_each item is its own entry
     (``price[2]``). Entering a finished step's main state again starts a new entry (a cycle),
     except after the step's own linear-retry wait. Causes are the public part only
-    (:func:`relayflow.control.causes.public_cause`). ``refusals`` (by state entry,
+    (:func:`relayflow.causes.public_cause`). ``refusals`` (by state entry,
     :func:`refused_attempts`) are counted apart from the attempts that made their call.
     A history without execution data (an Express run's logs) still shows a fallback: its
     ``<key>.fallback`` state ran.

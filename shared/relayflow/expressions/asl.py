@@ -53,7 +53,7 @@ def _jsonpath(node: Any) -> str | None:
     if root == "error" and [a for _, a in accessors] != ["Error"]:
         # A caught error's Cause is the Lambda's raw report (with its stack trace): only
         # error.Error is read natively; the rest goes through a step Lambda, which reads the
-        # error in its public form (relayflow.control.causes.public_error).
+        # error in its public form (relayflow.causes.public_error).
         return None
     path = f"$.{root}"
     for kind, accessor in accessors:

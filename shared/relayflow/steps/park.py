@@ -28,7 +28,7 @@ def park_id(token: str) -> str:
 
 
 def _error(doc: dict[str, Any]) -> dict[str, Any] | None:
-    from relayflow.control.causes import public_error
+    from relayflow.causes import public_error
 
     error = doc.get("error")
     if not isinstance(error, dict):

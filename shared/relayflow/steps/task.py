@@ -14,7 +14,7 @@ from relayflow.payloads import contains_ref, json_size, offload_if_large, resolv
 def parse_task(event: Any) -> StepTask:
     """The Task payload as a model, with offloaded outputs in its document read back from S3
     and its caught error (``error``) in its public form
-    (:func:`relayflow.control.causes.public_error`). A malformed payload is
+    (:func:`relayflow.causes.public_error`). A malformed payload is
     ``Relayflow.InvalidArgs``."""
     try:
         task = StepTask.model_validate(event)
@@ -26,7 +26,7 @@ def parse_task(event: Any) -> StepTask:
     if isinstance(task.doc.get("error"), dict):
         # Templates read a caught error as a workflow may see it: name, message, details;
         # never the stack trace Lambda put in its cause.
-        from relayflow.control.causes import public_error
+        from relayflow.causes import public_error
 
         task.doc["error"] = public_error(task.doc["error"])
     return task

@@ -1,4 +1,5 @@
-"""``POST /events``: an API client publishes an event on the Relayflow bus, for its tenant.
+"""The rule for a tenant's event on the Relayflow bus (``POST /events``,
+:mod:`relayflow.control.publish`, and a ``tool`` step's ``aws.events.put_events``).
 
 The event's ``detail`` always carries ``relayflow_tenant`` = the caller's tenant (whatever the
 client sent in that field is overwritten), and every subscription rule requires it, so a
@@ -66,42 +67,3 @@ def tenant_event(
     if problem is not None:
         raise problem
     return stamped_detail(tenant, detail)
-
-
-def publish_event(
-    tenant: str,
-    source: str,
-    detail_type: str,
-    detail: Mapping[str, Any],
-    *,
-    bus: Any | None = None,
-) -> str:
-    """Put the event on ``settings.event_bus_name`` (or ``bus``, an
-    :class:`~relayflow.triggers.bus.EventBus`); returns its id. Raises
-    :class:`~relayflow.control.errors.Unprocessable` for a reserved source or detail type
-    (:func:`tenant_event`) or an event
-    EventBridge refuses, ``TooManyRequests`` / ``ServiceUnavailable`` when EventBridge
-    throttles or fails."""
-    from relayflow.control.errors import ServiceUnavailable, TooManyRequests, Unprocessable
-    from relayflow.triggers.bus import EventBus, EventBusError, EventBusThrottled, PublishRejected
-
-    try:
-        stamped = tenant_event(tenant, source, detail_type, detail)
-    except ReservedEvent as exc:
-        what = "reserved source" if exc.field == "source" else "reserved detail type"
-        raise Unprocessable(str(exc), [{"path": exc.field, "message": what}]) from None
-    if bus is None:
-        from relayflow.settings import get_settings
-
-        bus = EventBus(get_settings().event_bus_name)
-    try:
-        return str(bus.publish(source, detail_type, stamped))
-    except PublishRejected as exc:
-        raise Unprocessable(f"EventBridge refused the event: {exc}") from exc
-    except EventBusThrottled as exc:
-        raise TooManyRequests("EventBridge is throttling requests; retry shortly") from exc
-    except EventBusError as exc:
-        from relayflow.observability import logger
-
-        logger.error("publishing an event failed", extra={"reason": str(exc)})
-        raise ServiceUnavailable("the event bus could not be reached; retry shortly") from exc

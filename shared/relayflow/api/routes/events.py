@@ -48,7 +48,7 @@ class PublishedEvent(BaseModel):
     tags=["events"],
 )
 def publish_event(request: Annotated[PublishEventRequest, Body()]) -> Response[PublishedEvent]:
-    from relayflow.triggers.publish import publish_event as publish
+    from relayflow.control.publish import publish_event as publish
 
     tenant = current_tenant()
     event_id = publish(tenant, request.source, request.detail_type, request.detail)

@@ -309,7 +309,7 @@ def _run_summary(item: RunItem) -> RunSummary:
 
 
 def _step_entry(step: StepRun) -> StepEntry:
-    from relayflow.control.causes import public_document
+    from relayflow.causes import public_document
 
     return StepEntry(
         key=step.key,

@@ -8,8 +8,8 @@ import math
 from datetime import datetime
 from typing import Any
 
+from relayflow.causes import public_cause, public_document
 from relayflow.control import stepfunctions as sfn_api
-from relayflow.control.causes import public_cause, public_document
 from relayflow.control.engines import start_execution
 from relayflow.control.errors import BadRequest, Conflict, PayloadTooLarge
 from relayflow.control.express_timeline import (

@@ -51,7 +51,7 @@ _FIXED_ROOTS = ("/var/task", "/var/runtime", "/var/lang", "/opt/python", "/opt/"
 
 @functools.lru_cache(maxsize=1)
 def _server_roots() -> tuple[str, ...]:
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parent
     roots = {
         *_FIXED_ROOTS,
         str(package.parent),
