@@ -3,6 +3,7 @@ kind's emitter (through :class:`ScopeContext`)."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from relayflow.compiler import compensation
@@ -44,14 +45,22 @@ class Driver:
             else BASE_NON_RETRYABLE_ERRORS
         )
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
-        #: Where the compiled machine drops outputs no later reader needs.
-        self.liveness: LivenessPlan = analyse(
-            workflow, self.graph, self.scopes, self.native_steps()
-        )
+        self._native: set[str] | None = None
+
+    @cached_property
+    def liveness(self) -> LivenessPlan:
+        """Where the compiled machine drops outputs no later reader needs (computed on first
+        use, once per driver: the emitters, the document-size estimate)."""
+        return analyse(self.wf, self.graph, self.scopes, self.native_steps())
 
     def native_steps(self) -> set[str]:
         """Condition and transform steps that compile to a native Choice / Pass outside a
-        for_each item (the emitters make the same decision)."""
+        for_each item (the emitters make the same decision). Decided once per driver."""
+        if self._native is None:
+            self._native = self._decide_native()
+        return set(self._native)
+
+    def _decide_native(self) -> set[str]:
         from relayflow.expressions import condition_to_choice, template_to_parameters
 
         probe = ScopeContext(self, ScopeMachine(""), "main", set())
