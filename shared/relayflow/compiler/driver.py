@@ -8,13 +8,17 @@ from typing import Any
 
 from relayflow.compiler import compensation
 from relayflow.compiler.liveness import LivenessPlan, analyse
+from relayflow.compiler.on_error import RUN_FLAGS
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.scope import ScopeContext
-from relayflow.compiler.states import Pass, ScopeMachine
+from relayflow.compiler.states import Pass, ScopeMachine, carry_through
 from relayflow.definition.effective import effective_workflow
 from relayflow.definition.graph import Scope, StepGraph
 from relayflow.definition.models import Workflow
 from relayflow.errors import BASE_NON_RETRYABLE_ERRORS, NON_RETRYABLE_ERRORS
+
+#: The first state of a machine that carries ``$.run_flags`` (:meth:`Driver.compile`).
+FLAGS_INIT = "_flags"
 
 
 class Driver:
@@ -89,7 +93,16 @@ class Driver:
     # ------------------------------------------------------------------ scopes
 
     def compile(self) -> dict[str, Any]:
-        main = compensation.apply(self, self.compile_scope(self.scopes[0], mode="main"))
+        main = self.compile_scope(self.scopes[0], mode="main")
+        flags = self.carries_run_flags()
+        if flags:
+            carry_through(main, "run_flags")
+        main = compensation.apply(self, main)
+        if flags:
+            # Present from the start, so every Parallel can carry it whether a fallback was
+            # used before it or not (a path that names an absent field fails the state).
+            init = Pass(result={}, result_path=RUN_FLAGS, next=main.start_at)
+            main = ScopeMachine(FLAGS_INIT, {FLAGS_INIT: init, **main.states})
         if self.has_cycles:
             init = Pass(result={"steps": 0}, result_path="$.counters", next=main.start_at)
             states = {"_init": init, **main.states}
@@ -101,6 +114,16 @@ class Driver:
             "TimeoutSeconds": self.wf.run_timeout_seconds,
         }
         return asl
+
+    def carries_run_flags(self) -> bool:
+        """Whether ``$.run_flags`` must travel through the states that rebuild the document:
+        a step may continue with a fallback (which sets it) and a parallel rebuilds the
+        document from its branches (which would drop it)."""
+        types = {step.type for step in self.wf.steps.values()}
+        return "parallel" in types and any(
+            getattr(getattr(step, "on_error", None), "action", None) == "continue"
+            for step in self.wf.steps.values()
+        )
 
     def scope_for(self, entry: str, owner: str) -> Scope:
         for scope in self.scopes:
