@@ -161,9 +161,9 @@ def code_reads(code: str) -> set[str] | None:
     return keys
 
 
-def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
-    """Step keys whose outputs ``step`` itself may read (its templates, expression, code,
-    HTTP tool operation), or ``None`` when it may read every output."""
+def step_sources(step: Any, workflow: Workflow) -> list[str]:
+    """The CEL expressions ``step`` evaluates over the run's data: its templates, condition,
+    event match, flow-control keys, fallback and HTTP tool operation."""
     raw = step.model_dump(mode="json", exclude_none=True, by_alias=False)
     sources: list[str] = []
     for name in TEMPLATE_FIELDS.get(step.type, ()):
@@ -190,8 +190,31 @@ def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
             for name in ("path", "query", "headers", "body"):
                 if operation.get(name) is not None:
                     sources.extend(template_expressions(operation[name]))
+    return sources
+
+
+#: Step types whose function hands the whole trigger to code or to a remote service.
+_TRIGGER_READERS = frozenset({"code", "custom", "agent"})
+
+
+def reads_trigger(step: Any, workflow: Workflow) -> bool:
+    """Whether ``step`` may read ``trigger`` (any of its expressions names it, or its
+    function hands the trigger on whole: code, custom, agent)."""
+    if step.type in _TRIGGER_READERS:
+        return True
+    return any(
+        path and path[0] == "trigger"
+        for src in step_sources(step, workflow)
+        for path in expression_paths(src)
+    )
+
+
+def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
+    """Step keys whose outputs ``step`` itself may read (its templates, expression, code,
+    HTTP tool operation), or ``None`` when it may read every output."""
     if step.type == "custom":
         return None  # the request carries every output
+    sources = step_sources(step, workflow)
     try:
         keys = _expression_reads(sources)
     except ReadsAll:
@@ -217,6 +240,9 @@ class LivenessPlan:
     own_results: set[str] = field(default_factory=set)
     #: step → the outputs kept where one of its routes ends the run (``<key>.done``).
     end_prunes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: for_each step → the outputs its items' document names (``ItemSelector``: the ones
+    #: its item step reads, each present on every path to it); absent: all of ``$.steps``.
+    item_steps: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: step → outputs live when it starts / after it succeeds (main and branch scopes).
     live_in: dict[str, frozenset[str]] = field(default_factory=dict)
     live_out: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -567,11 +593,26 @@ class _Analysis:
         for key, node in nodes.items():
             self.plan.live_in[key] = frozenset(self._keys(node.live_in))
             self.plan.live_out[key] = frozenset(self._keys(node.live_out))
+            if self.wf.steps[key].type == "for_each":
+                self._item_steps(key, node)
         self._place_drops(scope, nodes, is_main)
         for key, node in nodes.items():
             for branch in self.branches.get(key, []):
                 if self.wf.steps[key].type == "parallel":
                     self.solve(branch, node.live_out, node.may_in, node.must_in, False)
+
+    def _item_steps(self, key: str, node: _Node) -> None:
+        """The outputs a for_each's items need: what its item step reads, when each of them
+        is in the document on every path to the for_each (naming an absent one would fail
+        the Map); else the items get all of ``$.steps``."""
+        item = self.wf.steps[key].step
+        reads = step_reads(item, self.wf.steps[item], self.wf)
+        if reads is None:
+            return
+        mask = self._mask(reads)
+        if mask & ~node.must_in or mask.bit_count() > MAX_KEEP:
+            return
+        self.plan.item_steps[key] = self._keys(mask)
 
     def _keep(self, live: int, may: int, must: int) -> int | None:
         """The outputs a rebuild keeps, or ``None`` when it cannot rebuild here."""

@@ -3,10 +3,11 @@ Distributed Map for a for_each at scale: :mod:`.for_each_distributed`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relayflow.compiler.asl import SUCCEEDED, json_path_of_placeholder, over_limit
 from relayflow.compiler.kinds.for_each_distributed import emit_distributed_for_each
+from relayflow.compiler.liveness import reads_trigger
 from relayflow.compiler.states import Map, Pass
 from relayflow.definition.models import ForEachStep
 from relayflow.errors import TooManyItems
@@ -27,12 +28,7 @@ def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
     )
     state = Map(
         items_path=items_path,
-        item_selector={
-            **ctx.document_selector("$"),
-            "steps.$": "$.steps",
-            "item.$": "$$.Map.Item.Value",
-            "index.$": "$$.Map.Item.Index",
-        },
+        item_selector=item_selector(ctx, key, step),
         max_concurrency=step.max_concurrency or None,
         item_processor=item_machine,
         result_selector={"output.$": "$", "status": SUCCEEDED},
@@ -41,6 +37,28 @@ def emit_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
         catch=ctx.catchers(key, None),
     )
     ctx.machine.add(key, ctx.flow(state, key, step.on_success))
+
+
+def item_selector(ctx: ScopeContext, key: str, step: ForEachStep) -> dict[str, Any]:
+    """Each item's document: the run, the item and its index, and only what the item step
+    can read besides: the trigger when it reads the trigger at all, and of ``$.steps`` the
+    outputs it reads (all of them where the liveness plan cannot name them). Every item (a
+    child execution, a Lambda payload) would otherwise carry the whole document, the items
+    themselves included when they come from the trigger."""
+    item = ctx.c.wf.steps[step.step]
+    selector: dict[str, Any] = {"run.$": "$.run"}
+    if reads_trigger(item, ctx.c.wf):
+        selector["trigger.$"] = "$.trigger"
+    if ctx.c.has_cycles:
+        selector["counters.$"] = "$.counters"
+    keep = ctx.c.liveness.item_steps.get(key)
+    if keep is None:
+        selector["steps.$"] = "$.steps"
+    else:
+        selector["steps"] = {f"{k}.$": f"$.steps.{k}" for k in keep}
+    selector["item.$"] = "$$.Map.Item.Value"
+    selector["index.$"] = "$$.Map.Item.Index"
+    return selector
 
 
 def guard_item_count(ctx: ScopeContext, key: str, step: ForEachStep, items: str) -> str:
