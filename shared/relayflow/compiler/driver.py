@@ -81,11 +81,12 @@ class Driver:
         return native
 
     def entry_state(self, key: str) -> str:
-        """The state a route into step ``key`` enters: its main state, or the item-count
-        check in front of a for_each's Map, or the depth guard in front of a sub_workflow."""
+        """The state a route into step ``key`` enters: its main state, or the list and
+        item-count checks in front of a for_each's Map, or the depth guard in front of a
+        sub_workflow."""
         step = self.wf.steps[key]
         if step.type == "for_each":
-            return f"{key}.size" if step.items is not None else key
+            return f"{key}.list" if step.items is not None else key
         if step.type == "sub_workflow":
             return f"{key}.depth"
         return key

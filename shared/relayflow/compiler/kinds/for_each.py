@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 from relayflow.compiler.asl import SUCCEEDED, json_path_of_placeholder, over_limit
 from relayflow.compiler.kinds.for_each_distributed import emit_distributed_for_each
 from relayflow.compiler.liveness import reads_trigger
-from relayflow.compiler.states import Map, Pass
+from relayflow.compiler.states import Choice, Map, Pass
 from relayflow.definition.models import ForEachStep
-from relayflow.errors import TooManyItems
+from relayflow.errors import NotAList, TooManyItems
 
 if TYPE_CHECKING:
     from relayflow.compiler.scope import ScopeContext
@@ -62,11 +62,56 @@ def item_selector(ctx: ScopeContext, key: str, step: ForEachStep) -> dict[str, A
 
 
 def guard_item_count(ctx: ScopeContext, key: str, step: ForEachStep, items: str) -> str:
-    """Add ``<key>.size`` → ``<key>.check``, which fails the step with ``TooManyItems``
-    (along its failure route) when the items at placeholder ``items`` number more than
-    ``max_items`` and otherwise goes on to state ``key``; returns the items' JSONPath."""
+    """Add the guards in front of the Map and return the items' JSONPath:
+
+    * ``<key>.list`` (Choice, the step's entry): items that are absent, null, a string, a
+      number or a boolean go to ``<key>.not_a_list``; a list with a first item goes on;
+      anything else (an empty list, or an object) to ``<key>.list_text``, a Pass that writes
+      the items' JSON text, and ``<key>.list_empty``, a Choice that lets ``[]`` through.
+      ``States.ArrayLength`` of something else than a list would fail the run with
+      ``States.Runtime``, which no Catch matches: ``<key>.not_a_list`` raises
+      ``Relayflow.NotAList`` along the step's failure route instead;
+    * ``<key>.size`` → ``<key>.check``, which fails the step with ``TooManyItems`` (along
+      its failure route) when there are more than ``max_items`` items, else goes on to the
+      Map (state ``key``)."""
     items_path = json_path_of_placeholder(items)
     size, check, too_many = f"{key}.size", f"{key}.check", f"{key}.too_many"
+    is_list, text, empty, not_a_list = (
+        f"{key}.list",
+        f"{key}.list_text",
+        f"{key}.list_empty",
+        f"{key}.not_a_list",
+    )
+    scalar = [
+        {"Not": {"Variable": items_path, "IsPresent": True}, "Next": not_a_list},
+        *(
+            {"Variable": items_path, test: True, "Next": not_a_list}
+            for test in ("IsNull", "IsString", "IsNumeric", "IsBoolean")
+        ),
+        {"Variable": f"{items_path}[0]", "IsPresent": True, "Next": size},
+    ]
+    ctx.machine.add(is_list, Choice(choices=scalar, default=text))
+    ctx.machine.add(
+        text,
+        Pass(
+            parameters={"text.$": f"States.JsonToString({items_path})"},
+            result_path=f"$.steps.{key}",
+            next=empty,
+        ),
+    )
+    ctx.machine.add(
+        empty,
+        Choice(
+            choices=[{"Variable": f"$.steps.{key}.text", "StringEquals": "[]", "Next": size}],
+            default=not_a_list,
+        ),
+    )
+    ctx.raise_error(
+        not_a_list,
+        NotAList.error_name,
+        f"for_each '{key}' needs a list of items at {items_path}",
+        ctx.failure_target(key),
+    )
     ctx.machine.add(
         size,
         Pass(
