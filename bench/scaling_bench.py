@@ -93,6 +93,7 @@ def measure_for_each(source: str, n: int) -> dict[str, Any]:
     each["max_concurrency"] = 16
     if source == "input":
         each["items"] = "{{ trigger.orders }}"
+        each["max_items"] = 40_000
     else:
         each["items_from"] = f"s3://{BUCKET}/orders.jsonl"
     definition = {
