@@ -72,6 +72,7 @@ bench: venv
 	$(BIN)/python bench/cost_bench.py
 	$(BIN)/python bench/serve_bench.py
 	$(BIN)/python bench/chain_bench.py
+	$(BIN)/python bench/scaling_bench.py
 
 # Debian's Chromium for tests/integration/test_approval_page_browser.py (run as root, as CI
 # does); nothing happens when it is installed already.

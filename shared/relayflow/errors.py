@@ -158,6 +158,14 @@ class TooManyItems(RelayflowError):
     error_name = "Relayflow.TooManyItems"
 
 
+class NotAList(RelayflowError):
+    """A for_each's items are not a list (absent, null, a string, a number, a boolean or an
+    object). Raised by the compiled state machine before the Map, along the step's failure
+    route."""
+
+    error_name = "Relayflow.NotAList"
+
+
 class SubWorkflowDepth(RelayflowError):
     """A sub_workflow step would start a child deeper than the nesting limit (runaway
     recursion). Raised by the compiled state machine before any child starts; retrying cannot

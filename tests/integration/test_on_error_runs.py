@@ -289,6 +289,56 @@ def test_continue_goes_on_with_the_fallback_and_the_run_succeeds_with_fallbacks(
     ]
 
 
+def _fork(definition: dict[str, Any]) -> dict[str, Any]:
+    """``definition`` with a parallel after ``receipt`` (on_error belongs to the main flow:
+    fallbacks happen before or after a parallel, never inside it)."""
+    steps = definition["steps"]
+    steps["receipt"]["on_success"] = "fork"
+    steps["fork"] = {"type": "parallel", "branches": ["left", "right"], "on_success": "joined"}
+    steps["left"] = {"type": "transform", "mapping": {"side": "left"}}
+    steps["right"] = {"type": "transform", "mapping": {"side": "right"}}
+    steps["joined"] = {
+        "type": "transform",
+        "mapping": {"left": "{{ steps.left.output.side }}", "right": "{{ steps.right.output }}"},
+    }
+    return definition
+
+
+def test_a_fallback_before_a_parallel_still_marks_the_run(runtime, plane, tenant, failing):
+    # Given a step that continues with its fallback, followed by a parallel (which rebuilds
+    # the state document from its branches)
+    fallback = {"action": "continue", "output": {"id": None}}
+    definition = _fork(charging(failing.url, fallback))
+    run_id = start(plane, tenant, definition, {"order": "o-10", "note": ""})
+    events = Events()
+
+    # When the run ends
+    detail = settle(runtime, plane, tenant, run_id, events)
+
+    # Then the parallel ran, and the verdict still records the fallback: on the run's answer,
+    # on the run item and in the lifecycle event
+    joined = next(s for s in detail.steps if s.key == "joined")
+    assert joined.output == {"left": "left", "right": {"side": "right"}}
+    assert (detail.status, detail.outcome) == ("succeeded", "succeeded_with_fallbacks")
+    assert plane.dal.get_run(tenant, run_id).outcome == "succeeded_with_fallbacks"
+    assert [(e["type"], e["outcome"]) for e in events.details] == [
+        ("relayflow.run.succeeded", "succeeded_with_fallbacks")
+    ]
+
+
+def test_a_parallel_without_fallbacks_leaves_the_run_plainly_succeeded(
+    runtime, plane, tenant, failing
+):
+    # Given the same shape where every call succeeds
+    failing.reply = ok
+    definition = _fork(charging(failing.url, {"action": "continue", "output": {}}))
+    run_id = start(plane, tenant, definition, {"order": "o-12", "note": ""})
+
+    # When the run ends / Then its verdict is plain succeeded
+    detail = settle(runtime, plane, tenant, run_id)
+    assert (detail.status, detail.outcome) == ("succeeded", "succeeded")
+
+
 def test_a_fallback_that_needs_an_expression_is_rendered_by_the_transform_function(
     runtime, plane, tenant, failing
 ):

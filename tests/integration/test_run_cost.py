@@ -97,11 +97,12 @@ def test_a_finished_run_carries_its_counts_and_an_estimated_cost(server, api):
     # Given a run whose for_each prices 3 items
     run = run_to_end(server, api, PRICED, {"n": 2, "items": [1, 2, 3]})
     assert run["status"] == "succeeded"
-    # Then: 5 top-level states + 3 iterations of 1 state = 8 transitions; double + 3 × price
+    # Then: 6 top-level states (the for_each's list check, count, limit check and Map among
+    # them) + 3 iterations of 1 state = 9 transitions; double + 3 × price
     # = 4 Lambda invocations
-    assert (run["transitions"], run["lambda_invocations"]) == (8, 4)
+    assert (run["transitions"], run["lambda_invocations"]) == (9, 4)
     assert run["lambda_ms"] >= 4  # each invocation bills at least 1 ms
-    assert run["estimated_cost_usd"] == run_cost_usd(8, 4, run["lambda_ms"])
+    assert run["estimated_cost_usd"] == run_cost_usd(9, 4, run["lambda_ms"])
     # And the list of runs shows the same figures
     listed = api.get("/workflows/priced/runs").json()["items"]
     mine = next(item for item in listed if item["run_id"] == run["run_id"])

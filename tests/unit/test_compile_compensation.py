@@ -200,3 +200,32 @@ def test_the_document_size_estimate_counts_the_saga_list():
     (problem,) = document_size_problems(Workflow.model_validate(data))
     # Then the estimate warns, naming the saga list
     assert problem.rule == "document-size" and "saga (" in problem.message
+
+
+def test_a_parallel_nested_in_a_branch_carries_the_saga_too():
+    # Given a compensated step, then a parallel whose branch is itself a parallel
+    machine = compiled(
+        {
+            "id": "nested",
+            "start": "pay",
+            "steps": {
+                "pay": {
+                    "type": "webhook_out",
+                    "url": "https://example.com/pay",
+                    "compensate": {"type": "webhook_out", "url": HOOK},
+                    "on_success": "fork",
+                },
+                "fork": {"type": "parallel", "branches": ["inner", "side"]},
+                "inner": {"type": "parallel", "branches": ["a", "b"]},
+                "a": {"type": "noop"},
+                "b": {"type": "noop"},
+                "side": {"type": "noop"},
+            },
+        }
+    ).asl
+    # Then both rebuild the document with the saga (the outer one reads its first branch's
+    # copy, which the inner one wrote: were it dropped there, the outer would fail the run)
+    fork = machine["States"]["fork"]
+    inner = fork["Branches"][0]["States"]["inner"]
+    assert fork["ResultSelector"]["saga.$"] == "$[0].saga"
+    assert inner["ResultSelector"]["saga.$"] == "$[0].saga"

@@ -36,10 +36,10 @@ TOOL = {
     "tool": "aws.sqs.send_message",
     "args": {"queue_url": "q", "body": "{{ run.id }}"},
 }
-#: A tool item step's Task writes 5 events, its iteration 2 more; the run, the item-count
-#: guard (a Pass and a Choice) and the Map itself 10.
+#: A tool item step's Task writes 5 events, its iteration 2 more; the run, the list and
+#: item-count guards (a Choice, a Pass and a Choice) and the Map itself 12.
 TOOL_EVENTS_PER_ITEM = 7
-FIXED_EVENTS = 10
+FIXED_EVENTS = 12
 MOST_TOOL_ITEMS = (MAX_HISTORY_EVENTS - FIXED_EVENTS) // TOOL_EVENTS_PER_ITEM
 
 
@@ -231,7 +231,7 @@ def test_an_inline_for_each_past_the_history_quota_is_refused_with_the_largest_m
     assert workflow is None
     (problem,) = problems
     assert (problem.path, problem.rule) == ("steps.each.max_items", "history-events")
-    assert "40,000 items writes at least 280,010 events" in problem.message
+    assert "40,000 items writes at least 280,012 events" in problem.message
     assert f"({TOOL_EVENTS_PER_ITEM} per item)" in problem.message
     assert f"Lower max_items to at most {MOST_TOOL_ITEMS:,}" in problem.message
     assert "mode: distributed" in problem.message

@@ -125,7 +125,7 @@ def test_each_for_each_item_waits_before_each_of_its_steps():
     # The item document carries the run and the item index (each item's gate is its own)
     selector = variant["States"][map_name]["ItemSelector"]
     assert selector["run.$"] == "$.run" and selector["index.$"] == "$$.Map.Item.Index"
-    assert gate_names(variant) == {"prices.size.gate", "price.gate", "done.gate"}
+    assert gate_names(variant) == {"prices.list.gate", "price.gate", "done.gate"}
     # And the normal machine has none of it
     assert gate_names(asl) == set()
 

@@ -230,6 +230,46 @@ def test_compiled_programs_are_cached():
     assert cel_module._program.cache_info().hits == hits + 1
 
 
+def test_a_large_definition_parses_each_distinct_expression_once(monkeypatch):
+    # Given a chain with more distinct expressions than the run-time tree cache holds, and a
+    # parser that counts its parses
+    from relayflow.definition import validate_data
+
+    cel_module._facts.cache_clear()
+    cel_module._parse.cache_clear()
+    environment = cel_module._environment()
+    parses: list[str] = []
+    real_compile = environment.compile
+
+    def counting_compile(src: str):
+        parses.append(src)
+        return real_compile(src)
+
+    monkeypatch.setattr(environment, "compile", counting_compile)
+    n = 2_200
+    steps = {}
+    for i in range(n):
+        source = "trigger.x" if i == 0 else f"steps.s{i - 1}.output.v"
+        step = {"type": "transform", "mapping": {"v": f"{{{{ {source} }}}}"}}
+        if i + 1 < n:
+            step["on_success"] = f"s{i + 1}"
+        steps[f"s{i}"] = step
+
+    # When the definition is validated (checks, liveness, compilation, engine choice)
+    workflow, problems = validate_data({"id": "chain", "start": "s0", "steps": steps})
+
+    # Then it is valid, and each distinct expression was parsed exactly once
+    assert workflow is not None, problems
+    assert len(parses) == len(set(parses)) == n
+
+
+def test_a_syntax_error_is_reported_alike_every_time_it_is_asked():
+    for _ in range(2):
+        with pytest.raises(ExpressionSyntaxError) as caught:
+            check_expression("trigger.amount >")
+        assert (caught.value.message, caught.value.column) == ("unexpected end of expression", 17)
+
+
 # --------------------------------------------------------------------------- syntax
 
 

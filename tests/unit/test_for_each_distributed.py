@@ -168,7 +168,8 @@ def test_document_items_in_distributed_mode_keep_the_item_count_guard():
     each = {"items": "{{ trigger.orders }}", "mode": "distributed", "max_items": 20_000}
     result = compiled(definition({**each, "tolerated_failures": 10}))
     states = result.asl["States"]
-    assert result.asl["StartAt"] == "each.size"
+    assert result.asl["StartAt"] == "each.list"  # the list check, then the count
+    assert states["each.list"]["Choices"][-1]["Next"] == "each.size"
     assert states["each.check"]["Choices"][0]["NumericGreaterThan"] == 20_000
     assert states["each"]["ItemsPath"] == "$.trigger.orders"
     assert states["each"]["ToleratedFailureCount"] == 10

@@ -365,3 +365,62 @@ def test_a_known_childs_own_size_bounds_its_sub_workflow_output():
     assert [p.rule for p in document_size_problems(parent)] == ["document-size"]
     # With the child's definition at hand, its own worst document bounds each output
     assert document_size_problems(parent, {"shipping-quote": child}) == []
+
+
+def _nested_parallels(depth: int) -> dict[str, Any]:
+    """``p0`` runs ``p1`` beside a leaf, ``p1`` runs ``p2`` beside a leaf, …, ``depth`` deep;
+    the innermost branch reads an output written before the outermost parallel."""
+    steps: dict[str, Any] = {
+        "seed": {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}, "on_success": "p0"}
+    }
+    for d in range(depth):
+        inner = f"p{d + 1}" if d + 1 < depth else "deepest"
+        steps[f"p{d}"] = {"type": "parallel", "branches": [inner, f"leaf{d}"]}
+        steps[f"leaf{d}"] = {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}}
+    steps["deepest"] = {"type": "transform", "mapping": {"v": "{{ steps.seed.output.v }}"}}
+    steps["p0"]["on_success"] = "after"
+    steps["after"] = {"type": "transform", "mapping": {"v": "{{ steps.leaf0.output.v }}"}}
+    return steps
+
+
+def test_nested_parallels_solve_each_scope_a_fixed_number_of_times(monkeypatch):
+    # Given parallels nested 12 deep (the analysis used to double its work per level), and
+    # a count of the liveness fixed points the analysis solves
+    from relayflow.compiler import liveness
+
+    solved: list[str] = []
+    real = liveness._Analysis._liveness
+
+    def counting(self, scope, end_live, is_main):
+        solved.append(scope.entry)
+        return real(self, scope, end_live, is_main)
+
+    monkeypatch.setattr(liveness._Analysis, "_liveness", counting)
+    workflow = _workflow(_nested_parallels(12))
+    solved.clear()
+
+    # When the plan is made
+    plan = Driver(workflow, CompileOptions()).liveness
+
+    # Then each scope was solved at most twice (1 main + 2 × 24 branches)
+    assert len(solved) <= 1 + 2 * 24
+    # And the facts are the same as ever: the seed's output stays live down to the deepest
+    # branch and is gone after the parallel; leaf0's output lives until ``after`` reads it
+    assert all("seed" in plan.live_in[f"p{d}"] for d in range(12))
+    assert "seed" in plan.live_in["deepest"]
+    assert "seed" not in plan.live_out["p0"]
+    assert plan.live_in["after"] == {"leaf0"}
+
+
+def test_parallels_nested_thirty_deep_compile():
+    # Given parallels nested 30 deep / When validated and compiled
+    workflow = _workflow(_nested_parallels(30))
+    compiled = compile_workflow(workflow)
+
+    # Then the innermost branch is in the machine, 30 Parallel states down
+    states = compiled.asl["States"]
+    for d in range(30):
+        inner = f"p{d + 1}" if d + 1 < 30 else "deepest"
+        (branch,) = [b for b in states[f"p{d}"]["Branches"] if b["StartAt"] == inner]
+        states = branch["States"]
+    assert "deepest" in states

@@ -46,6 +46,7 @@ from relayflow.compiler.states import (
     ScopeMachine,
     State,
     Task,
+    carry_through,
 )
 from relayflow.definition.compensation import compensation_call
 from relayflow.document import StepRef, task_parameters
@@ -172,15 +173,7 @@ def _route_failures(machine: ScopeMachine) -> None:
             state.catch.append(dict(catch_all))  # type: ignore[attr-defined]
         if isinstance(state, Fail):
             machine.states[name] = _to_walk(state)
-        for field in ("result_selector", "parameters"):
-            rebuilt = getattr(state, field, None)
-            if (
-                isinstance(rebuilt, dict)
-                and getattr(state, "result_path", None) in (None, "$")
-                and isinstance(rebuilt.get("run.$"), str)
-            ):
-                prefix = rebuilt["run.$"].removesuffix(".run")
-                rebuilt["saga.$"] = f"{prefix}.saga"
+    carry_through(machine, "saga")
 
 
 def _to_walk(fail: Fail) -> Pass:

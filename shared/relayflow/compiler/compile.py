@@ -160,7 +160,7 @@ def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) 
         buckets = sorted({b for b in compiler.distributed.values() if b})
         statements[-1:-1] = _distributed_statements(options, workflow.id, buckets)
     compiled = CompiledWorkflow(asl=asl, iam_statements=statements, step_runners=runners)
-    compiled.engine = choose_engine(workflow, compiled)
+    compiled.engine = choose_engine(workflow, compiled, compiler)
     if compiled.engine.engine == "express" and not options.express:
         compiled.engine = EngineChoice(
             "standard",

@@ -3,17 +3,22 @@ kind's emitter (through :class:`ScopeContext`)."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from relayflow.compiler import compensation
 from relayflow.compiler.liveness import LivenessPlan, analyse
+from relayflow.compiler.on_error import RUN_FLAGS
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.scope import ScopeContext
-from relayflow.compiler.states import Pass, ScopeMachine
+from relayflow.compiler.states import Pass, ScopeMachine, carry_through
 from relayflow.definition.effective import effective_workflow
 from relayflow.definition.graph import Scope, StepGraph
 from relayflow.definition.models import Workflow
 from relayflow.errors import BASE_NON_RETRYABLE_ERRORS, NON_RETRYABLE_ERRORS
+
+#: The first state of a machine that carries ``$.run_flags`` (:meth:`Driver.compile`).
+FLAGS_INIT = "_flags"
 
 
 class Driver:
@@ -44,14 +49,22 @@ class Driver:
             else BASE_NON_RETRYABLE_ERRORS
         )
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
-        #: Where the compiled machine drops outputs no later reader needs.
-        self.liveness: LivenessPlan = analyse(
-            workflow, self.graph, self.scopes, self.native_steps()
-        )
+        self._native: set[str] | None = None
+
+    @cached_property
+    def liveness(self) -> LivenessPlan:
+        """Where the compiled machine drops outputs no later reader needs (computed on first
+        use, once per driver: the emitters, the document-size estimate)."""
+        return analyse(self.wf, self.graph, self.scopes, self.native_steps())
 
     def native_steps(self) -> set[str]:
         """Condition and transform steps that compile to a native Choice / Pass outside a
-        for_each item (the emitters make the same decision)."""
+        for_each item (the emitters make the same decision). Decided once per driver."""
+        if self._native is None:
+            self._native = self._decide_native()
+        return set(self._native)
+
+    def _decide_native(self) -> set[str]:
         from relayflow.expressions import condition_to_choice, template_to_parameters
 
         probe = ScopeContext(self, ScopeMachine(""), "main", set())
@@ -68,11 +81,12 @@ class Driver:
         return native
 
     def entry_state(self, key: str) -> str:
-        """The state a route into step ``key`` enters: its main state, or the item-count
-        check in front of a for_each's Map, or the depth guard in front of a sub_workflow."""
+        """The state a route into step ``key`` enters: its main state, or the list and
+        item-count checks in front of a for_each's Map, or the depth guard in front of a
+        sub_workflow."""
         step = self.wf.steps[key]
         if step.type == "for_each":
-            return f"{key}.size" if step.items is not None else key
+            return f"{key}.list" if step.items is not None else key
         if step.type == "sub_workflow":
             return f"{key}.depth"
         return key
@@ -80,7 +94,16 @@ class Driver:
     # ------------------------------------------------------------------ scopes
 
     def compile(self) -> dict[str, Any]:
-        main = compensation.apply(self, self.compile_scope(self.scopes[0], mode="main"))
+        main = self.compile_scope(self.scopes[0], mode="main")
+        flags = self.carries_run_flags()
+        if flags:
+            carry_through(main, "run_flags")
+        main = compensation.apply(self, main)
+        if flags:
+            # Present from the start, so every Parallel can carry it whether a fallback was
+            # used before it or not (a path that names an absent field fails the state).
+            init = Pass(result={}, result_path=RUN_FLAGS, next=main.start_at)
+            main = ScopeMachine(FLAGS_INIT, {FLAGS_INIT: init, **main.states})
         if self.has_cycles:
             init = Pass(result={"steps": 0}, result_path="$.counters", next=main.start_at)
             states = {"_init": init, **main.states}
@@ -92,6 +115,16 @@ class Driver:
             "TimeoutSeconds": self.wf.run_timeout_seconds,
         }
         return asl
+
+    def carries_run_flags(self) -> bool:
+        """Whether ``$.run_flags`` must travel through the states that rebuild the document:
+        a step may continue with a fallback (which sets it) and a parallel rebuilds the
+        document from its branches (which would drop it)."""
+        types = {step.type for step in self.wf.steps.values()}
+        return "parallel" in types and any(
+            getattr(getattr(step, "on_error", None), "action", None) == "continue"
+            for step in self.wf.steps.values()
+        )
 
     def scope_for(self, entry: str, owner: str) -> Scope:
         for scope in self.scopes:

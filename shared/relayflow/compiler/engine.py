@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from relayflow.compiler.asl import THROTTLED_RETRY
 
 if TYPE_CHECKING:
+    from relayflow.compiler.driver import Driver
     from relayflow.compiler.options import CompiledWorkflow
     from relayflow.definition.models import RetryPolicy, Workflow
     from relayflow.definition.problems import Problem
@@ -225,15 +226,19 @@ def step_seconds(
     return seconds
 
 
-def longest_run_seconds(workflow: Workflow) -> tuple[int | None, str | None]:
+def longest_run_seconds(
+    workflow: Workflow, driver: Driver | None = None
+) -> tuple[int | None, str | None]:
     """An upper bound on a run's length in seconds and the step that decides it: the longest
     step, or the step that leaves the run unbounded (``None``). Every step counts once; the
     item step of a for_each once per round of ``max_concurrency``; the steps of cycles
-    ``max_steps_per_run`` times the longest of them. ``run_timeout_seconds`` caps it."""
-    from relayflow.compiler.driver import Driver
-    from relayflow.compiler.options import CompileOptions
+    ``max_steps_per_run`` times the longest of them. ``run_timeout_seconds`` caps it.
+    ``driver``: the compilation of ``workflow`` at hand, whose graph facts are reused."""
+    if driver is None:
+        from relayflow.compiler.driver import Driver
+        from relayflow.compiler.options import CompileOptions
 
-    driver = Driver(workflow, CompileOptions())
+        driver = Driver(workflow, CompileOptions())
     native = driver.native_steps()
     in_cycles = {k for s in driver.scopes for c in driver.graph.cycles(s) for k in c}
     rounds: dict[str, int] = {}
@@ -266,7 +271,9 @@ def _compensates(workflow: Workflow) -> bool:
     return any(getattr(step, "compensate", None) is not None for step in workflow.steps.values())
 
 
-def _auto(workflow: Workflow, compiled: CompiledWorkflow | None) -> EngineChoice:
+def _auto(
+    workflow: Workflow, compiled: CompiledWorkflow | None, driver: Driver | None
+) -> EngineChoice:
     for check in (
         lambda: _callback_blocker(workflow, compiled),
         lambda: _idempotency_blocker(workflow),
@@ -275,7 +282,7 @@ def _auto(workflow: Workflow, compiled: CompiledWorkflow | None) -> EngineChoice
         blocker = check()
         if blocker is not None:
             return EngineChoice("standard", blocker.reason, blocker.step)
-    bound, key = longest_run_seconds(workflow)
+    bound, key = longest_run_seconds(workflow, driver)
     if bound is None:
         return EngineChoice(
             "standard", f"step '{key}' (delay) waits as long as the run's data says", key
@@ -307,12 +314,14 @@ def _auto(workflow: Workflow, compiled: CompiledWorkflow | None) -> EngineChoice
     )
 
 
-def choose_engine(workflow: Workflow, compiled: CompiledWorkflow | None = None) -> EngineChoice:
+def choose_engine(
+    workflow: Workflow, compiled: CompiledWorkflow | None = None, driver: Driver | None = None
+) -> EngineChoice:
     """The engine ``workflow`` runs on. ``engine: standard`` is always honoured; ``engine:
     express`` is honoured when Express is safe (else the choice is Standard and the reason
     says why: validation reports it); ``engine: auto`` picks Express exactly when it is safe.
     ``compiled``, when given, lets any callback or ``.sync`` Task in the machine refuse
-    Express too."""
+    Express too; ``driver``, the compilation that made it, lends its graph facts."""
     from relayflow.definition.effective import effective_workflow
 
     # Judge what the machine does: the workflow's and the seed's defaults applied.
@@ -320,7 +329,7 @@ def choose_engine(workflow: Workflow, compiled: CompiledWorkflow | None = None) 
     requested = getattr(workflow, "engine", "auto")
     if requested == "standard":
         return EngineChoice("standard", "engine: standard in the definition")
-    choice = _auto(workflow, compiled)
+    choice = _auto(workflow, compiled, driver)
     if requested == "express" and choice.engine == "express":
         return EngineChoice(
             "express", "engine: express in the definition", None, choice.bound_seconds

@@ -25,14 +25,16 @@ Each step still writes its own output, so every output is in its own state's
 DLQ) reads it there.
 
 Pure: a :class:`Workflow` and its :class:`StepGraph` in, a :class:`LivenessPlan` out. Key
-sets are Python ints used as bit sets, so a 4,000-step chain costs a few milliseconds.
+sets are Python ints used as bit sets, so a 4,000-step chain costs a few milliseconds, and
+each scope is solved a fixed number of times however deep parallels nest (:class:`_Analysis`).
 """
 
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relayflow.definition.graph import Scope, StepGraph
@@ -159,9 +161,9 @@ def code_reads(code: str) -> set[str] | None:
     return keys
 
 
-def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
-    """Step keys whose outputs ``step`` itself may read (its templates, expression, code,
-    HTTP tool operation), or ``None`` when it may read every output."""
+def step_sources(step: Any, workflow: Workflow) -> list[str]:
+    """The CEL expressions ``step`` evaluates over the run's data: its templates, condition,
+    event match, flow-control keys, fallback and HTTP tool operation."""
     raw = step.model_dump(mode="json", exclude_none=True, by_alias=False)
     sources: list[str] = []
     for name in TEMPLATE_FIELDS.get(step.type, ()):
@@ -188,8 +190,31 @@ def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
             for name in ("path", "query", "headers", "body"):
                 if operation.get(name) is not None:
                     sources.extend(template_expressions(operation[name]))
+    return sources
+
+
+#: Step types whose function hands the whole trigger to code or to a remote service.
+_TRIGGER_READERS = frozenset({"code", "custom", "agent"})
+
+
+def reads_trigger(step: Any, workflow: Workflow) -> bool:
+    """Whether ``step`` may read ``trigger`` (any of its expressions names it, or its
+    function hands the trigger on whole: code, custom, agent)."""
+    if step.type in _TRIGGER_READERS:
+        return True
+    return any(
+        path and path[0] == "trigger"
+        for src in step_sources(step, workflow)
+        for path in expression_paths(src)
+    )
+
+
+def step_reads(key: str, step: Any, workflow: Workflow) -> set[str] | None:
+    """Step keys whose outputs ``step`` itself may read (its templates, expression, code,
+    HTTP tool operation), or ``None`` when it may read every output."""
     if step.type == "custom":
         return None  # the request carries every output
+    sources = step_sources(step, workflow)
     try:
         keys = _expression_reads(sources)
     except ReadsAll:
@@ -215,6 +240,9 @@ class LivenessPlan:
     own_results: set[str] = field(default_factory=set)
     #: step → the outputs kept where one of its routes ends the run (``<key>.done``).
     end_prunes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: for_each step → the outputs its items' document names (``ItemSelector``: the ones
+    #: its item step reads, each present on every path to it); absent: all of ``$.steps``.
+    item_steps: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: step → outputs live when it starts / after it succeeds (main and branch scopes).
     live_in: dict[str, frozenset[str]] = field(default_factory=dict)
     live_out: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -244,7 +272,39 @@ class _Node:
     pending_in: int = 0
 
 
+def _corners(f00: int, f10: int, f01: int, f11: int, a: int, b: int) -> int:
+    """A bitwise monotone function of two bit sets, from its values at the four corners:
+    ``f(a, b)`` where ``f00 = f(∅, ∅)``, ``f10 = f(all, ∅)``, ``f01 = f(∅, all)``,
+    ``f11 = f(all, all)``. Each bit of a monotone boolean function of two variables is
+    ``f00 ∨ (a ∧ f10) ∨ (b ∧ f01) ∨ (a ∧ b ∧ f11)``."""
+    return f00 | (a & f10) | (b & f01) | (a & b & f11)
+
+
+@dataclass
+class _ForwardForm:
+    """A branch scope's must / may facts as functions of what flows in (see
+    :meth:`_Analysis._forward_form`): per corner ``(M, L)`` in the order (∅,∅), (all,∅),
+    (∅,all), (all,all), each member's ``may_in`` / ``must_in`` and the branch's end facts."""
+
+    may: dict[str, tuple[int, int, int, int]]
+    must: dict[str, tuple[int, int, int, int]]
+    end_may: tuple[int, int, int, int]
+    end_must: tuple[int, int, int, int]
+
+
 class _Analysis:
+    """The analysis over every scope.
+
+    Every fact is a bit set, and each bit (one output) is decided on its own: a transfer
+    function only ORs, ANDs and masks. So what a branch scope computes is a bitwise monotone
+    function of what flows into it (what is live after its parallel; what may / must be in
+    the document when it starts), and the analysis solves each branch scope once per
+    corner of its inputs (∅ or every output) and combines the corners with bit operations
+    wherever the branch is needed (:func:`_corners`). Each scope is solved a fixed number
+    of times however deep the parallels nest, so the whole analysis costs time linear in
+    steps and nesting (each fixed point iterates in reverse post-order, a few passes).
+    """
+
     def __init__(
         self, workflow: Workflow, graph: StepGraph, scopes: list[Scope], native: Collection[str]
     ) -> None:
@@ -265,6 +325,12 @@ class _Analysis:
         self.reads = {key: self._reads(key) for key in self.keys}
         self.outputs = self._mask(workflow.outputs)
         self.plan = LivenessPlan()
+        # Memos, by scope (``(owner, entry)``) or by step.
+        self._static: dict[tuple[str | None, str], dict[str, _Node]] = {}
+        self._orders: dict[tuple[str | None, str], list[str]] = {}
+        self._live_forms: dict[tuple[str | None, str], tuple[dict[str, _Node], ...]] = {}
+        self._forward_forms: dict[tuple[str | None, str], _ForwardForm] = {}
+        self._terminal_masks: dict[str, int] = {}
 
     # ----------------------------------------------------------------- sets
 
@@ -310,33 +376,62 @@ class _Analysis:
 
     def _terminals(self, key: str) -> int:
         """Branch steps a parallel may end on (their outputs are its result)."""
-        mask = 0
-        for scope in self.branches.get(key, []):
-            for member in scope.steps:
-                if self._ends(member) or key in self.settling:
-                    mask |= self.bit[member] | self._terminals(member)
-        return mask
+        if key not in self._terminal_masks:
+            mask = 0
+            for scope in self.branches.get(key, []):
+                for member in scope.steps:
+                    if self._ends(member) or key in self.settling:
+                        mask |= self.bit[member] | self._terminals(member)
+            self._terminal_masks[key] = mask
+        return self._terminal_masks[key]
 
     def _nodes(self, scope: Scope) -> dict[str, _Node]:
-        members = set(scope.steps)
-        nodes: dict[str, _Node] = {}
-        for key in scope.steps:
-            success: list[str] = []
-            failure: list[str] = []
-            for edge in self.graph.routes(key):
-                if edge.target in members:
-                    (failure if edge.kind in _FAILURE_KINDS else success).append(edge.target)
-            writes = self._writes(key)
-            nodes[key] = _Node(
-                key=key,
-                success=success,
-                failure=failure,
-                ends=self._ends(key),
-                writes=writes,
-                reads=self.reads[key],
-                own=self.bit[key] if writes else 0,
-            )
-        return nodes
+        """Fresh nodes of ``scope`` (its static facts, built once)."""
+        name = (scope.owner, scope.entry)
+        if name not in self._static:
+            members = set(scope.steps)
+            nodes: dict[str, _Node] = {}
+            for key in scope.steps:
+                success: list[str] = []
+                failure: list[str] = []
+                for edge in self.graph.routes(key):
+                    if edge.target in members:
+                        (failure if edge.kind in _FAILURE_KINDS else success).append(edge.target)
+                writes = self._writes(key)
+                nodes[key] = _Node(
+                    key=key,
+                    success=success,
+                    failure=failure,
+                    ends=self._ends(key),
+                    writes=writes,
+                    reads=self.reads[key],
+                    own=self.bit[key] if writes else 0,
+                )
+            self._static[name] = nodes
+        return {key: replace(node) for key, node in self._static[name].items()}
+
+    def _order(self, scope: Scope) -> list[str]:
+        """The scope's steps in reverse post-order of a depth-first walk from its entry (a
+        forward fixed point visits each step after its predecessors, back edges aside)."""
+        name = (scope.owner, scope.entry)
+        if name not in self._orders:
+            nodes = self._nodes(scope)
+            post: list[str] = []
+            seen = {scope.entry}
+            work: list[tuple[str, int]] = [(scope.entry, 0)]
+            while work:
+                key, i = work.pop()
+                targets = [*nodes[key].success, *nodes[key].failure]
+                if i < len(targets):
+                    work.append((key, i + 1))
+                    if targets[i] not in seen:
+                        seen.add(targets[i])
+                        work.append((targets[i], 0))
+                else:
+                    post.append(key)
+            post.reverse()
+            self._orders[name] = post + [k for k in scope.steps if k not in seen]
+        return self._orders[name]
 
     # ----------------------------------------------------------------- liveness (backward)
 
@@ -345,10 +440,11 @@ class _Analysis:
         after the scope ends (the final output in the main scope; in a branch, whatever
         is read after its parallel step)."""
         nodes = self._nodes(scope)
+        order = self._order(scope)[::-1]
         changed = True
         while changed:
             changed = False
-            for key in reversed(scope.steps):
+            for key in order:
                 node = nodes[key]
                 out = 0
                 for target in node.success:
@@ -367,11 +463,35 @@ class _Analysis:
                 reads = node.reads
                 if self.wf.steps[key].type == "parallel":
                     for branch in self.branches.get(key, []):
-                        reads |= self._liveness(branch, out, False)[branch.entry].live_in
+                        low, high = self._live_form(branch)
+                        entry = branch.entry
+                        reads |= low[entry].live_in | (out & high[entry].live_in)
                 live_in = reads | (out & ~node.own) | fail
                 if (live_in, out, fail) != (node.live_in, node.live_out, node.live_fail):
                     node.live_in, node.live_out, node.live_fail = live_in, out, fail
                     changed = True
+        return nodes
+
+    def _live_form(self, branch: Scope) -> tuple[dict[str, _Node], ...]:
+        """A branch's liveness with nothing and with everything read after it: liveness is
+        bitwise and monotone, so with ``L`` read after it a fact is ``low | (L & high)``."""
+        name = (branch.owner, branch.entry)
+        if name not in self._live_forms:
+            self._live_forms[name] = (
+                self._liveness(branch, 0, False),
+                self._liveness(branch, self.all, False),
+            )
+        return self._live_forms[name]
+
+    def _live_at(self, branch: Scope, end_live: int) -> dict[str, _Node]:
+        """A branch's liveness with ``end_live`` read after it (fresh nodes)."""
+        low, high = self._live_form(branch)
+        nodes = self._nodes(branch)
+        for key, node in nodes.items():
+            lo, hi = low[key], high[key]
+            node.live_in = lo.live_in | (end_live & hi.live_in)
+            node.live_out = lo.live_out | (end_live & hi.live_out)
+            node.live_fail = lo.live_fail | (end_live & hi.live_fail)
         return nodes
 
     # ----------------------------------------------------------------- must / may (forward)
@@ -381,10 +501,11 @@ class _Analysis:
         entry = nodes[scope.entry]
         entry.may_in, entry.must_in, entry.seeded = may & entry.live_in, must, True
         entry.must_in &= entry.live_in
+        order = self._order(scope)
         changed = True
         while changed:
             changed = False
-            for key in scope.steps:
+            for key in order:
                 node = nodes[key]
                 if not node.seeded:
                     continue
@@ -405,42 +526,93 @@ class _Analysis:
                         succ.may_in, succ.must_in, succ.seeded = new_may, new_must, True
                         changed = True
 
+    def _branch_end(self, owner: str, inner: dict[str, _Node]) -> tuple[int, int]:
+        """May / must when a branch of ``owner`` ends: the union of what its ending members
+        leave (every member of a settling branch may end it, failed, with its record)."""
+        end_may, end_must = 0, -1
+        for member in inner.values():
+            if owner in self.settling:
+                end_may |= member.may_in | self.bit[member.key]
+                end_must &= member.must_in | self.bit[member.key]
+            if member.ends:
+                end_may |= member.may_in | member.own
+                end_must &= member.must_in | member.own
+                if self.wf.steps[member.key].type == "parallel":
+                    inner_may, inner_must = self._after_parallel(member)
+                    end_may |= inner_may
+                    end_must &= inner_must
+        return end_may, end_must & self.all
+
+    def _forward_form(self, branch: Scope) -> _ForwardForm:
+        """A branch's must / may facts at the four corners of its inputs: ``M`` (what may
+        and must be present when it starts; may and must never mix) and ``L`` (what is read
+        after its parallel), each ∅ or every output."""
+        name = (branch.owner, branch.entry)
+        if name not in self._forward_forms:
+            owner = str(branch.owner)
+            corners = []
+            for m, end_live in ((0, 0), (self.all, 0), (0, self.all), (self.all, self.all)):
+                nodes = self._live_at(branch, end_live)
+                self._forward(branch, nodes, m, m)
+                corners.append((nodes, self._branch_end(owner, nodes)))
+            self._forward_forms[name] = _ForwardForm(
+                may={k: tuple(c[0][k].may_in for c in corners) for k in branch.steps},  # type: ignore[misc]
+                must={k: tuple(c[0][k].must_in for c in corners) for k in branch.steps},  # type: ignore[misc]
+                end_may=tuple(c[1][0] for c in corners),  # type: ignore[arg-type]
+                end_must=tuple(c[1][1] for c in corners),  # type: ignore[arg-type]
+            )
+        return self._forward_forms[name]
+
+    def _solved_at(self, branch: Scope, end_live: int, may: int, must: int) -> dict[str, _Node]:
+        """A branch's nodes, liveness and must / may, for what flows into it (fresh)."""
+        nodes = self._live_at(branch, end_live)
+        form = self._forward_form(branch)
+        for key, node in nodes.items():
+            node.may_in = _corners(*form.may[key], may, end_live)
+            node.must_in = _corners(*form.must[key], must, end_live)
+            node.seeded = True
+        return nodes
+
     def _after_parallel(self, node: _Node) -> tuple[int, int]:
         """May / must after a parallel step: the union of what its branches end with."""
         out_may, out_must = node.may_in, node.must_in
         for branch in self.branches.get(node.key, []):
-            inner = self._liveness(branch, node.live_out, False)
-            self._forward(branch, inner, node.may_in, node.must_in)
-            end_may, end_must = 0, -1
-            for member in inner.values():
-                if node.key in self.settling:
-                    # Failed, the member ends its branch with its record (whatever its type).
-                    end_may |= member.may_in | self.bit[member.key]
-                    end_must &= member.must_in | self.bit[member.key]
-                if member.ends:
-                    end_may |= member.may_in | member.own
-                    end_must &= member.must_in | member.own
-                    if self.wf.steps[member.key].type == "parallel":
-                        inner_may, inner_must = self._after_parallel(member)
-                        end_may |= inner_may
-                        end_must &= inner_must
-            out_may |= end_may
-            out_must |= end_must & self.all
+            form = self._forward_form(branch)
+            out_may |= _corners(*form.end_may, node.may_in, node.live_out)
+            out_must |= _corners(*form.end_must, node.must_in, node.live_out)
         return out_may, out_must
 
     # ----------------------------------------------------------------- drop points
 
     def solve(self, scope: Scope, end_live: int, may: int, must: int, is_main: bool) -> None:
-        nodes = self._liveness(scope, end_live, is_main)
-        self._forward(scope, nodes, may, must)
+        if is_main:
+            nodes = self._liveness(scope, end_live, True)
+            self._forward(scope, nodes, may, must)
+        else:
+            nodes = self._solved_at(scope, end_live, may, must)
         for key, node in nodes.items():
             self.plan.live_in[key] = frozenset(self._keys(node.live_in))
             self.plan.live_out[key] = frozenset(self._keys(node.live_out))
+            if self.wf.steps[key].type == "for_each":
+                self._item_steps(key, node)
         self._place_drops(scope, nodes, is_main)
         for key, node in nodes.items():
             for branch in self.branches.get(key, []):
                 if self.wf.steps[key].type == "parallel":
                     self.solve(branch, node.live_out, node.may_in, node.must_in, False)
+
+    def _item_steps(self, key: str, node: _Node) -> None:
+        """The outputs a for_each's items need: what its item step reads, when each of them
+        is in the document on every path to the for_each (naming an absent one would fail
+        the Map); else the items get all of ``$.steps``."""
+        item = self.wf.steps[key].step
+        reads = step_reads(item, self.wf.steps[item], self.wf)
+        if reads is None:
+            return
+        mask = self._mask(reads)
+        if mask & ~node.must_in or mask.bit_count() > MAX_KEEP:
+            return
+        self.plan.item_steps[key] = self._keys(mask)
 
     def _keep(self, live: int, may: int, must: int) -> int | None:
         """The outputs a rebuild keeps, or ``None`` when it cannot rebuild here."""
@@ -460,10 +632,10 @@ class _Analysis:
             for target in {*nodes[key].success, *nodes[key].failure}:
                 if (key, target) not in back:
                     indegree[target] += 1
-        ready = [scope.entry]
+        ready = deque([scope.entry])
         seen: set[str] = set()
         while ready:
-            key = ready.pop(0)
+            key = ready.popleft()
             if key in seen:
                 continue
             seen.add(key)

@@ -25,7 +25,9 @@ Continue (``<key>.fallback…``)::
     <key>.fallback.flag Pass: $.run_flags = {fallbacks: true} → the success route
 
 ``$.run_flags.fallbacks`` travels in the state document to the run's output, where the
-recorder reads it for the run's outcome (:mod:`relayflow.control.outcome`).
+recorder reads it for the run's outcome (:mod:`relayflow.control.outcome`). A Parallel
+rebuilds the document, so a machine with a parallel starts by setting ``$.run_flags`` empty
+(``_flags``) and its Parallels carry it (:meth:`relayflow.compiler.driver.Driver.compile`).
 """
 
 from __future__ import annotations

@@ -49,8 +49,9 @@ _SCOPE_EVENTS = 4
 _ITERATION_EVENTS = 2
 #: ``ExecutionStarted`` and the event that ends the execution.
 _EXECUTION_EVENTS = 2
-#: The states a for_each passes before its Map: ``<key>.size`` (Pass) and ``<key>.check``.
-_GUARD_EVENTS = 2 * _STATE_EVENTS
+#: The states a for_each passes before its Map: ``<key>.list`` (Choice), ``<key>.size``
+#: (Pass) and ``<key>.check`` (an empty list passes two more, and has no items to count).
+_GUARD_EVENTS = 3 * _STATE_EVENTS
 #: A step executed inside a cycle writes at least its own state's two events.
 _CYCLE_STEP_EVENTS = _STATE_EVENTS
 

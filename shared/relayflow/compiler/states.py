@@ -224,3 +224,24 @@ class ScopeMachine:
             "StartAt": self.start_at,
             "States": {name: state.to_dict() for name, state in self.states.items()},
         }
+
+
+def carry_through(machine: ScopeMachine, name: str) -> None:
+    """Carry the document field ``name`` (``saga``, ``run_flags``) through every state that
+    rebuilds the whole state document, at any depth: a Parallel's ``ResultSelector`` (which
+    reads the first branch's copy, ``$[0]``) and the ``Pass`` that merges a wide Parallel's
+    parts. Such a state names ``run.$`` at its top and writes the whole document
+    (``ResultPath`` ``$``); the field must be present wherever the state runs (each caller
+    sets it in the machine's first state)."""
+    for state in machine.states.values():
+        for attr in ("result_selector", "parameters"):
+            rebuilt = getattr(state, attr, None)
+            if (
+                isinstance(rebuilt, dict)
+                and getattr(state, "result_path", None) in (None, "$")
+                and isinstance(rebuilt.get("run.$"), str)
+            ):
+                prefix = rebuilt["run.$"].removesuffix(".run")
+                rebuilt[f"{name}.$"] = f"{prefix}.{name}"
+        for branch in getattr(state, "branches", None) or []:
+            carry_through(branch, name)

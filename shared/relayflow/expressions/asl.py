@@ -12,12 +12,20 @@ docs/expressions.md).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-from relayflow.document import ROOTS
-from relayflow.expressions.cel import literal_value, member_chain, parse, root_name, unwrap
+from relayflow.expressions.cel import (
+    FACTS_CACHE_SIZE,
+    expression_jsonpath,
+    literal_value,
+    parse,
+    unwrap,
+)
+from relayflow.expressions.cel import plain_jsonpath as _jsonpath
 from relayflow.expressions.templates import Placeholder, parse_template, single_placeholder
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -45,44 +53,6 @@ _PREFIX = {"int": "Numeric", "double": "Numeric", "string": "String"}
 # --------------------------------------------------------------------------- paths
 
 
-def _jsonpath(node: Any) -> str | None:
-    base, accessors = member_chain(node)
-    root = root_name(base)
-    if root not in ROOTS:
-        return None
-    if root == "error" and [a for _, a in accessors] != ["Error"]:
-        # A caught error's Cause is the Lambda's raw report (with its stack trace): only
-        # error.Error is read natively; the rest goes through a step Lambda, which reads the
-        # error in its public form (relayflow.causes.public_error).
-        return None
-    path = f"$.{root}"
-    for kind, accessor in accessors:
-        if kind == "field":
-            path += f".{accessor}"
-            continue
-        literal = literal_value(accessor)
-        if literal is None:
-            return None
-        literal_kind, value = literal
-        if literal_kind == "int" and value >= 0:
-            path += f"[{value}]"
-        elif literal_kind == "string" and _IDENTIFIER.fullmatch(value):
-            path += f".{value}"
-        else:
-            return None
-    return path
-
-
-def expression_jsonpath(src: str) -> str | None:
-    """``"$.trigger.order.id"`` when ``src`` is a plain path, else None.
-
-    A plain path starts at a document root and uses only ``.field``, non-negative integer
-    indexes (``items[0]``) and string indexes that are identifiers (``m["id"]``).
-    Raises ExpressionSyntaxError when ``src`` does not parse.
-    """
-    return _jsonpath(parse(src))
-
-
 # --------------------------------------------------------------------------- Choice rules
 
 
@@ -91,6 +61,11 @@ def condition_to_choice(src: str) -> dict[str, Any] | None:
 
     Raises ExpressionSyntaxError when ``src`` does not parse.
     """
+    return copy.deepcopy(_choice(src))  # the caller owns its rule (it adds ``Next``)
+
+
+@lru_cache(maxsize=FACTS_CACHE_SIZE)
+def _choice(src: str) -> dict[str, Any] | None:
     return _rule(parse(src))
 
 
@@ -245,7 +220,7 @@ def _parameters(value: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def _plain_path(expression: str) -> str:
-    path = _jsonpath(parse(expression))
+    path = expression_jsonpath(expression)
     if path is None:
         raise _NotNative
     return path

@@ -1,9 +1,17 @@
 """CEL expressions over the state document: parsing, evaluation and static analysis.
 
 Evaluation is delegated to ``celpy`` (cel-python). This module adds what Relayflow needs
-around it: syntax errors with a 1-based column, a cache of compiled programs (evaluation
-sits on the step hot path), conversion of results to plain JSON-compatible Python, and
-:class:`relayflow.errors.ExpressionError` for every evaluation failure.
+around it: syntax errors with a 1-based column, caches, conversion of results to plain
+JSON-compatible Python, and :class:`relayflow.errors.ExpressionError` for every evaluation
+failure.
+
+Each distinct expression is parsed once per process, whoever asks first (validation, the
+compiler, a step at run time). Two bounded caches share the work: parse trees and compiled
+programs (10 to 60 KB each, 2,048 of them: the run-time hot set), and each expression's
+static facts (whether it parses, the paths it reads, its JSONPath when it is a plain path:
+a few hundred bytes, 32,768 of them, enough for the largest definition Step Functions can
+hold). Validation and compilation read only the facts, so a definition of 4,000 steps costs
+4,000 parses, not one per question asked about each expression.
 
 ``celpy`` is imported lazily, on the first parse, so importing this module stays cheap.
 """
@@ -14,6 +22,7 @@ import base64
 import math
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +69,11 @@ _TYPE_NAMES = frozenset(
     }
 )
 
+#: Parse trees and programs kept (the run-time hot set; each is 10 to 60 KB).
 _CACHE_SIZE = 2048
+#: Expressions whose static facts are kept (each a few hundred bytes).
+FACTS_CACHE_SIZE = 32_768
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: Roots an expression may read: the document's, plus ``args`` inside an HTTP tool operation
 #: (validation allows ``args`` there only), ``event`` in a ``cancel_on`` match and ``output``
@@ -156,9 +169,81 @@ def _offset(src: str, line: int | None, column: int | None) -> int | None:
     return sum(len(text) + 1 for text in lines[: line - 1]) + column
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What static analysis asks about one expression, from its single parse."""
+
+    paths: tuple[tuple[str, ...], ...] = ()
+    jsonpath: str | None = None
+    #: ``(message, column)`` when the expression does not parse.
+    error: tuple[str, int | None] | None = None
+
+
+@lru_cache(maxsize=FACTS_CACHE_SIZE)
+def _facts(src: str) -> _Facts:
+    try:
+        tree = parse(src)
+    except ExpressionSyntaxError as exc:
+        return _Facts(error=(exc.message, exc.column))
+    paths: list[tuple[str, ...]] = []
+    for path in _collect(tree, frozenset()):
+        if path not in paths:
+            paths.append(path)
+    return _Facts(paths=tuple(paths), jsonpath=plain_jsonpath(tree))
+
+
+def _checked_facts(src: str) -> _Facts:
+    if not isinstance(src, str):
+        raise ExpressionSyntaxError(repr(src), f"expected a string, got {type(src).__name__}")
+    facts = _facts(src)
+    if facts.error is not None:
+        raise ExpressionSyntaxError(src, *facts.error)
+    return facts
+
+
 def check_expression(src: str) -> None:
     """Parse ``src`` as CEL without evaluating it; raises :class:`ExpressionSyntaxError`."""
-    parse(src)
+    _checked_facts(src)
+
+
+def expression_jsonpath(src: str) -> str | None:
+    """``"$.trigger.order.id"`` when ``src`` is a plain path, else None.
+
+    A plain path starts at a document root and uses only ``.field``, non-negative integer
+    indexes (``items[0]``) and string indexes that are identifiers (``m["id"]``).
+    Raises ExpressionSyntaxError when ``src`` does not parse.
+    """
+    return _checked_facts(src).jsonpath
+
+
+def plain_jsonpath(node: Any) -> str | None:
+    """The JSONPath of a parse (sub)tree that is a plain path (see
+    :func:`expression_jsonpath`), else None."""
+    base, accessors = member_chain(node)
+    root = root_name(base)
+    if root not in ROOTS:
+        return None
+    if root == "error" and [a for _, a in accessors] != ["Error"]:
+        # A caught error's Cause is the Lambda's raw report (with its stack trace): only
+        # error.Error is read natively; the rest goes through a step Lambda, which reads the
+        # error in its public form (relayflow.causes.public_error).
+        return None
+    path = f"$.{root}"
+    for kind, accessor in accessors:
+        if kind == "field":
+            path += f".{accessor}"
+            continue
+        literal = literal_value(accessor)
+        if literal is None:
+            return None
+        literal_kind, value = literal
+        if literal_kind == "int" and value >= 0:
+            path += f"[{value}]"
+        elif literal_kind == "string" and _IDENTIFIER.fullmatch(value):
+            path += f".{value}"
+        else:
+            return None
+    return path
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -456,11 +541,7 @@ def expression_paths(src: str) -> list[tuple[str, ...]]:
     validation can report them; variables bound by macros (``exists(x, …)``) and CEL type
     names (``string``, ``int``…) do not. Duplicates are removed.
     """
-    paths: list[tuple[str, ...]] = []
-    for path in _collect(parse(src), frozenset()):
-        if path not in paths:
-            paths.append(path)
-    return paths
+    return list(_checked_facts(src).paths)
 
 
 def _collect(node: Any, shadowed: frozenset[str]) -> Iterator[tuple[str, ...]]:

@@ -86,6 +86,46 @@ def _dynamodb_atomic_requests(patches: Patches) -> None:
     patches.set(DynamoHandler, "call_action", call_action)
 
 
+@fix("dynamodb_query_partition", "local runtime: Query cost grows with the table")
+def _dynamodb_query_partition(patches: Patches) -> None:
+    """DynamoDB answers a Query from the partitions it names: its cost is that of the items
+    it reads, whatever else the table holds. moto 5.2.5 builds and sorts a list of every item
+    of the table for each Query (``Table.all_items``), under the one request lock above, so
+    ``relayflow serve`` slowed with every run stored (``GET /runs/{id}``: 80 → 296 ms after
+    1,200 runs) and the recorder fell behind a burst. A Query on the table now reads only the
+    partition of its key; a Query on an index reads the items unsorted (moto sorts the
+    matches itself), never sorting the whole table. Answers, order and pages are moto's."""
+    from moto.dynamodb.models.table import Table
+
+    original_query, original_all_items = Table.query, Table.all_items
+    scope = threading.local()
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        scope.query = (self, None if index_name else hash_key)
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            scope.query = None
+
+    def all_items(self: Any) -> list[Any]:
+        current = getattr(scope, "query", None)
+        if current is None or current[0] is not self:
+            return original_all_items(self)
+        hash_key = current[1]
+        if hash_key is None:  # an index: every item, unsorted
+            partitions = list(self.items.values())
+        else:
+            found = self.items.get(hash_key)
+            partitions = [found] if found is not None else []
+        if self.range_key_attr:
+            return [item for partition in partitions for item in partition.values()]
+        return partitions
+
+    patches.set(Table, "query", query)
+    patches.set(Table, "all_items", all_items)
+
+
 @fix("parse_cache", "notes row 18")
 def _parse_cache(patches: Patches) -> None:
     """moto re-parses the ASL (ANTLR, about 1 ms per state) on every create and every

@@ -101,6 +101,81 @@ def test_without_the_fix_moto_changes_an_item_under_a_read(rt):
     assert errors and "dictionary changed size during iteration" in str(errors[0])
 
 
+# -- dynamodb_query_partition ---------------------------------------------------------------
+
+
+class _Unreadable:
+    """An item that fails whoever reads it: it stands for the rest of the table."""
+
+    @property
+    def hash_key(self):
+        raise AssertionError("a Query read an item outside its partition")
+
+    range_key = hash_key
+
+
+def _table_with_an_unreadable_partition(rt) -> str:
+    """A table with partition ``P`` (items s1..s5, written out of order) and a partition
+    whose item fails when it is read."""
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from relayflow.dal import create_table
+
+    dynamodb = rt.dynamodb_client
+    table = f"query-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    for n in (3, 1, 5, 2, 4):
+        dynamodb.put_item(TableName=table, Item={"pk": {"S": "P"}, "sk": {"S": f"s{n}"}})
+    moto_table = dynamodb_backends[rt.account][rt.region].get_table(table)
+    moto_table.items[DynamoType({"S": "OTHER"})] = {DynamoType({"S": "x"}): _Unreadable()}
+    return table
+
+
+def _query(rt, table: str, **extra) -> dict:
+    return rt.dynamodb_client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "P"}},
+        **extra,
+    )
+
+
+def test_a_query_reads_only_its_partition(rt):
+    # Given a table whose other partition cannot be read
+    table = _table_with_an_unreadable_partition(rt)
+
+    # When partition P is queried, forward in pages of two and backward
+    pages, start = [], None
+    while True:
+        page = _query(rt, table, Limit=2, **({"ExclusiveStartKey": start} if start else {}))
+        pages.append([item["sk"]["S"] for item in page["Items"]])
+        start = page.get("LastEvaluatedKey")
+        if start is None:
+            break
+    backward = _query(rt, table, ScanIndexForward=False)
+
+    # Then it answers from P alone, in sort-key order, page by page (DynamoDB reads the
+    # partitions a Query names, whatever else the table holds)
+    assert pages == [["s1", "s2"], ["s3", "s4"], ["s5"]]
+    assert [item["sk"]["S"] for item in backward["Items"]] == ["s5", "s4", "s3", "s2", "s1"]
+
+
+def test_without_the_fix_moto_reads_the_whole_table_for_a_query(rt):
+    from botocore.exceptions import ClientError
+
+    from relayflow.local import compat
+
+    table = _table_with_an_unreadable_partition(rt)
+    compat.apply(skip=["dynamodb_query_partition"])
+    try:
+        # moto sorts every item of the table for each Query, the other partition included
+        with pytest.raises((AssertionError, ClientError)):
+            _query(rt, table)
+    finally:
+        compat.apply()
+
+
 # -- execution_logs -----------------------------------------------------------------------
 
 

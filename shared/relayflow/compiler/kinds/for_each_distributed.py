@@ -60,7 +60,7 @@ def emit_distributed_for_each(ctx: ScopeContext, key: str, step: ForEachStep) ->
     ctx.c.runners[key] = "native"
     ctx.c.distributed[key] = split_items_from(step.items_from)[0] if step.items_from else None
     # (for_each imports this module: its guard is imported here, when a step is compiled)
-    from relayflow.compiler.kinds.for_each import guard_item_count
+    from relayflow.compiler.kinds.for_each import guard_item_count, item_selector
 
     items_path = None
     if step.items is not None:
@@ -69,12 +69,7 @@ def emit_distributed_for_each(ctx: ScopeContext, key: str, step: ForEachStep) ->
     state = DistributedMap(
         items_path=items_path,
         item_reader=item_reader(step) if step.items_from else None,
-        item_selector={
-            **ctx.document_selector("$"),
-            "steps.$": "$.steps",
-            "item.$": "$$.Map.Item.Value",
-            "index.$": "$$.Map.Item.Index",
-        },
+        item_selector=item_selector(ctx, key, step),
         max_concurrency=step.max_concurrency or None,
         item_processor=ctx.c.compile_item(key, step.step, item_continue=False),
         tolerated_failure_count=tolerance.count if tolerance else None,

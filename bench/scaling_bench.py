@@ -1,0 +1,241 @@
+"""Costs that should grow linearly with the work (issue 28), each as a ratio to its smallest
+size:
+
+* **nesting**: validate + compile CPU time of a definition nesting ``parallel`` 2 to 30 deep
+  (each level one more parallel beside a leaf). The liveness analysis once doubled per level;
+  it now solves each scope a fixed number of times.
+* **chains**: validate CPU time of 250 to 4,000 transform steps, each reading the one before
+  (each distinct CEL expression is parsed once, whoever asks).
+* **for_each**: a distributed for_each over 1,000 and 10,000 items, from the run's input and
+  from an S3 object: CPU time and peak resident memory of the process. Items carry only what
+  the item step reads, so items from the input no longer carry the whole list each.
+* **serve**: ``GET /runs/{id}`` and ``GET /workflows/{id}`` latency (median of 30) on a
+  ``relayflow serve`` whose table holds 0, 1,000 and 5,000 more runs. The runs are copies of
+  one real run item under other ids (running 5,000 workflows would measure the runs, not the
+  reads): what grows is the table each Query runs against.
+
+Every measurement runs in its own process, so caches start cold and peak memory is its own.
+CPU time is the process's (all threads); on a shared machine it is steadier than wall time.
+Figures are for this machine only. Run: ``make bench`` or
+``.venv/bin/python bench/scaling_bench.py [nesting|chains|for_each|serve]…``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+DEPTHS = (2, 5, 10, 20, 30)
+CHAINS = (250, 1000, 4000)
+ITEMS = (1_000, 10_000)
+STORED_RUNS = (0, 1_000, 5_000)
+BUCKET = "bench-items"
+
+
+def nested(depth: int) -> dict[str, Any]:
+    steps: dict[str, Any] = {
+        "seed": {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}, "on_success": "p0"}
+    }
+    for d in range(depth):
+        inner = f"p{d + 1}" if d + 1 < depth else "deepest"
+        steps[f"p{d}"] = {"type": "parallel", "branches": [inner, f"leaf{d}"]}
+        steps[f"leaf{d}"] = {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}}
+    steps["deepest"] = {"type": "transform", "mapping": {"v": "{{ steps.seed.output.v }}"}}
+    steps["p0"]["on_success"] = "after"
+    steps["after"] = {"type": "transform", "mapping": {"v": "{{ steps.leaf0.output.v }}"}}
+    return {"id": f"nest-{depth}", "start": "seed", "steps": steps}
+
+
+def chain(n: int) -> dict[str, Any]:
+    steps: dict[str, Any] = {}
+    for i in range(n):
+        source = "trigger.x" if i == 0 else f"steps.s{i - 1}.output.v"
+        step: dict[str, Any] = {"type": "transform", "mapping": {"v": f"{{{{ {source} }}}}"}}
+        if i + 1 < n:
+            step["on_success"] = f"s{i + 1}"
+        steps[f"s{i}"] = step
+    return {"id": f"chain-{n}", "start": "s0", "steps": steps}
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --------------------------------------------------------------------------- one measurement
+
+
+def measure_definition(kind: str, n: int) -> dict[str, Any]:
+    from relayflow.compiler import compile_workflow
+    from relayflow.definition import validate_data
+
+    data = nested(n) if kind == "nesting" else chain(n)
+    validate_data(chain(2))  # load the CEL parser before the clock starts
+    cpu = time.process_time()
+    workflow, problems = validate_data(data)
+    if kind == "nesting":
+        assert workflow is not None, problems
+        compile_workflow(workflow)
+    # (a 4,000-step chain is refused: its machine passes the 1 MB quota; refusing is the work)
+    return {"cpu_s": time.process_time() - cpu, "problems": len(problems)}
+
+
+def measure_for_each(source: str, n: int) -> dict[str, Any]:
+    from relayflow.definition import validate_data
+    from relayflow.local import LocalRuntime
+    from relayflow.runner import run_workflow
+
+    each: dict[str, Any] = {"type": "for_each", "mode": "distributed", "step": "price"}
+    each["max_concurrency"] = 16
+    if source == "input":
+        each["items"] = "{{ trigger.orders }}"
+        each["max_items"] = 40_000
+    else:
+        each["items_from"] = f"s3://{BUCKET}/orders.jsonl"
+    definition = {
+        "id": f"each-{source}",
+        "start": "each",
+        "steps": {
+            "each": each,
+            "price": {"type": "transform", "mapping": {"n": "{{ item.n }}"}},
+        },
+    }
+    workflow, problems = validate_data(definition)
+    assert workflow is not None, problems
+    # Small items: 10,000 of them stay under the 256 KB a run's input may hold.
+    orders = [{"n": i} for i in range(n)]
+    with LocalRuntime(time_scale=0.001) as rt:
+        rt.s3_client.create_bucket(Bucket=BUCKET)
+        body = "".join(json.dumps(order) + "\n" for order in orders).encode()
+        rt.s3_client.put_object(Bucket=BUCKET, Key="local/orders.jsonl", Body=body)
+        trigger = {"orders": orders} if source == "input" else {}
+        before = peak_mb()
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run_workflow(workflow, trigger, runtime=rt, timeout=3600)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert result.succeeded, (result.error, result.cause)
+    return {"cpu_s": cpu, "wall_s": wall, "peak_mb": peak_mb(), "before_mb": before}
+
+
+def measure_serve(stored: int) -> dict[str, Any]:
+    import httpx
+
+    from relayflow.local.serve import LocalServer
+    from relayflow.settings import get_settings
+
+    workflow = {
+        "id": "bench",
+        "start": "mark",
+        "steps": {"mark": {"type": "transform", "mapping": {"ok": True}}},
+    }
+    with LocalServer(time_scale=0.001) as server:
+        assert server.runtime is not None
+        headers = {"X-Api-Key": server.bootstrap_key}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=120) as http:
+            assert http.put("/workflows/bench", json=workflow).status_code in (200, 201)
+            run_id = http.post("/workflows/bench/runs", json={"input": {}}).json()["run_id"]
+            for _ in range(200):
+                if http.get(f"/runs/{run_id}").json()["status"] != "running":
+                    break
+                time.sleep(0.05)
+            dynamodb = server.runtime.dynamodb_client
+            table = get_settings().table_name
+            rows = dynamodb.scan(TableName=table)["Items"]
+            copies = [r for r in rows if run_id in r["pk"]["S"] or run_id in r["sk"]["S"]]
+            for n in range(stored):
+                for row in copies:
+                    twin = json.loads(json.dumps(row).replace(run_id, f"copy{n:06d}{run_id[10:]}"))
+                    dynamodb.put_item(TableName=table, Item=twin)
+            timings: dict[str, list[float]] = {"run": [], "workflow": []}
+            for _ in range(30):
+                for name, path in (("run", f"/runs/{run_id}"), ("workflow", "/workflows/bench")):
+                    sent = time.perf_counter()
+                    assert http.get(path).status_code == 200
+                    timings[name].append((time.perf_counter() - sent) * 1000)
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def one(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", *args], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{args}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report_definitions(kind: str, sizes: tuple[int, ...], label: str) -> None:
+    print(f"\n{label}: validate{' + compile' if kind == 'nesting' else ''} CPU time")
+    print(f"{'size':>7} {'cpu s':>8} {'ratio':>7} {'size ratio':>11}")
+    base = None
+    for n in sizes:
+        row = one("definition", kind, str(n))
+        base = base or row["cpu_s"]
+        print(f"{n:>7} {row['cpu_s']:>8.3f} {row['cpu_s'] / base:>7.2f} {n / sizes[0]:>11.1f}")
+
+
+def report_for_each() -> None:
+    print("\nfor_each (distributed, 16 at a time): run CPU time and peak resident memory")
+    columns = ("items", 7), ("from", 6), ("cpu s", 8), ("wall s", 8), ("peak MB", 8)
+    print(" ".join(f"{name:>{width}}" for name, width in (*columns, ("cpu x", 7), ("MB x", 6))))
+    base: dict[str, dict[str, float]] = {}
+    rows = {}
+    for n in ITEMS:
+        for source in ("input", "s3"):
+            row = one("for_each", source, str(n))
+            rows[(n, source)] = row
+            first = base.setdefault(source, row)
+            print(
+                f"{n:>7} {source:>6} {row['cpu_s']:>8.1f} {row['wall_s']:>8.1f} "
+                f"{row['peak_mb']:>8.0f} {row['cpu_s'] / first['cpu_s']:>7.1f} "
+                f"{row['peak_mb'] / first['peak_mb']:>6.2f}"
+            )
+    largest = ITEMS[-1]
+    ratio = rows[(largest, "input")]["peak_mb"] / rows[(largest, "s3")]["peak_mb"]
+    print(f"peak memory, {largest:,} items from the input / from S3: {ratio:.2f}")
+
+
+def report_serve() -> None:
+    print("\nrelayflow serve: GET latency (median of 30) by runs stored")
+    print(f"{'runs':>7} {'run ms':>8} {'ratio':>7} {'workflow ms':>12} {'ratio':>7}")
+    base = None
+    for stored in STORED_RUNS:
+        row = one("serve", str(stored))
+        base = base or row
+        print(
+            f"{stored:>7} {row['run']:>8.1f} {row['run'] / base['run']:>7.2f} "
+            f"{row['workflow']:>12.1f} {row['workflow'] / base['workflow']:>7.2f}"
+        )
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--one"]:
+        kind, *args = argv[1:]
+        if kind == "definition":
+            result = measure_definition(args[0], int(args[1]))
+        elif kind == "for_each":
+            result = measure_for_each(args[0], int(args[1]))
+        else:
+            result = measure_serve(int(args[0]))
+        print(json.dumps(result))
+        return
+    parts = argv or ["nesting", "chains", "for_each", "serve"]
+    if "nesting" in parts:
+        report_definitions("nesting", DEPTHS, "parallel nesting depth")
+    if "chains" in parts:
+        report_definitions("chains", CHAINS, "chain length (steps)")
+    if "for_each" in parts:
+        report_for_each()
+    if "serve" in parts:
+        report_serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
