@@ -203,13 +203,16 @@ def _generated(seed: int) -> dict[str, Any]:
                 "mapping": {"v": f"{{{{ steps.{ref}.output }}}}" if ref else "{{ trigger.x }}"},
             }
         elif kind == "lambda":
-            step = {"type": "transform", "mapping": {"v": f"{{{{ has(steps.{ref or 'k0'}) }}}}"}}
+            presence = f"has(steps.{ref})" if ref else "has(trigger.x)"
+            step = {"type": "transform", "mapping": {"v": f"{{{{ {presence} }}}}"}}
         elif kind == "code":
             step = {"type": "code", "code": f"return steps.get({ref!r})" if ref else "return 1"}
         elif kind == "condition":
             step = {
                 "type": "condition",
-                "expression": rng.choice(["trigger.flag", f"has(steps.{ref or 'k0'})"]),
+                "expression": rng.choice(
+                    ["trigger.flag", f"has(steps.{ref})" if ref else "has(trigger.x)"]
+                ),
                 "on_true": later[0],
                 "on_false": rng.choice(later),
             }

@@ -95,7 +95,7 @@ class _Slot:
     scope: list[str]
     index: int
     depth: int
-    #: Keys a template may name (every other step of the definition).
+    #: Keys a template may name (the steps that can run before this one).
     others: list[str]
 
     @property
@@ -289,11 +289,20 @@ class _Builder:
             kinds += ["sub_workflow", "agent", "llm_batch", "wait_for_event"]
         return kinds
 
-    def scope(self, depth: int, size: int, kinds: list[str] | None = None) -> list[str]:
-        """Draw ``size`` chained steps; returns their keys, the entry first."""
+    def scope(
+        self,
+        depth: int,
+        size: int,
+        kinds: list[str] | None = None,
+        before: list[str] | None = None,
+    ) -> list[str]:
+        """Draw ``size`` chained steps; returns their keys, the entry first. A template may
+        read the steps that can run before it: ``before`` (those ahead of the scope's own
+        step, for a nested scope) and the earlier steps of the chain (validation refuses a
+        read of a step no route leads from, rule ``read-before-run``)."""
         keys = [self.new_key() for _ in range(size)]
         for index in range(size):
-            slot = _Slot(keys, index, depth, [k for k in self.steps if k != keys[index]])
+            slot = _Slot(keys, index, depth, [*(before or []), *keys[:index]])
             kind = self.draw(st.sampled_from(kinds or self.kinds(depth)))
             self.steps[keys[index]] = self.step(kind, slot)
         return keys
@@ -365,7 +374,9 @@ class _Builder:
     def fill_parallel(self, step: dict[str, Any], slot: _Slot) -> None:
         count = self.draw(st.one_of(st.integers(1, 3), st.integers(1, 6 if self.runnable else 40)))
         size = 1 if count > 3 else 2
-        step["branches"] = [self.scope(slot.depth + 1, size)[0] for _ in range(count)]
+        step["branches"] = [
+            self.scope(slot.depth + 1, size, before=slot.others)[0] for _ in range(count)
+        ]
         settle = self.draw(st.sampled_from([None, "fail_fast", "all", "all"]))
         if settle is not None:
             step["settle"] = settle
@@ -384,7 +395,7 @@ class _Builder:
         if not self.runnable:
             targets += ["code", "tool", "webhook_out", "sub_workflow", "agent"]
         # One step, alone in its scope, that cannot route (the item processor).
-        step["step"] = self.scope(slot.depth + 1, 1, targets)[0]
+        step["step"] = self.scope(slot.depth + 1, 1, targets, before=slot.others)[0]
         # An item step cannot route: no outcomes, no approval pause (which resumes the loop).
         for field in ("outcomes", "require_approval_tools", "approval_channels"):
             self.steps[step["step"]].pop(field, None)
