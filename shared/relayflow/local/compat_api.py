@@ -1,5 +1,6 @@
 """Compatibility fixes to moto's service APIs around the interpreter: history paging,
-unnamed executions, atomic DynamoDB requests, and the parse cache.
+unnamed executions, a starting execution's status, atomic DynamoDB requests, and the parse
+cache.
 
 Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
 """
@@ -62,6 +63,25 @@ def _unnamed_start_execution(patches: Patches) -> None:
         )
 
     patches.set(StepFunctionsParserBackend, "start_execution", start_execution)
+
+
+@fix("starting_execution_status", "local runtime: concurrent starts")
+def _starting_execution_status(patches: Patches) -> None:
+    """An execution a caller can see is at least ``RUNNING``: ``StartExecution`` is atomic on
+    AWS. moto lists a new execution before it marks it running, so a ``DescribeExecution`` or
+    ``ListExecutions`` in that window (a repeated start checking the first one's execution)
+    raised ``AttributeError: 'NoneType' object has no attribute 'value'`` inside moto."""
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    original = Execution.__dict__["status"]
+
+    def status(self: Any) -> Any:
+        if self.exec_status is None:
+            return ExecutionStatus.RUNNING.value
+        return original.fget(self)
+
+    patches.set(Execution, "status", property(status))
 
 
 @fix("dynamodb_atomic_requests", "local runtime: concurrent handlers")

@@ -615,6 +615,35 @@ def test_start_execution_without_a_name_generates_one(rt):
     assert rt.wait(first).status == rt.wait(second).status == "SUCCEEDED"
 
 
+# -- starting_execution_status ------------------------------------------------------------
+
+
+def test_an_execution_being_started_describes_as_running(rt, monkeypatch):
+    # Given a describe of each execution in the moment moto has listed it but not yet
+    # started it (a repeated start checking the first one's execution hits that window)
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    seen: list[str] = []
+    original = Execution.start
+
+    def describing_first(self):
+        described = rt.sfn_client.describe_execution(executionArn=self.exec_arn)
+        seen.append(described["status"])
+        listed = rt.sfn_client.list_executions(stateMachineArn=arn)["executions"]
+        seen.extend(e["status"] for e in listed if e["executionArn"] == self.exec_arn)
+        return original(self)
+
+    monkeypatch.setattr(Execution, "start", describing_first)
+    arn = rt.create_state_machine("starting", machine({"P": pass_state()}))
+
+    # When it is started
+    started = rt.sfn_client.start_execution(stateMachineArn=arn, name="s1", input="{}")
+
+    # Then the describe and the list saw it RUNNING, as AWS's atomic start shows it
+    assert seen == ["RUNNING", "RUNNING"]
+    assert rt.wait(started["executionArn"]).status == "SUCCEEDED"
+
+
 # -- parse_cache --------------------------------------------------------------------------
 
 
