@@ -294,11 +294,17 @@ def test_an_express_run_is_settled_by_the_built_maintenance_sweep(local_stack, c
 def test_a_debounced_webhook_run_starts_when_its_deadline_reaches_the_built_trigger(
     local_stack, call, built_steps, sam_environments
 ):
-    # Given a workflow with a webhook trigger whose posts are debounced by order
-    workflow_id, slug = "reindex_order", "order-changed"
+    from relayflow.triggers.signatures import sign
+
+    # Given a workflow with a signed webhook trigger whose posts are debounced by order, and
+    # its signing secret in the tenant's folder of Secrets Manager
+    workflow_id, slug, secret = "reindex_order", "order-changed", "whsec-sam-local"
+    local_stack.runtime.client("secretsmanager").create_secret(
+        Name=f"relayflow/{TENANT}/webhooks/{slug}", SecretString=secret
+    )
     definition = _greeting(
         workflow_id,
-        triggers=[{"type": "webhook", "slug": slug}],
+        triggers=[{"type": "webhook", "slug": slug, "secret": {"name": f"webhooks/{slug}"}}],
         debounce={"key": "{{ trigger.order }}", "period": 1, "max_wait": 60},
     )
     definition["steps"]["greet"]["mapping"] = {
@@ -307,24 +313,39 @@ def test_a_debounced_webhook_run_starts_when_its_deadline_reaches_the_built_trig
     }
     _register(call, definition)
 
-    # When two posts for one order reach the built webhook function
-    answers = []
-    for n in (1, 2):
+    def post(n: int, signed_with: str) -> dict[str, Any]:
         hook = json.loads((ROOT / "events" / "webhook" / "relayflow_signed.json").read_text())
         body = json.dumps({"order": "o-7", "n": n})
+        headers = {
+            "Content-Type": "application/json",
+            "X-Relayflow-Delivery": f"dlv-{n}",
+            "X-Relayflow-Signature": sign(
+                "relayflow", body.encode(), signed_with, int(time.time())
+            ),
+        }
         hook.update(
             path=f"/hooks/{slug}",
             pathParameters={"slug": slug},
             body=body,
-            headers={"Content-Type": "application/json", "X-Relayflow-Delivery": f"dlv-{n}"},
-            multiValueHeaders={
-                "Content-Type": ["application/json"],
-                "X-Relayflow-Delivery": [f"dlv-{n}"],
-            },
+            headers=headers,
+            multiValueHeaders={k: [v] for k, v in headers.items()},
         )
         answer = call("webhook", hook)
-        assert answer.get("result", {}).get("statusCode") == 202, answer
-        answers.append(json.loads(answer["result"]["body"]))
+        assert "result" in answer, answer
+        return answer["result"]
+
+    # When a post signed with another secret reaches the built webhook function
+    forged = post(0, "not-the-secret")
+    # Then it is refused, and folds into nothing
+    assert forged["statusCode"] == 401, forged
+    assert json.loads(forged["body"])["details"]["reason"] == "mismatch", forged
+
+    # When two signed posts for one order reach it
+    answers = []
+    for n in (1, 2):
+        answer = post(n, secret)
+        assert answer["statusCode"] == 202, answer
+        answers.append(json.loads(answer["body"]))
 
     # Then both fold into one pending run, which is not a run yet
     assert {a["admission"] for a in answers} == {"debounced"}, answers
