@@ -183,7 +183,8 @@ def test_concurrency_two_with_ten_triggers_runs_two_at_a_time_fifo(server, api):
     eventually(all_done)
     control.cancel_run(TENANT, other.json()["run_id"])
     assert peak <= 2
-    assert executions_running(server, wf) == 0
+    # (the other customer's execution stops asynchronously after the cancel answers)
+    eventually(lambda: executions_running(server, wf) == 0)
     # And queued runs started first in, first out
     by_id = {r.run_id: r for r in runs(server, wf)}
     starts = [by_id[i].started_at for i in ids[2:]]
