@@ -333,7 +333,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return cmd_runs_list_parked(args)
     if not args.workflow:
         raise SystemExit("relayflow runs list: --workflow is required (or --parked)")
-    params = _page_query(args)
+    params = page_query(args)
     with api_client(args) as api:
         _, page = api.call("GET", f"/workflows/{quote(args.workflow, safe='')}/runs", params=params)
     return print_page(
@@ -364,7 +364,7 @@ def cmd_runs_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
-    params = _page_query(args)
+    params = page_query(args)
     with api_client(args) as api:
         _, page = api.call("GET", "/dlq", params=params)
     return print_page(
@@ -514,10 +514,11 @@ def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _page_query(args: argparse.Namespace) -> dict[str, Any]:
-    """``limit``, and ``status`` and ``next_token`` when given, of a list command."""
+def page_query(args: argparse.Namespace) -> dict[str, Any]:
+    """``limit``, and ``status`` (where the command has it) and ``next_token`` when given, of a
+    list command."""
     params: dict[str, Any] = {"limit": args.limit}
-    if args.status:
+    if getattr(args, "status", None):
         params["status"] = args.status
     if args.next_token:
         params["next_token"] = args.next_token

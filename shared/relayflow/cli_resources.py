@@ -30,13 +30,10 @@ def cmd_runs_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_workflows_list(args: argparse.Namespace) -> int:
-    from relayflow.cli_api import api_client, print_page
+    from relayflow.cli_api import api_client, page_query, print_page
 
-    params: dict[str, Any] = {"limit": args.limit}
-    if args.next_token:
-        params["next_token"] = args.next_token
     with api_client(args) as api:
-        _, page = api.call("GET", "/workflows", params=params)
+        _, page = api.call("GET", "/workflows", params=page_query(args))
     return print_page(
         args,
         page,
@@ -72,13 +69,10 @@ def cmd_workflows_get(args: argparse.Namespace) -> int:
 
 
 def cmd_breakers_list(args: argparse.Namespace) -> int:
-    from relayflow.cli_api import api_client, print_page
+    from relayflow.cli_api import api_client, page_query, print_page
 
-    params: dict[str, Any] = {"limit": args.limit}
-    if args.next_token:
-        params["next_token"] = args.next_token
     with api_client(args) as api:
-        _, page = api.call("GET", "/breakers", params=params)
+        _, page = api.call("GET", "/breakers", params=page_query(args))
     return print_page(
         args,
         page,
