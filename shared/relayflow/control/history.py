@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Events that start one attempt of a Task.
-_ATTEMPT_EVENTS = frozenset(
+ATTEMPT_EVENTS = frozenset(
     {"TaskScheduled", "LambdaFunctionScheduled", "ActivityScheduled"},
 )
 #: Events that end an attempt (or a Map/Parallel) in failure.
-_FAILURE_EVENTS = frozenset(
+FAILURE_EVENTS = frozenset(
     {
         "TaskFailed",
         "TaskTimedOut",
@@ -204,10 +204,10 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
         if run is None:
             continue
         owner[event_id] = run
-        if kind in _ATTEMPT_EVENTS:
+        if kind in ATTEMPT_EVENTS:
             run.attempts += 1
             run._last_failed = False
-        elif kind in _FAILURE_EVENTS:
+        elif kind in FAILURE_EVENTS:
             run._last_failed = True
             run.error = details.get("error", run.error)
             run.cause = details.get("cause", run.cause)

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from relayflow.control.history import ATTEMPT_EVENTS, FAILURE_EVENTS
 from relayflow.control.timeline import REFUSAL_ERRORS
 from relayflow.observability import logger
 
@@ -67,24 +68,9 @@ PUT_EVENTS_BATCH = 10
 #: How long a trace is kept at most (a Standard execution runs for a year at most).
 TRACE_LIFETIME = timedelta(days=366)
 _STEP_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
-_ATTEMPT = frozenset({"TaskScheduled", "LambdaFunctionScheduled", "ActivityScheduled"})
-_FAILURE = frozenset(
-    {
-        "TaskFailed",
-        "TaskTimedOut",
-        "TaskStartFailed",
-        "TaskSubmitFailed",
-        "LambdaFunctionFailed",
-        "LambdaFunctionTimedOut",
-        "LambdaFunctionStartFailed",
-        "LambdaFunctionScheduleFailed",
-        "ActivityFailed",
-        "ActivityTimedOut",
-        "ActivityScheduleFailed",
-        "MapStateFailed",
-        "ParallelStateFailed",
-    }
-)
+#: The history's failure events less the Map/Parallel *Aborted* ones, which this fold has never
+#: taken for a step's failure (a stopped run ends through :data:`_EXECUTION_END`).
+_FAILURE = FAILURE_EVENTS - {"MapStateAborted", "ParallelStateAborted"}
 _EXECUTION_END = frozenset({"ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"})
 _END_ERRORS = {"ExecutionTimedOut": "States.Timeout", "ExecutionAborted": "States.Aborted"}
 #: Records about a Map or Parallel as a whole (its failure, its success, …).
@@ -271,7 +257,7 @@ def _apply(record: LogRecord, traces: Traces) -> Iterator[StepEvent]:
         yield from _entered(record, name, traces)
     elif kind.endswith("StateExited") and name:
         yield from _exited(record, name, traces)
-    elif kind in _ATTEMPT or kind in _FAILURE:
+    elif kind in ATTEMPT_EVENTS or kind in _FAILURE:
         composite = kind.startswith(_COMPOSITE_PREFIXES)
         sk = traces.composite(record) if composite else traces.following(record)
         if sk is None or int(traces.open[sk].get("last_event_id", 0)) >= record.id:
