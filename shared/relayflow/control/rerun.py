@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from relayflow.control.errors import ApiError, Conflict, InvalidDefinition
+from relayflow.control.errors import ApiError, Conflict
 from relayflow.control.models import StartRunResult
 from relayflow.dal import RunItem, VersionItem, WorkflowItem
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
+    from relayflow.definition.graph import StepGraph
 
 #: Runs that are still under way: a rerun would race them.
 _UNDER_WAY = ("queued", "pending", "running", "parked")
@@ -151,11 +152,9 @@ class Reruns:
         from relayflow.control.engines import compile_options
         from relayflow.control.machine_config import machine_config
         from relayflow.control.plane.common import check_compiled
-        from relayflow.definition import validate_data
+        from relayflow.control.step_through import stored_workflow
 
-        workflow, problems = validate_data(json.loads(item.definition))
-        if workflow is None:
-            raise InvalidDefinition.from_problems(problems)
+        workflow = stored_workflow(item)
         options = compile_options(head.tenant, head)
         compiled = compile_workflow(workflow, options)
         variant = rerun_variant(compiled.asl, main_flow_steps(item))
@@ -173,23 +172,22 @@ class Reruns:
 
 def main_flow_steps(item: VersionItem) -> list[str]:
     """The steps of a version's main flow (the ones a rerun may start at), in flow order."""
-    from relayflow.definition.graph import StepGraph
-
-    definition = json.loads(item.definition)
-    steps = definition.get("steps") or {}
-    on_failure = (definition.get("errors") or {}).get("on_failure")
-    scopes, _ = StepGraph(steps, str(definition.get("start") or ""), on_failure).scopes()
+    scopes, _ = _graph(item).scopes()
     return list(scopes[0].steps) if scopes else []
 
 
 def _reachable(item: VersionItem, from_step: str) -> set[str]:
     """The steps a run started at ``from_step`` can reach (and so runs again itself)."""
+    return _graph(item).reachable(from_step)
+
+
+def _graph(item: VersionItem) -> StepGraph:
+    """The step graph of a stored version's definition."""
     from relayflow.definition.graph import StepGraph
 
     definition = json.loads(item.definition)
     on_failure = (definition.get("errors") or {}).get("on_failure")
-    graph = StepGraph(definition.get("steps") or {}, str(definition.get("start") or ""), on_failure)
-    return graph.reachable(from_step)
+    return StepGraph(definition.get("steps") or {}, str(definition.get("start") or ""), on_failure)
 
 
 def _unknown_step_message(item: VersionItem, from_step: str, main: list[str]) -> str:

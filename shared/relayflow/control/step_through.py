@@ -28,6 +28,7 @@ from relayflow.dal import RunItem, VersionItem, WorkflowItem
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane
+    from relayflow.definition import Workflow
 
 
 def step_through_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
@@ -36,6 +37,18 @@ def step_through_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
     from relayflow.control.stepfunctions import state_machine_name
 
     return state_machine_name(stage, tenant, f"{workflow_id}.step")
+
+
+def stored_workflow(item: VersionItem) -> Workflow:
+    """The validated definition of a stored version, to compile one of its variants from.
+    It was valid when it was published; an engine that no longer accepts it says why
+    (:class:`InvalidDefinition`)."""
+    from relayflow.definition import validate_data
+
+    workflow, problems = validate_data(json.loads(item.definition))
+    if workflow is None:
+        raise InvalidDefinition.from_problems(problems)
+    return workflow
 
 
 class StepThrough:
@@ -57,12 +70,8 @@ class StepThrough:
         from relayflow.control.engines import compile_options
         from relayflow.control.machine_config import machine_config
         from relayflow.control.plane.common import check_compiled
-        from relayflow.definition import validate_data
 
-        workflow, problems = validate_data(json.loads(item.definition))
-        if workflow is None:
-            # Valid when it was published; an engine that no longer accepts it says why.
-            raise InvalidDefinition.from_problems(problems)
+        workflow = stored_workflow(item)
         # The variant is a Standard machine's: its gates are callback Tasks.
         options = replace(compile_options(head.tenant, head), express=False)
         compiled = compile_workflow(workflow, options)
