@@ -71,6 +71,11 @@ def queue_sort(queued_ms: int, run_id: str) -> str:
     return f"{QUEUE_PREFIX}{int(queued_ms):013d}#{keys._part(run_id, 'run id')}"
 
 
+def _hold_sk(run_id: str) -> str:
+    """The sort key of the item that says ``run_id`` holds a slot of its gate."""
+    return f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}"
+
+
 class AdmissionDal:
     """The admission items, through the table's :class:`Dal` (client, table, errors)."""
 
@@ -151,7 +156,7 @@ class AdmissionDal:
                 "Item": serialize(
                     {
                         "pk": pk,
-                        "sk": f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}",
+                        "sk": _hold_sk(run_id),
                         "type": "gate_hold",
                         "tenant": tenant,
                         "run_id": run_id,
@@ -166,10 +171,24 @@ class AdmissionDal:
     def _unhold(self, pk: str, run_id: str) -> dict[str, Any]:
         return {
             "Delete": {
-                "Key": serialize({"pk": pk, "sk": f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}"}),
+                "Key": serialize({"pk": pk, "sk": _hold_sk(run_id)}),
                 "ConditionExpression": "attribute_exists(pk)",
             }
         }
+
+    def _dequeue(self, pk: str, tenant: str, sk: str, now: int) -> list[dict[str, Any]]:
+        """The changes that take the queue entry ``sk`` out: the entry and one from the count."""
+        return [
+            {
+                "Delete": {
+                    "Key": serialize({"pk": pk, "sk": sk}),
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
+            self._count(
+                pk, tenant, "ADD #queued :minus", "#queued > :zero", {":minus": -1, ":zero": 0}, now
+            ),
+        ]
 
     def _count(
         self,
@@ -282,50 +301,24 @@ class AdmissionDal:
                     [
                         {
                             "ConditionCheck": {
-                                "Key": serialize(
-                                    {"pk": pk, "sk": f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}"}
-                                ),
+                                "Key": serialize({"pk": pk, "sk": _hold_sk(run_id)}),
                                 "ConditionExpression": "attribute_exists(pk)",
                             }
                         },
-                        {
-                            "Delete": {
-                                "Key": serialize({"pk": pk, "sk": entry["sk"]}),
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
-                        self._count(
-                            pk,
-                            tenant,
-                            "ADD #queued :minus",
-                            "#queued > :zero",
-                            {":minus": -1, ":zero": 0},
-                            now,
-                        ),
+                        *self._dequeue(pk, tenant, entry["sk"], now),
                     ]
                 )
                 if kept:
                     return True, run_id
             elif head:
                 entry = head[0]
+                delete, count = self._dequeue(pk, tenant, entry["sk"], now)
                 handed = self._transact(
                     [
                         self._unhold(pk, run_id),
-                        {
-                            "Delete": {
-                                "Key": serialize({"pk": pk, "sk": entry["sk"]}),
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
+                        delete,
                         self._hold(pk, tenant, str(entry["run_id"]), now),
-                        self._count(
-                            pk,
-                            tenant,
-                            "ADD #queued :minus",
-                            "#queued > :zero",
-                            {":minus": -1, ":zero": 0},
-                            now,
-                        ),
+                        count,
                     ]
                 )
                 if handed:
@@ -374,22 +367,7 @@ class AdmissionDal:
         for item in self._query(pk, QUEUE_PREFIX):
             if item["run_id"] == run_id:
                 return self._transact(
-                    [
-                        {
-                            "Delete": {
-                                "Key": serialize({"pk": pk, "sk": item["sk"]}),
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
-                        self._count(
-                            pk,
-                            tenant,
-                            "ADD #queued :minus",
-                            "#queued > :zero",
-                            {":minus": -1, ":zero": 0},
-                            int(item["queued_ms"]) // 1000,
-                        ),
-                    ]
+                    self._dequeue(pk, tenant, item["sk"], int(item["queued_ms"]) // 1000)
                 )
         return False
 
