@@ -16,13 +16,14 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import FixedClock, eventually
 
 from relayflow.control.admission import key_id
 from relayflow.local.serve import LocalServer
@@ -32,14 +33,6 @@ from relayflow.triggers.sync import TENANT_FIELD
 pytestmark = pytest.mark.integration
 TENANT = "local"
 T0 = 1_900_000_000.0
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +50,9 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def clock(server: LocalServer) -> Iterator[Clock]:
+def clock(server: LocalServer) -> Iterator[FixedClock]:
     admission = server.control().admission
-    clock = Clock()
+    clock = FixedClock(T0)
     admission.clock = clock
     yield clock
     admission.clock = time.time
@@ -109,17 +102,6 @@ def runs(server: LocalServer, workflow_id: str) -> list[Any]:
     return items
 
 
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.05)
-
-
 def executions_running(server: LocalServer, workflow_id: str) -> int:
     sfn = server.runtime.sfn_client
     machines = sfn.list_state_machines()["stateMachines"]
@@ -135,7 +117,7 @@ def output_trigger(server: LocalServer, run: Any) -> Any:
     return record.output["steps"]["echo"]["output"]["trigger"]
 
 
-def fire_due(server: LocalServer, clock: Clock) -> int:
+def fire_due(server: LocalServer, clock: FixedClock) -> int:
     """Fire the admission deadlines the clock has reached (Scheduler's part, locally)."""
     return server.fire_due_deadlines(clock.now)
 

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from relayflow_testing import FixedClock, eventually
 
 from relayflow.control.admission import key_id
 from relayflow.control.models import StartRunResult
@@ -39,14 +40,6 @@ T0 = 1_900_000_000.0
 TERMINAL = ("succeeded", "failed", "timed_out", "aborted")
 
 
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.001) as local:
@@ -54,9 +47,9 @@ def server() -> Iterator[LocalServer]:
 
 
 @pytest.fixture
-def clock(server: LocalServer) -> Iterator[Clock]:
+def clock(server: LocalServer) -> Iterator[FixedClock]:
     admission = server.control().admission
-    clock = Clock()
+    clock = FixedClock(T0)
     admission.clock = clock
     yield clock
     admission.clock = time.time
@@ -69,18 +62,6 @@ def noop_workflow(workflow_id: str, **rules: Any) -> dict[str, Any]:
         "steps": {"echo": {"type": "transform", "mapping": {"trigger": "{{ trigger }}"}}},
         **rules,
     }
-
-
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll ``check`` until it holds; the timeout only bounds a hang, it is not measured."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.01)
 
 
 def at_once(count: int, call: Callable[[], Any]) -> list[Any]:

@@ -4,12 +4,12 @@ once its slot frees (the recorder starts it on the step-through variant)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from relayflow_testing import eventually
 
 from relayflow.control.admission import key_id
 from relayflow.local.serve import LocalServer
@@ -49,17 +49,6 @@ def register(api: httpx.Client, workflow_id: str, delay: int, **rules: Any) -> s
 
 def start(api: httpx.Client, workflow_id: str, payload: Any, **mode: bool) -> httpx.Response:
     return api.post(f"/workflows/{workflow_id}/runs", json={"input": payload, **mode})
-
-
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.05)
 
 
 def pending_gate(api: httpx.Client, run_id: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -230,3 +231,26 @@ def recorded_outputs(record: Any) -> dict[str, Any]:
         if isinstance(step, dict) and "output" in step:
             outputs[key] = step["output"]
     return outputs
+
+
+class FixedClock:
+    """A clock a test sets by hand (``clock.now = …``), for code that takes ``clock()``."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05) -> Any:
+    """Poll ``check`` until it returns something true, and return that. The timeout only ends
+    a test that hangs; nothing about the time taken is asserted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        time.sleep(interval)
