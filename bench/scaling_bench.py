@@ -28,7 +28,12 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+# The nested-parallel shape tests/unit/test_liveness.py asserts on.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from workflow_shapes import nested_parallels
 
 DEPTHS = (2, 5, 10, 20, 30)
 CHAINS = (250, 1000, 4000)
@@ -38,17 +43,7 @@ BUCKET = "bench-items"
 
 
 def nested(depth: int) -> dict[str, Any]:
-    steps: dict[str, Any] = {
-        "seed": {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}, "on_success": "p0"}
-    }
-    for d in range(depth):
-        inner = f"p{d + 1}" if d + 1 < depth else "deepest"
-        steps[f"p{d}"] = {"type": "parallel", "branches": [inner, f"leaf{d}"]}
-        steps[f"leaf{d}"] = {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}}
-    steps["deepest"] = {"type": "transform", "mapping": {"v": "{{ steps.seed.output.v }}"}}
-    steps["p0"]["on_success"] = "after"
-    steps["after"] = {"type": "transform", "mapping": {"v": "{{ steps.leaf0.output.v }}"}}
-    return {"id": f"nest-{depth}", "start": "seed", "steps": steps}
+    return {"id": f"nest-{depth}", "start": "seed", "steps": nested_parallels(depth)}
 
 
 def chain(n: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from workflow_shapes import nested_parallels
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.driver import Driver
@@ -367,22 +368,6 @@ def test_a_known_childs_own_size_bounds_its_sub_workflow_output():
     assert document_size_problems(parent, {"shipping-quote": child}) == []
 
 
-def _nested_parallels(depth: int) -> dict[str, Any]:
-    """``p0`` runs ``p1`` beside a leaf, ``p1`` runs ``p2`` beside a leaf, …, ``depth`` deep;
-    the innermost branch reads an output written before the outermost parallel."""
-    steps: dict[str, Any] = {
-        "seed": {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}, "on_success": "p0"}
-    }
-    for d in range(depth):
-        inner = f"p{d + 1}" if d + 1 < depth else "deepest"
-        steps[f"p{d}"] = {"type": "parallel", "branches": [inner, f"leaf{d}"]}
-        steps[f"leaf{d}"] = {"type": "transform", "mapping": {"v": "{{ trigger.x }}"}}
-    steps["deepest"] = {"type": "transform", "mapping": {"v": "{{ steps.seed.output.v }}"}}
-    steps["p0"]["on_success"] = "after"
-    steps["after"] = {"type": "transform", "mapping": {"v": "{{ steps.leaf0.output.v }}"}}
-    return steps
-
-
 def test_nested_parallels_solve_each_scope_a_fixed_number_of_times(monkeypatch):
     # Given parallels nested 12 deep (the analysis used to double its work per level), and
     # a count of the liveness fixed points the analysis solves
@@ -396,7 +381,7 @@ def test_nested_parallels_solve_each_scope_a_fixed_number_of_times(monkeypatch):
         return real(self, scope, end_live, is_main)
 
     monkeypatch.setattr(liveness._Analysis, "_liveness", counting)
-    workflow = _workflow(_nested_parallels(12))
+    workflow = _workflow(nested_parallels(12))
     solved.clear()
 
     # When the plan is made
@@ -414,7 +399,7 @@ def test_nested_parallels_solve_each_scope_a_fixed_number_of_times(monkeypatch):
 
 def test_parallels_nested_thirty_deep_compile():
     # Given parallels nested 30 deep / When validated and compiled
-    workflow = _workflow(_nested_parallels(30))
+    workflow = _workflow(nested_parallels(30))
     compiled = compile_workflow(workflow)
 
     # Then the innermost branch is in the machine, 30 Parallel states down
