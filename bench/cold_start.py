@@ -91,23 +91,13 @@ def tree_bytes(path: Path) -> int:
 def sam_build(target: Path) -> Path:
     """``sam build`` into ``target`` (the SAM CLI and python3.12 as tests/deploy finds them)."""
     sys.path.insert(0, str(ROOT / "tests" / "deploy"))
-    from sam_template import python312, sam_cli, sam_env
+    from sam_template import python312, sam_build_command, sam_cli, sam_env
 
     sam, python = sam_cli(), python312()
     if sam is None or python is None:
         raise SystemExit("sam build needs the SAM CLI (make sam-cli) and python3.12")
     subprocess.run(
-        [
-            sam,
-            "build",
-            "--no-cached",
-            "--build-dir",
-            str(target / "build"),
-            "--cache-dir",
-            str(target / "cache"),
-            "--template-file",
-            str(ROOT / "template.yaml"),
-        ],
+        sam_build_command(sam, target / "build", target / "cache"),
         check=True,
         capture_output=True,
         cwd=ROOT,

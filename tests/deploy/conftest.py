@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sam_template import ROOT, python312, sam_cli, sam_env
+from sam_template import ROOT, python312, sam_build_command, sam_cli, sam_env
 
 
 @pytest.fixture(scope="session")
@@ -22,17 +22,7 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("sam-build")
     build_dir, cache_dir = work / "build", work / "cache"
     done = subprocess.run(
-        [
-            sam,
-            "build",
-            "--no-cached",
-            "--build-dir",
-            str(build_dir),
-            "--cache-dir",
-            str(cache_dir),
-            "--template-file",
-            str(ROOT / "template.yaml"),
-        ],
+        sam_build_command(sam, build_dir, cache_dir),
         capture_output=True,
         text=True,
         cwd=ROOT,

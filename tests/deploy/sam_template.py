@@ -337,6 +337,21 @@ def sam_cli() -> str | None:
     return shutil.which("sam")
 
 
+def sam_build_command(sam: str, build_dir: Path, cache_dir: Path) -> list[str]:
+    """``sam build`` of the template into ``build_dir``, without reusing an earlier build."""
+    return [
+        sam,
+        "build",
+        "--no-cached",
+        "--build-dir",
+        str(build_dir),
+        "--cache-dir",
+        str(cache_dir),
+        "--template-file",
+        str(ROOT / "template.yaml"),
+    ]
+
+
 def sam_env(extra_path: str | None = None) -> dict[str, str]:
     """This process's environment for a SAM CLI command: no telemetry, ``extra_path`` first
     on PATH (where python3.12 is, for ``sam build``)."""
