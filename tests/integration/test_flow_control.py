@@ -23,7 +23,6 @@ from relayflow_testing import load_handler, moto_table
 
 from relayflow.adapters.aws import client
 from relayflow.dal import create_table
-from relayflow.definition import load_workflow_text
 from relayflow.document import StepRef
 from relayflow.errors import Throttled
 from relayflow.local import LocalRuntime
@@ -33,6 +32,7 @@ from relayflow.runner import run_workflow
 from relayflow.settings import get_settings
 from relayflow.steps import transform
 from relayflow.steps.guard import flow_controlled
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

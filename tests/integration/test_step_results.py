@@ -27,12 +27,12 @@ from relayflow_testing import (
 )
 
 from relayflow.compiler import compile_workflow
-from relayflow.definition import load_workflow_text
 from relayflow.document import execution_input
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
 from relayflow.local.resources import LocalResources, provision
 from relayflow.settings import get_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 CONTEXT = SimpleNamespace(

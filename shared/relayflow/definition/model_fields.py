@@ -38,7 +38,7 @@ HeaderName = Annotated[
 def _zone_spelling(value: str) -> str:
     """A known zone in the database's spelling (``utc`` → ``UTC``); an unknown one is left
     for the validator, which reports it with its path."""
-    from relayflow.triggers.cron import UnknownTimeZone, zone_name
+    from relayflow.cron import UnknownTimeZone, zone_name
 
     try:
         return zone_name(value)

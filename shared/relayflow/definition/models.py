@@ -3,7 +3,7 @@
 These models are the single source of the definition format: ``relayflow schema`` prints the
 JSON Schema generated from them, and ``docs/definitions.md`` documents the same fields.
 Structural rules that span several fields (references, reachability, cycles, templates) live
-in :mod:`relayflow.definition.validate`, which runs after these models parse.
+in :mod:`relayflow.validation.validate`, which runs after these models parse.
 
 Step models live in :mod:`relayflow.definition.step_models` and the shared field types in
 :mod:`relayflow.definition.model_fields`; every model stays importable from this module.

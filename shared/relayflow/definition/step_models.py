@@ -595,3 +595,16 @@ AVAILABLE_STEP_TYPES = frozenset(
         "llm_batch",
     }
 )
+
+# --------------------------------------------------------------------------- compensation
+
+
+def compensation_call(step: Any, steps: Any) -> Any:
+    """The compensation of ``step`` as a step model: the referenced step's, or the inline call
+    parsed as its step type's model. ``None`` when the step declares none. ``steps``: the
+    workflow's steps by key."""
+    compensate = getattr(step, "compensate", None)
+    if compensate is None or isinstance(compensate, str):
+        return None if compensate is None else steps[compensate]
+    model = {"tool": ToolStep, "webhook_out": WebhookOutStep, "custom": CustomStep}
+    return model[compensate.type].model_validate(compensate.model_dump(mode="json"))

@@ -1,5 +1,5 @@
 """Validation rules of the AI steps (``agent``, ``llm_batch``): providers, tools, gating,
-output schemas and outcomes. Part of :mod:`relayflow.definition.validate`'s one pass."""
+output schemas and outcomes. Part of :mod:`relayflow.validation.validate`'s one pass."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 
-def check_sampling(checker: Checker, base: str, raw: Mapping[str, object]) -> None:
+def check_sampling(checker: CheckContext, base: str, raw: Mapping[str, object]) -> None:
     """A sampling parameter the step's model does not take (the capability table of
     :mod:`relayflow.ai.capabilities`) is refused here, with its path, not at run time."""
     from relayflow.ai.capabilities import temperature_problem
@@ -24,7 +24,7 @@ def check_sampling(checker: Checker, base: str, raw: Mapping[str, object]) -> No
         checker.add(f"{base}.temperature", "model-capability", problem)
 
 
-def check_batches(checker: Checker) -> None:
+def check_batches(checker: CheckContext) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
     from relayflow.ai.bedrock_formats import FAMILIES_TEXT, family_of
@@ -60,7 +60,7 @@ def check_batches(checker: Checker) -> None:
                 checker.check_template_field(f"{base}.{name}", raw[name])
 
 
-def check_agents(checker: Checker) -> None:
+def check_agents(checker: CheckContext) -> None:
     """Agent steps: a known provider, tools that exist, consistent gating, a valid
     output schema, outcomes to route."""
     from relayflow.ai.providers import PROVIDERS
