@@ -299,7 +299,7 @@ class Dlq:
 
     def _drop_due(self, due: Any) -> None:
         with contextlib.suppress(DataAccessError):
-            self.store.dal._call(
+            self.store.dal.call(
                 "delete_item",
                 TableName=self.store.dal.table_name,
                 Key=_serialize(due.key()),

@@ -152,6 +152,16 @@ def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _from_dynamo(deserializer.deserialize(v)) for k, v in item.items()}
 
 
+def alias_names(*expressions: str) -> dict[str, str]:
+    """``#name`` → ``name`` for every attribute an expression names as ``#name``."""
+    names: dict[str, str] = {}
+    for expression in expressions:
+        for token in expression.replace("(", " ").replace(")", " ").replace(",", " ").split():
+            if token.startswith("#"):
+                names[token] = token[1:]
+    return names
+
+
 def encode_token(last_key: Mapping[str, Any]) -> str:
     """An opaque page token: base64url of the plain last-evaluated key."""
     plain = deserialize(last_key)
@@ -206,8 +216,10 @@ class Dal:
         return get_settings().table_name
 
     # -- primitives --------------------------------------------------------------------------
+    # The one implementation of each kind of request; the other DAL modules call these.
 
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
+    def call(self, action: str, **params: Any) -> dict[str, Any]:
+        """One client request; a ``ClientError`` becomes its :mod:`relayflow.dal.errors` type."""
         from botocore.exceptions import ClientError
 
         try:
@@ -215,21 +227,102 @@ class Dal:
         except ClientError as exc:
             raise _translate(exc, action) from exc
 
-    def _get(self, key: keys.Key) -> dict[str, Any] | None:
-        response = self._call(
+    def get(self, key: keys.Key) -> dict[str, Any] | None:
+        """The item at ``key`` (a strongly consistent read), or ``None``."""
+        response = self.call(
             "get_item", TableName=self.table_name, Key=serialize(key), ConsistentRead=True
         )
         raw = response.get("Item")
         return deserialize(raw) if raw else None
 
-    def _put(self, item: Mapping[str, Any], condition: str | None = None, **extra: Any) -> None:
+    def put(self, item: Mapping[str, Any], condition: str | None = None, **extra: Any) -> None:
+        """Write ``item`` (plain values); ``extra`` are further ``PutItem`` parameters."""
         params: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(item)}
         if condition:
             params["ConditionExpression"] = condition
         params.update(extra)
-        self._call("put_item", **params)
+        self.call("put_item", **params)
 
-    def _update(
+    def put_if(
+        self,
+        item: Mapping[str, Any],
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        *,
+        return_old: bool = False,
+    ) -> dict[str, Any] | None:
+        """Write ``item`` while ``condition`` holds: ``None`` when it did not, else the item it
+        replaced (``{}`` when there was none, or unless ``return_old``)."""
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": serialize(item),
+            "ConditionExpression": condition,
+        }
+        if names:
+            params["ExpressionAttributeNames"] = dict(names)
+        if values:
+            params["ExpressionAttributeValues"] = serialize(values)
+        if return_old:
+            params["ReturnValues"] = "ALL_OLD"
+        try:
+            response = self.call("put_item", **params)
+        except ConditionFailed:
+            return None
+        old = response.get("Attributes")
+        return deserialize(old) if old else {}
+
+    def delete(self, key: keys.Key) -> None:
+        """Delete the item at ``key`` (nothing happens when there is none)."""
+        self.call("delete_item", TableName=self.table_name, Key=serialize(key))
+
+    def delete_if(
+        self,
+        key: keys.Key,
+        condition: str,
+        names: Mapping[str, str],
+        values: Mapping[str, Any],
+    ) -> bool:
+        """Delete the item at ``key`` while ``condition`` holds; whether it did."""
+        try:
+            self.call(
+                "delete_item",
+                TableName=self.table_name,
+                Key=serialize(key),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=dict(names),
+                ExpressionAttributeValues=serialize(values),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def update_if(
+        self,
+        key: keys.Key,
+        expression: str,
+        condition: str,
+        names: Mapping[str, str],
+        values: Mapping[str, Any],
+    ) -> dict[str, Any] | None:
+        """One conditional ``UpdateItem`` written out: the item afterwards, or ``None`` when
+        the condition did not hold."""
+        try:
+            response = self.call(
+                "update_item",
+                TableName=self.table_name,
+                Key=serialize(key),
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=dict(names),
+                ExpressionAttributeValues=serialize(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ConditionFailed:
+            return None
+        return deserialize(response["Attributes"])
+
+    def update(
         self,
         key: keys.Key,
         *,
@@ -265,16 +358,14 @@ class Dal:
         if condition:
             params["ConditionExpression"] = condition
             # Conditions name their attributes as #status, #pk … (see the callers).
-            for token in condition.replace("(", " ").replace(")", " ").replace(",", " ").split():
-                if token.startswith("#"):
-                    names[token] = token[1:]
+            names.update(alias_names(condition))
         if names:
             params["ExpressionAttributeNames"] = names
         if vals:
             params["ExpressionAttributeValues"] = serialize(vals)
-        return deserialize(self._call("update_item", **params)["Attributes"])
+        return deserialize(self.call("update_item", **params)["Attributes"])
 
-    def _query_pages(
+    def query_pages(
         self,
         *,
         partition: str,
@@ -285,8 +376,10 @@ class Dal:
         limit: int | None = None,
         filter_expression: str | None = None,
         filter_values: Mapping[str, Any] | None = None,
+        consistent: bool = False,
     ) -> Iterator[dict[str, Any]]:
-        """The Query responses over one partition, page after page, in key order."""
+        """The Query responses over one partition, page after page, in key order
+        (``consistent``: a strongly consistent read, on the table only)."""
         hash_attr = "gsi1pk" if index else "pk"
         range_attr = "gsi1sk" if index else "sk"
         expression = "#h = :h"
@@ -305,29 +398,79 @@ class Dal:
             params["IndexName"] = index
         if limit:
             params["Limit"] = limit
+        if consistent:
+            params["ConsistentRead"] = True
         if filter_expression:
             params["FilterExpression"] = filter_expression
-            for token in filter_expression.split():
-                if token.startswith("#"):
-                    names[token] = token[1:]
+            names.update(alias_names(filter_expression))
         params["ExpressionAttributeNames"] = names
         params["ExpressionAttributeValues"] = serialize(values)
         while True:
             if start:
                 params["ExclusiveStartKey"] = start
-            response = self._call("query", **params)
+            response = self.call("query", **params)
             yield response
             start = response.get("LastEvaluatedKey")
             if not start:
                 return
 
-    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        """Every item of one partition (plain values), in key order."""
-        for response in self._query_pages(**kwargs):
+    def query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Every item of one partition (plain values), in key order; ``kwargs`` as
+        :meth:`query_pages`."""
+        for response in self.query_pages(**kwargs):
             for raw in response.get("Items", []):
                 yield deserialize(raw)
 
-    def _page(
+    def query_items(
+        self,
+        partition: str,
+        sort_prefix: str | None = None,
+        *,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The items of one table partition (a strongly consistent Query), in key order, read
+        page by page until the partition ends or a page brings the count to ``limit`` (each
+        request asks for at most ``limit``)."""
+        found: list[dict[str, Any]] = []
+        pages = self.query_pages(
+            partition=partition, sort_prefix=sort_prefix or None, limit=limit, consistent=True
+        )
+        for response in pages:
+            found.extend(deserialize(raw) for raw in response["Items"])
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+
+    def due_items(
+        self,
+        partition: str,
+        parse: Callable[[dict[str, Any]], ItemT],
+        due_of: Callable[[ItemT], str],
+        now_iso: str,
+        limit: int,
+    ) -> list[ItemT]:
+        """The first ``limit`` items of a partition of due markers (sort keys start with their
+        ISO-8601 UTC time) whose time is at or before ``now_iso``, oldest first."""
+        found: list[ItemT] = []
+        for raw in self.query(partition=partition):
+            item = parse(raw)
+            if due_of(item) > now_iso or len(found) >= limit:
+                break
+            found.append(item)
+        return found
+
+    def transact_if(self, items: list[dict[str, Any]]) -> bool:
+        """One ``TransactWriteItems`` on this table (each action's ``TableName`` is set here);
+        ``False`` when a condition failed (nothing was written)."""
+        for item in items:
+            next(iter(item.values()))["TableName"] = self.table_name
+        try:
+            self.call("transact_write_items", TransactItems=items)
+        except ConditionFailed:
+            return False
+        return True
+
+    def page(
         self,
         parse: Callable[[dict[str, Any]], ItemT],
         *,
@@ -346,7 +489,7 @@ class Dal:
         items: list[ItemT] = []
         last_key: dict[str, Any] | None = None
         examined = 0
-        pages = self._query_pages(
+        pages = self.query_pages(
             partition=partition,
             index=GSI1,
             forward=forward,
@@ -375,7 +518,7 @@ class Dal:
     def put_api_key(self, item: ApiKeyItem) -> None:
         """Store a new key and its id pointer together (ConditionFailed if either exists)."""
         pointer = KeyIdItem(key_id=item.key_id, tenant=item.tenant, key_hash=item.key_hash)
-        self._call(
+        self.call(
             "transact_write_items",
             TransactItems=[
                 {
@@ -390,18 +533,18 @@ class Dal:
         )
 
     def get_api_key(self, key_hash: str) -> ApiKeyItem | None:
-        raw = self._get(keys.api_key_key(key_hash))
+        raw = self.get(keys.api_key_key(key_hash))
         return ApiKeyItem.from_item(raw) if raw else None
 
     def get_api_key_by_id(self, key_id: str) -> ApiKeyItem | None:
-        pointer = self._get(keys.key_id_key(key_id))
+        pointer = self.get(keys.key_id_key(key_id))
         if not pointer:
             return None
         return self.get_api_key(KeyIdItem.from_item(pointer).key_hash)
 
     def revoke_api_key(self, key_hash: str, revoked_at: str) -> ApiKeyItem:
         """Mark a key revoked (a second revocation keeps the first time)."""
-        response = self._call(
+        response = self.call(
             "update_item",
             TableName=self.table_name,
             Key=serialize(keys.api_key_key(key_hash)),
@@ -413,13 +556,13 @@ class Dal:
         return ApiKeyItem.from_item(deserialize(response["Attributes"]))
 
     def list_api_keys(self, tenant: str) -> list[ApiKeyItem]:
-        rows = self._query(partition=keys.api_keys_partition(tenant), index=GSI1)
+        rows = self.query(partition=keys.api_keys_partition(tenant), index=GSI1)
         return [ApiKeyItem.from_item(plain) for plain in rows]
 
     # -- workflows ---------------------------------------------------------------------------
 
     def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowItem | None:
-        raw = self._get(keys.workflow_key(tenant, workflow_id))
+        raw = self.get(keys.workflow_key(tenant, workflow_id))
         return WorkflowItem.from_item(raw) if raw else None
 
     def get_workflow_with_versions(
@@ -428,7 +571,7 @@ class Dal:
         """The head item and every version (oldest first), in one query of the partition."""
         head: WorkflowItem | None = None
         versions: list[VersionItem] = []
-        for plain in self._query(partition=keys.workflow_partition(tenant, workflow_id)):
+        for plain in self.query(partition=keys.workflow_partition(tenant, workflow_id)):
             sk = str(plain.get("sk", ""))
             if sk == keys.WORKFLOW_SK:
                 head = WorkflowItem.from_item(plain)
@@ -437,7 +580,7 @@ class Dal:
         return head, versions
 
     def get_version(self, tenant: str, workflow_id: str, version: int) -> VersionItem | None:
-        raw = self._get(keys.version_key(tenant, workflow_id, version))
+        raw = self.get(keys.version_key(tenant, workflow_id, version))
         return VersionItem.from_item(raw) if raw else None
 
     def set_step_through_version(
@@ -445,7 +588,7 @@ class Dal:
     ) -> VersionItem:
         """Record the step-through variant of a version: the one field a version item gains
         after it was written (ConditionFailed when the version does not exist)."""
-        raw = self._update(
+        raw = self.update(
             keys.version_key(tenant, workflow_id, version),
             set_values={"step_through_version_arn": arn},
             condition="attribute_exists(#pk)",
@@ -456,7 +599,7 @@ class Dal:
         self, tenant: str, workflow_id: str, version: int, arn: str
     ) -> VersionItem:
         """Record the rerun variant of a version (ConditionFailed when it does not exist)."""
-        raw = self._update(
+        raw = self.update(
             keys.version_key(tenant, workflow_id, version),
             set_values={"rerun_version_arn": arn},
             condition="attribute_exists(#pk)",
@@ -492,11 +635,11 @@ class Dal:
                     }
                 }
             )
-        self._call("transact_write_items", TransactItems=writes)
+        self.call("transact_write_items", TransactItems=writes)
 
     def update_workflow(self, tenant: str, workflow_id: str, **values: Any) -> WorkflowItem:
         """Set attributes of an existing workflow (ConditionFailed when it does not exist)."""
-        raw = self._update(
+        raw = self.update(
             keys.workflow_key(tenant, workflow_id),
             set_values=values,
             condition="attribute_exists(#pk)",
@@ -507,7 +650,7 @@ class Dal:
         self, tenant: str, *, limit: int, next_token: str | None
     ) -> tuple[list[WorkflowItem], str | None]:
         """A tenant's workflows by id."""
-        return self._page(
+        return self.page(
             WorkflowItem.from_item,
             partition=keys.workflows_partition(tenant),
             limit=limit,
@@ -520,13 +663,13 @@ class Dal:
     def create_run(self, run: RunItem) -> bool:
         """Write a new run; ``False`` when a run with that id already exists."""
         try:
-            self._put(run.to_item(), condition="attribute_not_exists(pk)")
+            self.put(run.to_item(), condition="attribute_not_exists(pk)")
         except ConditionFailed:
             return False
         return True
 
     def get_run(self, tenant: str, run_id: str) -> RunItem | None:
-        raw = self._get(keys.run_key(tenant, run_id))
+        raw = self.get(keys.run_key(tenant, run_id))
         return RunItem.from_item(raw) if raw else None
 
     def update_run(
@@ -554,7 +697,7 @@ class Dal:
             condition_values[":null"] = None
             conditions.append(f"(attribute_not_exists(#{unless_set}) OR #{unless_set} = :null)")
         try:
-            raw = self._update(
+            raw = self.update(
                 keys.run_key(tenant, run_id),
                 set_values=values,
                 remove=remove,
@@ -567,7 +710,7 @@ class Dal:
 
     def delete_run(self, tenant: str, run_id: str) -> None:
         """Delete a run that never started (its execution could not be created)."""
-        self._call(
+        self.call(
             "delete_item",
             TableName=self.table_name,
             Key=serialize(keys.run_key(tenant, run_id)),
@@ -583,7 +726,7 @@ class Dal:
         next_token: str | None,
     ) -> tuple[list[RunItem], str | None]:
         """A workflow's runs, newest first, optionally of one status."""
-        return self._page(
+        return self.page(
             RunItem.from_item,
             partition=keys.runs_partition(tenant, workflow_id),
             limit=limit,
@@ -633,7 +776,7 @@ class Dal:
         names.update({"#tenant": "tenant", "#workflow_id": "workflow_id"})
         params.update({":tenant": tenant, ":workflow_id": workflow_id, ":false": False})
         try:
-            response = self._call(
+            response = self.call(
                 "update_item",
                 TableName=self.table_name,
                 Key=serialize(keys.hook_key(slug)),
@@ -651,7 +794,7 @@ class Dal:
 
     def get_hook(self, slug: str) -> HookItem | None:
         """The registration of ``slug`` (any tenant's: the webhook route has no tenant)."""
-        raw = self._get(keys.hook_key(slug))
+        raw = self.get(keys.hook_key(slug))
         return HookItem.from_item(raw) if raw else None
 
     def delete_hook(self, slug: str, tenant: str, *, workflow_id: str | None = None) -> bool:
@@ -665,7 +808,7 @@ class Dal:
             names["#workflow_id"] = "workflow_id"
             values[":workflow_id"] = workflow_id
         try:
-            self._call(
+            self.call(
                 "delete_item",
                 TableName=self.table_name,
                 Key=serialize(keys.hook_key(slug)),
@@ -679,7 +822,7 @@ class Dal:
 
     def list_hooks(self, tenant: str, workflow_id: str) -> list[HookItem]:
         """The slugs registered for the tenant's workflow, by slug."""
-        rows = self._query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
+        rows = self.query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
         return [HookItem.from_item(plain) for plain in rows]
 
 
@@ -687,3 +830,15 @@ class Dal:
 def get_dal() -> Dal:
     """The process's data-access layer (settings and client are resolved at each call)."""
     return Dal()
+
+
+class TableAccess:
+    """A group of access patterns over the table, through a :class:`Dal` (its client, table
+    name, error translation and request primitives): the one given, or the process's."""
+
+    def __init__(self, dal: Dal | None = None) -> None:
+        self._dal = dal
+
+    @property
+    def dal(self) -> Dal:
+        return self._dal or get_dal()
