@@ -376,8 +376,8 @@ class AdmissionDal(TableAccess):
         return self.dal.delete_if(
             debounce_key(tenant, workflow_id, key_id),
             "#gen = :gen AND #seq = :seq",
-            {"#gen": "generation", "#seq": "seq"},
             {":gen": generation, ":seq": seq},
+            names={"#gen": "generation", "#seq": "seq"},
         )
 
     # -- batches -----------------------------------------------------------------------------
@@ -489,8 +489,8 @@ class AdmissionDal(TableAccess):
         return self.dal.delete_if(
             {"pk": batch_partition(tenant, workflow_id, key_id), "sk": OPEN_SK},
             "#id = :id",
-            {"#id": "batch_id"},
             {":id": batch_id},
+            names={"#id": "batch_id"},
         )
 
     def batch_triggers(

@@ -178,9 +178,7 @@ class BreakerDal(TableAccess):
         """One conditional ``UpdateItem``: the item afterwards, or ``None`` when the condition
         did not hold. Attribute names are written ``#name`` and aliased here."""
         with self._reached("update_item"):
-            return self.dal.update_if(
-                key, expression, condition, alias_names(expression, condition), values
-            )
+            return self.dal.update_if(key, expression, condition, values)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -172,8 +172,7 @@ class DlqDal(TableAccess):
             limit=limit,
             next_token=next_token,
             forward=False,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     def due(self, now_iso: str, limit: int) -> list[DueRetry]:

@@ -45,6 +45,6 @@ class EventWaitDal(TableAccess):
         return self.dal.delete_if(
             {"pk": item["pk"], "sk": item["sk"]},
             "#token = :token",
-            {"#token": "task_token"},
             {":token": item["task_token"]},
+            names={"#token": "task_token"},
         )

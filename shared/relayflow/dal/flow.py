@@ -89,8 +89,8 @@ class FlowDal(TableAccess):
         old = self.dal.put_if(
             lease.to_item(),
             "attribute_not_exists(#pk) OR #until <= :now",
-            {"#pk": "pk", "#until": "lease_until"},
             {":now": now_ms},
+            names={"#pk": "pk", "#until": "lease_until"},
             return_old=True,
         )
         if old is None:
@@ -110,7 +110,10 @@ class FlowDal(TableAccess):
         """Free the slot while it still holds ``lease``; ``False`` when it does not (the lease
         ran out and another execution claimed the slot, whose lease stays)."""
         return self.dal.delete_if(
-            lease.key(), "#lease = :lease", {"#lease": "lease_id"}, {":lease": lease.lease_id}
+            lease.key(),
+            "#lease = :lease",
+            {":lease": lease.lease_id},
+            names={"#lease": "lease_id"},
         )
 
     # -- rate windows -------------------------------------------------------------------------

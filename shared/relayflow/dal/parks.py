@@ -81,7 +81,6 @@ class ParkDal(TableAccess):
         stored = self.dal.put_if(
             item.to_item(),
             "attribute_not_exists(pk) OR #status = :parked",
-            {"#status": "status"},
             {":parked": "parked"},
         )
         return stored is not None
@@ -140,6 +139,5 @@ class ParkDal(TableAccess):
             limit=limit,
             next_token=next_token,
             forward=True,
-            filter_expression="#status = :status",
-            filter_values={":status": "parked"},
+            status="parked",
         )

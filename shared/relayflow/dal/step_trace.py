@@ -42,8 +42,8 @@ class StepTraceDal(TableAccess):
         stored = self.dal.put_if(
             item,
             "attribute_not_exists(#last) OR #last < :last",
-            {"#last": "last_event_id"},
             {":last": item["last_event_id"]},
+            names={"#last": "last_event_id"},
         )
         return stored is not None
 

@@ -156,10 +156,24 @@ def alias_names(*expressions: str) -> dict[str, str]:
     """``#name`` → ``name`` for every attribute an expression names as ``#name``."""
     names: dict[str, str] = {}
     for expression in expressions:
-        for token in expression.replace("(", " ").replace(")", " ").replace(",", " ").split():
+        for token in re.split(r"[\s(),.]+", expression):
             if token.startswith("#"):
                 names[token] = token[1:]
     return names
+
+
+def _expression_parts(
+    names: Mapping[str, str] | None, values: Mapping[str, Any] | None, *expressions: str
+) -> dict[str, Any]:
+    """The ``ExpressionAttributeNames`` / ``ExpressionAttributeValues`` of a request (each
+    left out when empty); ``names`` default to the expressions' aliases."""
+    parts: dict[str, Any] = {}
+    aliases = dict(names) if names is not None else alias_names(*expressions)
+    if aliases:
+        parts["ExpressionAttributeNames"] = aliases
+    if values:
+        parts["ExpressionAttributeValues"] = serialize(values)
+    return parts
 
 
 def encode_token(last_key: Mapping[str, Any]) -> str:
@@ -247,22 +261,20 @@ class Dal:
         self,
         item: Mapping[str, Any],
         condition: str,
-        names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
         *,
+        names: Mapping[str, str] | None = None,
         return_old: bool = False,
     ) -> dict[str, Any] | None:
         """Write ``item`` while ``condition`` holds: ``None`` when it did not, else the item it
-        replaced (``{}`` when there was none, or unless ``return_old``)."""
+        replaced (``{}`` when there was none, or unless ``return_old``). ``names`` defaults to
+        the condition's ``#name`` aliases of ``name`` (:func:`alias_names`)."""
         params: dict[str, Any] = {
             "TableName": self.table_name,
             "Item": serialize(item),
             "ConditionExpression": condition,
+            **_expression_parts(names, values, condition),
         }
-        if names:
-            params["ExpressionAttributeNames"] = dict(names)
-        if values:
-            params["ExpressionAttributeValues"] = serialize(values)
         if return_old:
             params["ReturnValues"] = "ALL_OLD"
         try:
@@ -280,18 +292,19 @@ class Dal:
         self,
         key: keys.Key,
         condition: str,
-        names: Mapping[str, str],
         values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str] | None = None,
     ) -> bool:
-        """Delete the item at ``key`` while ``condition`` holds; whether it did."""
+        """Delete the item at ``key`` while ``condition`` holds; whether it did. ``names`` as
+        :meth:`put_if`."""
         try:
             self.call(
                 "delete_item",
                 TableName=self.table_name,
                 Key=serialize(key),
                 ConditionExpression=condition,
-                ExpressionAttributeNames=dict(names),
-                ExpressionAttributeValues=serialize(values),
+                **_expression_parts(names, values, condition),
             )
         except ConditionFailed:
             return False
@@ -302,11 +315,12 @@ class Dal:
         key: keys.Key,
         expression: str,
         condition: str,
-        names: Mapping[str, str],
         values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str] | None = None,
     ) -> dict[str, Any] | None:
         """One conditional ``UpdateItem`` written out: the item afterwards, or ``None`` when
-        the condition did not hold."""
+        the condition did not hold. ``names`` as :meth:`put_if` (both expressions')."""
         try:
             response = self.call(
                 "update_item",
@@ -314,8 +328,7 @@ class Dal:
                 Key=serialize(key),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
-                ExpressionAttributeNames=dict(names),
-                ExpressionAttributeValues=serialize(values),
+                **_expression_parts(names, values, expression, condition),
                 ReturnValues="ALL_NEW",
             )
         except ConditionFailed:
@@ -364,6 +377,11 @@ class Dal:
         if vals:
             params["ExpressionAttributeValues"] = serialize(vals)
         return deserialize(self.call("update_item", **params)["Attributes"])
+
+    def update_existing(self, key: keys.Key, values: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`update` of an item that must exist (:class:`ConditionFailed` when it does
+        not); the item afterwards."""
+        return self.update(key, set_values=values, condition="attribute_exists(#pk)")
 
     def query_pages(
         self,
@@ -478,14 +496,15 @@ class Dal:
         limit: int,
         next_token: str | None,
         forward: bool,
-        filter_expression: str | None = None,
-        filter_values: Mapping[str, Any] | None = None,
+        status: str | None = None,
     ) -> tuple[list[ItemT], str | None]:
-        """One page of a GSI1 partition: up to ``limit`` items (filters applied) and the
-        token of the next page (``None`` when there is none). A filtered page reads at most
+        """One page of a GSI1 partition: up to ``limit`` items (with ``status``, only the items
+        of that ``status``) and the token of the next page (``None`` when there is none). A
+        filtered page reads at most
         :data:`_MAX_EXAMINED` items; when they hold fewer matches the page is short and still
         carries a token."""
         start = decode_token(next_token, partition, _INDEX_KEY_ATTRIBUTES) if next_token else None
+        filter_expression = "#status = :status" if status else None
         items: list[ItemT] = []
         last_key: dict[str, Any] | None = None
         examined = 0
@@ -496,7 +515,7 @@ class Dal:
             start=start,
             limit=_QUERY_PAGE if filter_expression else limit + 1,
             filter_expression=filter_expression,
-            filter_values=filter_values,
+            filter_values={":status": status} if status else None,
         )
         for response in pages:
             for raw in response.get("Items", []):
@@ -588,10 +607,8 @@ class Dal:
     ) -> VersionItem:
         """Record the step-through variant of a version: the one field a version item gains
         after it was written (ConditionFailed when the version does not exist)."""
-        raw = self.update(
-            keys.version_key(tenant, workflow_id, version),
-            set_values={"step_through_version_arn": arn},
-            condition="attribute_exists(#pk)",
+        raw = self.update_existing(
+            keys.version_key(tenant, workflow_id, version), {"step_through_version_arn": arn}
         )
         return VersionItem.from_item(raw)
 
@@ -599,10 +616,8 @@ class Dal:
         self, tenant: str, workflow_id: str, version: int, arn: str
     ) -> VersionItem:
         """Record the rerun variant of a version (ConditionFailed when it does not exist)."""
-        raw = self.update(
-            keys.version_key(tenant, workflow_id, version),
-            set_values={"rerun_version_arn": arn},
-            condition="attribute_exists(#pk)",
+        raw = self.update_existing(
+            keys.version_key(tenant, workflow_id, version), {"rerun_version_arn": arn}
         )
         return VersionItem.from_item(raw)
 
@@ -639,12 +654,9 @@ class Dal:
 
     def update_workflow(self, tenant: str, workflow_id: str, **values: Any) -> WorkflowItem:
         """Set attributes of an existing workflow (ConditionFailed when it does not exist)."""
-        raw = self.update(
-            keys.workflow_key(tenant, workflow_id),
-            set_values=values,
-            condition="attribute_exists(#pk)",
+        return WorkflowItem.from_item(
+            self.update_existing(keys.workflow_key(tenant, workflow_id), values)
         )
-        return WorkflowItem.from_item(raw)
 
     def list_workflows(
         self, tenant: str, *, limit: int, next_token: str | None
@@ -710,11 +722,7 @@ class Dal:
 
     def delete_run(self, tenant: str, run_id: str) -> None:
         """Delete a run that never started (its execution could not be created)."""
-        self.call(
-            "delete_item",
-            TableName=self.table_name,
-            Key=serialize(keys.run_key(tenant, run_id)),
-        )
+        self.delete(keys.run_key(tenant, run_id))
 
     def list_runs(
         self,
@@ -732,8 +740,7 @@ class Dal:
             limit=limit,
             next_token=next_token,
             forward=False,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     # -- webhook slugs -----------------------------------------------------------------------
@@ -801,24 +808,11 @@ class Dal:
         """Remove the tenant's registration of ``slug`` (only while it is ``workflow_id``'s,
         when given); ``False`` when it is not theirs (or does not exist)."""
         condition = "#tenant = :tenant"
-        names = {"#tenant": "tenant"}
         values: dict[str, Any] = {":tenant": tenant}
         if workflow_id is not None:
             condition += " AND #workflow_id = :workflow_id"
-            names["#workflow_id"] = "workflow_id"
             values[":workflow_id"] = workflow_id
-        try:
-            self.call(
-                "delete_item",
-                TableName=self.table_name,
-                Key=serialize(keys.hook_key(slug)),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize(values),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.delete_if(keys.hook_key(slug), condition, values)
 
     def list_hooks(self, tenant: str, workflow_id: str) -> list[HookItem]:
         """The slugs registered for the tenant's workflow, by slug."""

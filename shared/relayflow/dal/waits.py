@@ -134,8 +134,7 @@ class WaitDal(TableAccess):
             limit=limit,
             next_token=next_token,
             forward=True,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     def claim_approval(
@@ -147,7 +146,6 @@ class WaitDal(TableAccess):
             keys.wait_key(tenant, approval_id),
             "SET #status = :decided, #decision = :decision",
             "#status = :pending AND (attribute_not_exists(#deadline) OR #deadline > :now)",
-            {"#status": "status", "#decision": "decision", "#deadline": "deadline"},
             {":decided": "decided", ":decision": decision, ":pending": "pending", ":now": now},
         )
         return ApprovalItem.from_item(raw) if raw else None
@@ -159,7 +157,6 @@ class WaitDal(TableAccess):
             keys.wait_key(tenant, approval_id),
             "SET #status = :pending REMOVE #decision",
             "#status = :decided AND #decision.#responded_at = :at",
-            {"#status": "status", "#decision": "decision", "#responded_at": "responded_at"},
             {":pending": "pending", ":decided": "decided", ":at": responded_at},
         )
         return raw is not None
@@ -171,7 +168,6 @@ class WaitDal(TableAccess):
             keys.wait_key(tenant, approval_id),
             "SET #status = :expired REMOVE #decision",
             "#status IN (:pending, :decided)",
-            {"#status": "status", "#decision": "decision"},
             {":expired": "expired", ":pending": "pending", ":decided": "decided"},
         )
         return ApprovalItem.from_item(raw) if raw else None
@@ -244,7 +240,6 @@ class WaitDal(TableAccess):
         """Set ``fields`` (``None`` removes one) and status ``pending``, while the item's
         status is one of ``statuses``; the item afterwards, or ``None``."""
         fields = {**fields, "status": "pending"}
-        names = {f"#{name}": name for name in fields}
         sets = [f"#{n} = :{n}" for n, v in fields.items() if v is not None]
         removed = [f"#{n}" for n, v in fields.items() if v is None]
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
@@ -254,7 +249,6 @@ class WaitDal(TableAccess):
             key,
             update,
             f"#status IN ({', '.join(allowed)})",
-            names,
             {**values, **allowed},
         )
 
@@ -275,13 +269,6 @@ class WaitDal(TableAccess):
             "SET #status = :status, #result = :result, #error = :error, #completed_at = :now",
             "#status = :pending AND (attribute_not_exists(#deadline) OR #deadline > :now)",
             {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-                "#deadline": "deadline",
-            },
-            {
                 ":status": status,
                 ":result": result,
                 ":error": error,
@@ -298,12 +285,6 @@ class WaitDal(TableAccess):
             "SET #status = :pending REMOVE #result, #error, #completed_at",
             "#status IN (:completed, :failed) AND #completed_at = :at",
             {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-            },
-            {
                 ":pending": "pending",
                 ":completed": "completed",
                 ":failed": "failed",
@@ -318,12 +299,6 @@ class WaitDal(TableAccess):
             keys.wait_key(tenant, waitpoint_id),
             "SET #status = :expired REMOVE #result, #error, #completed_at",
             "#status IN (:pending, :completed, :failed)",
-            {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-            },
             {
                 ":expired": "expired",
                 ":pending": "pending",

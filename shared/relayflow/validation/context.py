@@ -96,3 +96,14 @@ class CheckContext:
             self.add(path, "template", str(exc))
             return
         self.check_expression_refs(path, template_expressions(value), roots)
+
+    def check_json_schema(self, path: str, schema: Mapping[str, Any]) -> None:
+        """A schema the step declares is a JSON Schema whose patterns RE2 runs."""
+        from jsonschema import SchemaError
+
+        from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
+
+        try:
+            check_schema(schema)
+        except (SchemaError, UnsupportedPattern) as exc:
+            self.add(path, "json-schema", exc.message)

@@ -426,14 +426,7 @@ class Checker(CheckContext):
                     )
             schema = raw.get("form_schema")
             if isinstance(schema, Mapping):
-                from jsonschema import SchemaError
-
-                from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
-
-                try:
-                    check_schema(schema)
-                except (SchemaError, UnsupportedPattern) as exc:
-                    self.add(f"{base}.form_schema", "json-schema", exc.message)
+                self.check_json_schema(f"{base}.form_schema", schema)
 
     def check_sub_workflow_input(self, path: str, value: Any) -> None:
         """A child's input is built natively in ASL (no Lambda runs a sub_workflow), so it may
