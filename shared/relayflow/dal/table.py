@@ -28,6 +28,7 @@ from relayflow.dal.errors import (
     TransactionConflict,
 )
 from relayflow.dal.items import (
+    KEY_ATTRIBUTES,
     ApiKeyItem,
     HookItem,
     KeyIdItem,
@@ -46,13 +47,12 @@ _THROTTLING = frozenset(
         "RequestLimitExceeded",
     }
 )
-_INDEX_KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 #: Items one Query reads while filling a filtered page, and the most one page may examine.
 _QUERY_PAGE = 100
 _MAX_EXAMINED = 1000
 
 
-def _translate(exc: Exception, action: str) -> DataAccessError:
+def translate_error(exc: Exception, action: str) -> DataAccessError:
     """The domain exception for a botocore ``ClientError``."""
     error = getattr(exc, "response", {}).get("Error", {})
     code = str(error.get("Code", ""))
@@ -239,7 +239,7 @@ class Dal:
         try:
             return dict(getattr(self.client, action)(**params))
         except ClientError as exc:
-            raise _translate(exc, action) from exc
+            raise translate_error(exc, action) from exc
 
     def get(self, key: keys.Key) -> dict[str, Any] | None:
         """The item at ``key`` (a strongly consistent read), or ``None``."""
@@ -503,7 +503,7 @@ class Dal:
         filtered page reads at most
         :data:`_MAX_EXAMINED` items; when they hold fewer matches the page is short and still
         carries a token."""
-        start = decode_token(next_token, partition, _INDEX_KEY_ATTRIBUTES) if next_token else None
+        start = decode_token(next_token, partition, KEY_ATTRIBUTES) if next_token else None
         filter_expression = "#status = :status" if status else None
         items: list[ItemT] = []
         last_key: dict[str, Any] | None = None
@@ -523,7 +523,7 @@ class Dal:
                     # One more item exists: the page ends at the previous one.
                     return items, encode_token(last_key)
                 items.append(parse(deserialize(raw)))
-                last_key = {k: raw[k] for k in _INDEX_KEY_ATTRIBUTES}
+                last_key = {k: raw[k] for k in KEY_ATTRIBUTES}
             examined += int(response.get("ScannedCount", 0))
             following = response.get("LastEvaluatedKey")
             if following and examined >= _MAX_EXAMINED:
