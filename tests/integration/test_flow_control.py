@@ -85,7 +85,7 @@ def aws(monkeypatch: pytest.MonkeyPatch, serial_dynamodb: DynamoRequests) -> Ite
 
 def flow_items() -> list[dict[str, Any]]:
     """The table's flow-control items (plain values)."""
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     raw = client("dynamodb").scan(TableName=get_settings().table_name)["Items"]
     return [deserialize(i) for i in raw if "#FLOW#" in i["pk"]["S"]]

@@ -75,7 +75,7 @@ def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
 
 
 def step_records(run_id: str) -> list[dict[str, Any]]:
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     raw = LocalRuntime.current().dynamodb_client.scan(TableName=get_settings().table_name)["Items"]
     return [deserialize(i) for i in raw if i["pk"]["S"].endswith(f"#STEP#{run_id}")]

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from relayflow.dal.codec import translate_error
 from relayflow.dal.errors import (
     ConditionFailed,
     DataAccessError,
     Throttled,
     TransactionConflict,
 )
-from relayflow.dal.table import translate_error
 
 
 def cancelled(*codes: str, in_response: bool = True) -> ClientError:

@@ -424,7 +424,7 @@ def _outputs_json(steps: list[StepRun]) -> str | None:
 
 
 def _serialize(key: dict[str, Any]) -> dict[str, Any]:
-    from relayflow.dal.table import serialize
+    from relayflow.dal.codec import serialize
 
     return serialize(key)
 

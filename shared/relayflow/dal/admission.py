@@ -25,8 +25,9 @@ import json
 from typing import Any
 
 from relayflow.dal import keys
+from relayflow.dal.codec import serialize
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.table import TableAccess, serialize
+from relayflow.dal.table import TableAccess
 
 COUNT_SK = "COUNT"
 HOLD_PREFIX = "HOLD#"

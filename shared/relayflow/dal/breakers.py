@@ -40,9 +40,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from relayflow.dal import keys
+from relayflow.dal.codec import alias_names, serialize
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import TableAccess, alias_names, serialize
+from relayflow.dal.table import TableAccess
 
 BREAKER_SK = "BREAKER"
 TRIP_SK_PREFIX = "TRIP#"

@@ -27,8 +27,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from relayflow.dal import keys
+from relayflow.dal.codec import alias_names, serialize
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import TableAccess, alias_names, serialize
+from relayflow.dal.table import TableAccess
 
 DLQ_SK = "DLQ"
 DUE_PARTITION = "DLQ#DUE"

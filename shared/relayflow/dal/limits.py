@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from relayflow.dal import keys
+from relayflow.dal.codec import deserialize, serialize
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.table import TableAccess, deserialize, serialize
+from relayflow.dal.table import TableAccess
 
 #: Buckets per window: the window is exact to ``window / SUB_WINDOWS`` (a request may be
 #: refused up to that much early, never admitted late).

@@ -85,18 +85,7 @@ def _loc_to_path(loc: Iterable[Any]) -> str:
     parts = [str(p) for p in loc]
     if len(parts) >= 3 and parts[0] == "steps" and parts[2] in STEP_TYPES:
         del parts[2]
-    if (
-        len(parts) >= 3
-        and parts[0] == "triggers"
-        and parts[2]
-        in {
-            "manual",
-            "cron",
-            "at",
-            "event",
-            "webhook",
-        }
-    ):
+    if len(parts) >= 3 and parts[0] == "triggers" and parts[2] in TRIGGER_TYPES:
         del parts[2]
     out = ""
     for part in parts:
