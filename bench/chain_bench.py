@@ -41,10 +41,10 @@ def chain(n: int, *, in_lambda: bool) -> dict[str, Any]:
 
 def measure_one(n: int, in_lambda: bool) -> dict[str, Any]:
     """Run one chain in this process and report its figures."""
-    from relayflow.definition import validate_data
     from relayflow.local import LocalRuntime
     from relayflow.payloads import json_size
     from relayflow.runner import run_workflow
+    from relayflow.validation import validate_data
 
     workflow, problems = validate_data(chain(n, in_lambda=in_lambda))
     assert workflow is not None, problems

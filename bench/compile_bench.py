@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from relayflow.compiler import compile_workflow
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 
 def generated(n: int) -> dict[str, Any]:

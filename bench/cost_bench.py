@@ -86,7 +86,6 @@ from relayflow.cost import prices
 from relayflow.cost.bill import STEP_MEMORY_MB
 from relayflow.cost.counts import real_duration_ms
 from relayflow.cost.logs import deployed_execution_arn, execution_log_bytes
-from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
 from relayflow.local.lambda_endpoint import HandlerRegistry, Invocation
@@ -95,6 +94,7 @@ from relayflow.naming import function_name
 from relayflow.observability import logger
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import get_settings
+from relayflow.validation import validate_data
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 1_000_000

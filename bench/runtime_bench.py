@@ -15,9 +15,9 @@ import statistics
 import time
 from typing import Any
 
-from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
+from relayflow.validation import validate_data
 
 REPEAT = 5
 

@@ -66,7 +66,7 @@ def peak_mb() -> float:
 
 def measure_definition(kind: str, n: int) -> dict[str, Any]:
     from relayflow.compiler import compile_workflow
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     data = nested(n) if kind == "nesting" else chain(n)
     validate_data(chain(2))  # load the CEL parser before the clock starts
@@ -80,9 +80,9 @@ def measure_definition(kind: str, n: int) -> dict[str, Any]:
 
 
 def measure_for_each(source: str, n: int) -> dict[str, Any]:
-    from relayflow.definition import validate_data
     from relayflow.local import LocalRuntime
     from relayflow.runner import run_workflow
+    from relayflow.validation import validate_data
 
     each: dict[str, Any] = {"type": "for_each", "mode": "distributed", "step": "price"}
     each["max_concurrency"] = 16

@@ -38,9 +38,9 @@ def _print_problems(exc: DefinitionError, out: TextIO) -> None:
 
 
 def load_workflow(path: str | Path) -> Workflow:
-    """:func:`relayflow.definition.load_workflow`, imported on first use (it brings in the
+    """:func:`relayflow.validation.load_workflow`, imported on first use (it brings in the
     models, YAML and the expression language)."""
-    from relayflow.definition import load_workflow as load
+    from relayflow.validation import load_workflow as load
 
     return load(path)
 
@@ -86,7 +86,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             status = EXIT_INVALID
         else:
             from relayflow.compiler.docsize import document_size_problems
-            from relayflow.definition.advisories import definition_warnings
+            from relayflow.validation.advisories import definition_warnings
 
             warnings = definition_warnings(workflow) + document_size_problems(
                 workflow, _children_at_hand(workflow, path)
@@ -388,7 +388,7 @@ def _sub_workflows(workflow: Workflow, directory: Path) -> dict[str, Workflow]:
 def _children_of(workflow: Workflow) -> set[str]:
     """The ids of the workflows a definition starts: sub_workflow targets (templated ones as
     they are) and agents' ``workflow.<id>`` tools."""
-    from relayflow.definition.children import child_workflows
+    from relayflow.validation.children import child_workflows
 
     return {child.workflow_id for child in child_workflows(workflow)}
 
@@ -521,7 +521,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_schedule_preview(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from relayflow.triggers.cron import (
+    from relayflow.cron import (
         UnknownTimeZone,
         UnsupportedCron,
         preview,

@@ -97,8 +97,8 @@ def compile_checked(
     whose ``input_schema`` its agents' workflow tools offer as their arguments and its
     sub_workflow steps check their child's input against."""
     from relayflow.compiler import CompileOptions
-    from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
     from relayflow.settings import get_settings
+    from relayflow.validation.children import child_input_schemas, sub_workflow_input_schemas
 
     children = workflows or {}
     # The bucket the local runtime creates: distributed for_each steps write results there.
@@ -158,11 +158,11 @@ def run_workflow(
     once it returns ``False`` the run goes on to its end without asking again. A ``trigger``
     that breaks the workflow's ``input_schema`` raises ``InvalidRunInput`` before anything
     runs."""
-    from relayflow.definition.children import child_workflows
     from relayflow.definition.input_schema import describe, input_violations
     from relayflow.errors import InvalidRunInput
     from relayflow.local import LocalRuntime
     from relayflow.local.resources import provision
+    from relayflow.validation.children import child_workflows
 
     violations = input_violations(workflow.input_schema, trigger)
     if violations:

@@ -30,7 +30,8 @@ from workflow_strategies import LONG_DELAY, workflow_definitions
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine
-from relayflow.definition import AVAILABLE_STEP_TYPES, load_workflow, validate_data
+from relayflow.definition import AVAILABLE_STEP_TYPES
+from relayflow.validation import load_workflow, validate_data
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))

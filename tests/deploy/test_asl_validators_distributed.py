@@ -17,7 +17,7 @@ from asl_validators import REQUIRE_ENV, missing_tools, validate_definitions
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import check_machine
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 SOURCES: dict[str, dict[str, Any]] = {
     "document": {"mode": "distributed", "items": "{{ trigger.orders }}", "max_items": 40_000},

@@ -9,7 +9,7 @@ from asl_validators import validate_definitions
 from test_asl_validators import _failures, asl_tools  # noqa: F401 (a fixture)
 
 from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.definition import load_workflow
+from relayflow.validation import load_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFINITIONS = sorted((ROOT / "workflows" / "examples").glob("*.yaml")) + sorted(

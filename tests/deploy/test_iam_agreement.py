@@ -38,7 +38,7 @@ from relayflow import naming
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.control.stepfunctions import state_machine_name
 from relayflow.dal.access import TABLE_ACCESS
-from relayflow.definition import load_workflow
+from relayflow.validation import load_workflow
 
 TEMPLATE = load_template()
 FUNCTIONS = function_resources(TEMPLATE)

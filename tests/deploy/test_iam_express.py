@@ -21,7 +21,7 @@ from test_iam_agreement import TABLE_ARN, TEMPLATE, WORKFLOWS, _options
 
 from relayflow.compiler import compile_workflow
 from relayflow.dal.access import RUNS, STATE_MACHINE_ACCESS
-from relayflow.definition import load_workflow
+from relayflow.validation import load_workflow
 
 TABLE_NAME = TABLE_ARN.rsplit("/", 1)[1]
 

@@ -210,7 +210,7 @@ def test_step_functions_reach_only_their_own_items_in_the_table(kind):
 
 
 def test_code_steps_refuse_flow_control():
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     _, problems = validate_data(
         {

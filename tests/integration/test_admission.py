@@ -425,7 +425,7 @@ def cron_workflow(workflow_id: str, overlap: str) -> dict[str, Any]:
 
 def tick(server: LocalServer, workflow_id: str, minute: int) -> dict[str, Any]:
     """Fire the workflow's cron schedule for 10:<minute> and return the trigger's result."""
-    from relayflow.triggers.cron import schedule_name
+    from relayflow.cron import schedule_name
 
     name = schedule_name(TENANT, workflow_id, 0, 0)
     delivery = server.events.fire_schedule(name, f"2026-12-01T10:{minute:02d}:00Z", wait=True)
@@ -495,7 +495,7 @@ def test_catch_up_after_a_three_hour_disable_runs_the_last_hours_ticks(server, a
     skips = server.control().breakers.store.list_skips(TENANT, workflow_breaker_id(wf))
     assert len(skips) == 1 and skips[0].reason.startswith("7 missed tick(s) of triggers[0]")
     # And Scheduler's own delivery of 13:00 starts no second run; enabling again adds none
-    from relayflow.triggers.cron import schedule_name
+    from relayflow.cron import schedule_name
 
     name = schedule_name(TENANT, wf, 0, 0)
     late = server.events.fire_schedule(name, "2026-12-01T13:00:00Z", wait=True)

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from relayflow_testing import Server, allowed_server, load_handler, moto_table
 
-from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from relayflow_testing import Server
 
-from relayflow.definition import load_workflow_text
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

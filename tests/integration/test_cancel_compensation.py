@@ -28,11 +28,11 @@ from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.control.stepfunctions import Throttled, execution_arn
 from relayflow.dal import RunItem
-from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
 from relayflow.settings import get_settings
 from relayflow.triggers.sync import TENANT_FIELD
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

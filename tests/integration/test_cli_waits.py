@@ -72,7 +72,7 @@ def test_a_waitpoint_is_completed_with_json_at_the_prompt(tmp_path, monkeypatch,
 
 def test_without_a_terminal_the_wait_and_a_park_are_named_at_once(capsys):
     from relayflow.cli_waits import waiting_progress
-    from relayflow.definition import load_workflow_text
+    from relayflow.validation import load_workflow_text
 
     workflow = load_workflow_text(APPROVAL, "refund.yaml")
     seen: list[str] = []

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 DOC = Path(__file__).parents[2] / "docs" / "definitions.md"

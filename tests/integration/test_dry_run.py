@@ -13,12 +13,12 @@ import pytest
 from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
-from relayflow.definition import load_workflow, load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.local.resources import LocalResources, load_resources, provision
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
 from relayflow.steps.dry_run import PLACEHOLDER, REDACTED
+from relayflow.validation import load_workflow, load_workflow_text
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration

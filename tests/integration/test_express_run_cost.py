@@ -17,8 +17,8 @@ from relayflow.cost.bill import PLATFORM, express_billed_ms, platform_lines
 from relayflow.cost.estimate import DEFAULT_LOG_EVENT_BYTES, machine_paths
 from relayflow.cost.logs import deployed_execution_arn, execution_log_bytes
 from relayflow.cost.runs import run_cost_usd
-from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

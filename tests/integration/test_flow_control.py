@@ -23,7 +23,6 @@ from relayflow_testing import load_handler, moto_table
 
 from relayflow.adapters.aws import client
 from relayflow.dal import create_table
-from relayflow.definition import load_workflow_text
 from relayflow.document import StepRef
 from relayflow.errors import Throttled
 from relayflow.local import LocalRuntime
@@ -33,6 +32,7 @@ from relayflow.runner import run_workflow
 from relayflow.settings import get_settings
 from relayflow.steps import transform
 from relayflow.steps.guard import flow_controlled
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +85,7 @@ def aws(monkeypatch: pytest.MonkeyPatch, serial_dynamodb: DynamoRequests) -> Ite
 
 def flow_items() -> list[dict[str, Any]]:
     """The table's flow-control items (plain values)."""
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     raw = client("dynamodb").scan(TableName=get_settings().table_name)["Items"]
     return [deserialize(i) for i in raw if "#FLOW#" in i["pk"]["S"]]

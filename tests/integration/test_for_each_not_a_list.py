@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

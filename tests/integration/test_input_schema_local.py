@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from relayflow.cli import main
-from relayflow.definition import load_workflow_text
 from relayflow.errors import InvalidRunInput
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
 from relayflow.settings import override_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from relayflow.definition import load_workflow, load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
+from relayflow.validation import load_workflow, load_workflow_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 pytestmark = pytest.mark.integration
@@ -228,7 +228,7 @@ def test_dropping_dead_outputs_changes_no_step_and_no_route(runtime, monkeypatch
     # Given generated workflows, each run once as compiled and once keeping every output
     from relayflow.compiler import driver
     from relayflow.compiler.liveness import LivenessPlan, analyse
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     succeeded = dropped_any = 0
     for seed in range(10):

@@ -219,7 +219,7 @@ def test_a_park_past_its_timeout_fails_with_park_timeout(runtime, plane, tenant,
     # And the list drops the ended run's park, which it marks expired
     assert plane.list_parked_runs(tenant).items == []
     assert plane.list_parked_runs(tenant).items == []
-    (park,) = plane.dal._query(partition=parks_partition(tenant), index=GSI1)
+    (park,) = plane.dal.query(partition=parks_partition(tenant), index=GSI1)
     assert park["status"] == "expired"
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relayflow.definition import validate_data
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ from relayflow_testing import Received, Reply, Server, platform_runtime
 from relayflow.control.dlq import DlqNotRetryable
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
-from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

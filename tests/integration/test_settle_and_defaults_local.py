@@ -15,10 +15,10 @@ import pytest
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine
-from relayflow.definition import load_workflow_text
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

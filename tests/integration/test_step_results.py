@@ -27,12 +27,12 @@ from relayflow_testing import (
 )
 
 from relayflow.compiler import compile_workflow
-from relayflow.definition import load_workflow_text
 from relayflow.document import execution_input
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
 from relayflow.local.resources import LocalResources, provision
 from relayflow.settings import get_settings
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 CONTEXT = SimpleNamespace(
@@ -75,7 +75,7 @@ def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
 
 
 def step_records(run_id: str) -> list[dict[str, Any]]:
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     raw = LocalRuntime.current().dynamodb_client.scan(TableName=get_settings().table_name)["Items"]
     return [deserialize(i) for i in raw if i["pk"]["S"].endswith(f"#STEP#{run_id}")]

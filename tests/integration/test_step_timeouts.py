@@ -95,7 +95,7 @@ def workflow(url: str, timeout: int = 1, **retry: Any) -> Workflow:
 
 
 def recorded_outputs(runtime: LocalRuntime, run_id: str) -> list[Any]:
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     table = get_settings().table_name
     items = runtime.dynamodb_client.scan(TableName=table)["Items"]

@@ -20,10 +20,10 @@ from relayflow_testing import load_event, load_handler
 from relayflow.adapters.aws import client
 from relayflow.control.errors import Conflict, InvalidDefinition
 from relayflow.control.service import ControlPlane
+from relayflow.cron import schedule_name
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import LambdaContext
 from relayflow.settings import get_settings
-from relayflow.triggers.cron import schedule_name
 from relayflow.triggers.sync import name_prefix, rule_name
 
 pytestmark = pytest.mark.integration

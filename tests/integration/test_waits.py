@@ -23,10 +23,10 @@ from relayflow.control.waits import (
     WaitService,
 )
 from relayflow.dal.waits import WaitDal
-from relayflow.definition import load_workflow_text
 from relayflow.document import execution_input
 from relayflow.local import LocalRuntime
 from relayflow.local.runtime import ExecutionRecord
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 TENANT = "acme"

@@ -132,9 +132,9 @@ def test_webhook_out_without_a_body_sends_none(runtime, server):
 
 
 def test_a_get_webhook_never_sends_its_body_and_validation_warns(runtime, server):
-    from relayflow.definition import load_workflow_text
-    from relayflow.definition.advisories import definition_warnings
     from relayflow.steps import webhook_out
+    from relayflow.validation import load_workflow_text
+    from relayflow.validation.advisories import definition_warnings
 
     # Given a GET webhook_out that (wrongly) configures a body
     config = {

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server, load_handler
 
-from relayflow.definition import validate_data
 from relayflow.document import StepRef
 from relayflow.local.serve import LocalServer
 from relayflow.triggers.signatures import WEBHOOK_SIGNATURE_HEADER, sign, verify_delivery
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

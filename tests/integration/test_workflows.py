@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from relayflow.definition import load_workflow, load_workflow_text
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
+from relayflow.validation import load_workflow, load_workflow_text
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration

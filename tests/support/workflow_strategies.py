@@ -244,7 +244,7 @@ class _Builder:
 
     def options(self, step: dict[str, Any], slot: _Slot) -> None:
         """Policies and a failure route, as far as the step type takes them
-        (relayflow.definition.validate.NOT_APPLICABLE)."""
+        (relayflow.validation.validate.NOT_APPLICABLE)."""
         draw, kind = self.draw, step["type"]
         if kind in ("noop", "delay"):
             return

@@ -12,8 +12,8 @@ from relayflow.ai.messages import Usage
 from relayflow.ai.prices import estimate_cost, price_for
 from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name, workflow_tools
 from relayflow.compiler import compile_workflow
-from relayflow.definition import validate_data
 from relayflow.steps.agent import answer_schema
+from relayflow.validation import validate_data
 
 HTTP_TOOLS = {
     "crm": {

@@ -38,9 +38,9 @@ from relayflow.ai.messages import ModelRequest, ModelTurn, Usage, text_block, to
 from relayflow.ai.providers.anthropic import AnthropicProvider
 from relayflow.ai.providers.bedrock import BedrockProvider
 from relayflow.ai.providers.openai import OpenAIProvider
-from relayflow.definition import validate_data
 from relayflow.errors import InvalidArgsError
 from relayflow.steps.agent import AgentLoop
+from relayflow.validation import validate_data
 
 MODELS = {
     "anthropic": "claude-sonnet-4-5",

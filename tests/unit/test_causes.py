@@ -151,7 +151,7 @@ def test_a_reported_message_splits_back_into_message_and_details():
 
 
 def test_a_child_input_reads_a_caught_error_only_by_name():
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     # Given an error route that starts a child with the caught error
     definition = {

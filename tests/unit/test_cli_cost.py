@@ -10,7 +10,7 @@ from relayflow.cli import main
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.cost.bill import LOGS_ITEM
 from relayflow.cost.estimate import estimate
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 #: double (Lambda) → each.size → each.check → each (Map: price, a Lambda) → done: with 3 items,
 #: 5 + 3 = 8 transitions and 1 + 3 = 4 Lambda invocations on the path that succeeds.

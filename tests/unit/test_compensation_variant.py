@@ -21,7 +21,7 @@ from relayflow.control.cancel_compensation import (
     last_saga_document,
 )
 from relayflow.control.outcome import outcome_of
-from relayflow.definition import load_workflow, validate_data
+from relayflow.validation import load_workflow, validate_data
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from relayflow.compiler import CompileOptions, compile_workflow, to_mermaid
-from relayflow.definition import load_workflow
-from relayflow.definition.validate import validate_data
+from relayflow.validation import load_workflow
+from relayflow.validation.validate import validate_data
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.yaml"))
@@ -180,7 +180,7 @@ def test_mermaid_graph_shows_steps_and_routes():
 
 
 def test_a_flow_controlled_step_waits_on_its_own_retrier_and_runs_in_its_lambda():
-    from relayflow.definition import load_workflow_text
+    from relayflow.validation import load_workflow_text
 
     workflow = load_workflow_text(
         """
@@ -205,7 +205,7 @@ steps:
 
 
 def test_flow_control_keys_are_checked_templates():
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     _, problems = validate_data(
         {
@@ -225,7 +225,7 @@ def test_flow_control_keys_are_checked_templates():
 
 def test_a_wait_for_event_without_timeout_has_no_timeout_route():
     from relayflow.compiler.check import assert_valid_machine
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     # Given a wait with no timeout_seconds (it waits until an event matches)
     workflow, problems = validate_data(

@@ -20,8 +20,9 @@ from relayflow.compiler.size import (
     definition_bytes,
     step_bytes,
 )
-from relayflow.definition import DefinitionError, load_workflow_text, validate_data
-from relayflow.definition.limits import parse_rfc3339
+from relayflow.definition import DefinitionError
+from relayflow.validation import load_workflow_text, validate_data
+from relayflow.validation.limits import parse_rfc3339
 
 
 def compiled(definition: str | dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import check_machine
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 HOOK = "https://example.com/undo"
 

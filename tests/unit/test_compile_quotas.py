@@ -25,11 +25,11 @@ from relayflow.compiler.size import (
 )
 from relayflow.control.errors import CompilerBug, InvalidDefinition
 from relayflow.control.plane.common import check_compiled, check_quotas
-from relayflow.definition import validate_data
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES
 from relayflow.definition.models import Workflow
 from relayflow.definition.problems import DefinitionError
 from relayflow.runner import compile_checked
+from relayflow.validation import validate_data
 
 TOOL = {
     "type": "tool",

@@ -12,7 +12,7 @@ import pytest
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.debug import GATE_SUFFIX, STEP_THROUGH_OFF, step_through_variant
-from relayflow.definition import load_workflow, load_workflow_text
+from relayflow.validation import load_workflow, load_workflow_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows" / "examples"
 GATE_ARN = "arn:aws:lambda:us-east-1:123456789012:function:relayflow-waitpoint"

@@ -20,7 +20,7 @@ from relayflow.compiler.check import (
     check_machine,
     definition_size,
 )
-from relayflow.definition import load_workflow
+from relayflow.validation import load_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))

@@ -1,4 +1,4 @@
-"""Cron and one-time schedules → EventBridge Scheduler (relayflow.triggers.cron).
+"""Cron and one-time schedules → EventBridge Scheduler (relayflow.cron).
 
 croniter is the reference. The equivalence table evaluates each produced AWS expression "the
 way Scheduler would" without a cron evaluator of our own: the AWS expression is translated
@@ -18,7 +18,7 @@ import pytest
 from croniter import croniter
 
 from relayflow.cli import main
-from relayflow.triggers.cron import (
+from relayflow.cron import (
     UnknownTimeZone,
     UnsupportedCron,
     preview,
@@ -144,7 +144,7 @@ def test_croniters_own_refusals_name_the_field_counting_from_one(cron):
     [("utc", "UTC"), ("UTC", "UTC"), ("Etc/UTC", "Etc/UTC"), ("europe/berlin", "Europe/Berlin")],
 )
 def test_time_zones_are_matched_without_case_and_named_as_the_database_does(tz, name):
-    from relayflow.triggers.cron import zone_name
+    from relayflow.cron import zone_name
 
     # Given a zone written in any case / Then it is the database's spelling, and it resolves
     assert zone_name(tz) == name

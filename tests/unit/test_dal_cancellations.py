@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from relayflow.dal.codec import translate_error
 from relayflow.dal.errors import (
     ConditionFailed,
     DataAccessError,
     Throttled,
     TransactionConflict,
 )
-from relayflow.dal.table import _translate
 
 
 def cancelled(*codes: str, in_response: bool = True) -> ClientError:
@@ -48,23 +48,23 @@ def cancelled(*codes: str, in_response: bool = True) -> ClientError:
     ],
 )
 def test_a_cancelled_transaction_is_classified_by_its_reasons(codes, expected, in_response):
-    error = _translate(cancelled(*codes, in_response=in_response), "transact_write_items")
+    error = translate_error(cancelled(*codes, in_response=in_response), "transact_write_items")
     assert type(error) is expected
     assert "TransactionCanceledException" in str(error)
 
 
 def test_a_conflict_is_handled_where_a_failed_condition_is():
-    error = _translate(cancelled("None", "TransactionConflict"), "transact_write_items")
+    error = translate_error(cancelled("None", "TransactionConflict"), "transact_write_items")
     assert isinstance(error, ConditionFailed)
 
 
 def test_a_cancellation_without_reasons_is_a_failed_condition():
     response = {"Error": {"Code": "TransactionCanceledException", "Message": "cancelled"}}
-    error = _translate(ClientError(response, "TransactWriteItems"), "transact_write_items")  # type: ignore[arg-type]
+    error = translate_error(ClientError(response, "TransactWriteItems"), "transact_write_items")  # type: ignore[arg-type]
     assert type(error) is ConditionFailed
 
 
 def test_a_conditional_check_failure_is_still_a_failed_condition():
     response = {"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}}
-    error = _translate(ClientError(response, "PutItem"), "put_item")  # type: ignore[arg-type]
+    error = translate_error(ClientError(response, "PutItem"), "put_item")  # type: ignore[arg-type]
     assert type(error) is ConditionFailed

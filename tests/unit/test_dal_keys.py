@@ -18,7 +18,7 @@ from relayflow.dal import (
     keys,
     schema,
 )
-from relayflow.dal.table import decode_token, deserialize, encode_token, serialize
+from relayflow.dal.codec import decode_token, deserialize, encode_token, serialize
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -28,8 +28,8 @@ from relayflow.compiler.recording import (
     RUN_ITEMS,
 )
 from relayflow.dal import access
-from relayflow.definition import load_workflow, validate_data
 from relayflow.definition.policies import RetryPolicy
+from relayflow.validation import load_workflow, validate_data
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from relayflow import __version__
-from relayflow.definition import DefinitionError, load_workflow_text, validate_data
+from relayflow.definition import DefinitionError
 from relayflow.engine import ENGINE_VERSION, BadSpecifier, unmet_requirement
+from relayflow.validation import load_workflow_text, validate_data
 
 BASE: dict[str, Any] = {"id": "wf", "start": "a", "steps": {"a": {"type": "noop"}}}
 

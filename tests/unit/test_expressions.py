@@ -233,7 +233,7 @@ def test_compiled_programs_are_cached():
 def test_a_large_definition_parses_each_distinct_expression_once(monkeypatch):
     # Given a chain with more distinct expressions than the run-time tree cache holds, and a
     # parser that counts its parses
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     cel_module._facts.cache_clear()
     cel_module._parse.cache_clear()

@@ -9,8 +9,8 @@ import pytest
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.check import check_machine
-from relayflow.definition import validate_data
 from relayflow.definition.for_each import Tolerance, parse_tolerance
+from relayflow.validation import validate_data
 
 
 def definition(each: dict[str, Any], item: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from relayflow.ai.providers.bedrock import BedrockProvider
 from relayflow.ai.providers.openai import OpenAIProvider
 from relayflow.ai.tools import Toolbox, workflow_argument_schema
 from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.definition import load_workflow_text, validate_data
-from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES, input_violations
+from relayflow.validation import load_workflow_text, validate_data
+from relayflow.validation.children import child_input_schemas, sub_workflow_input_schemas
 
 ORDER = {
     "type": "object",

@@ -94,7 +94,7 @@ def test_refusals_of_unreadable_text_are_400_and_of_values_422():
 
 def test_every_reader_downstream_handles_the_deepest_accepted_value():
     """The limit was chosen with margin for each later reader: check it against them."""
-    from relayflow.dal.table import deserialize, serialize
+    from relayflow.dal.codec import deserialize, serialize
     from relayflow.expressions.cel import evaluate
 
     deepest = json.loads(nested_json(MAX_DEPTH - 1))  # the most a body's field can carry

@@ -12,7 +12,7 @@ from relayflow.compiler import compile_workflow
 from relayflow.compiler.driver import Driver
 from relayflow.compiler.liveness import PRUNE_BATCH, LivenessPlan, code_reads, step_reads
 from relayflow.compiler.options import CompileOptions
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 
 def _workflow(steps: dict[str, Any], **extra: Any) -> Any:
@@ -356,7 +356,7 @@ def test_a_parallel_that_ends_the_run_keeps_its_branches_last_outputs():
 
 def test_a_known_childs_own_size_bounds_its_sub_workflow_output():
     from relayflow.compiler.docsize import document_size_problems
-    from relayflow.definition import load_workflow
+    from relayflow.validation import load_workflow
 
     # Given the example parent that collects one child output per parcel
     examples = Path(__file__).parents[2] / "workflows" / "examples"

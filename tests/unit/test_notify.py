@@ -11,7 +11,6 @@ import pytest
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.control.service import _same_triggers
 from relayflow.dal import RunItem
-from relayflow.definition import load_workflow_text, validate_data
 from relayflow.definition.models import NotificationSettings
 from relayflow.notify import (
     Delivery,
@@ -27,6 +26,7 @@ from relayflow.notify.failure import (
     truncate_cause,
 )
 from relayflow.settings import override_settings
+from relayflow.validation import load_workflow_text, validate_data
 
 BASE: dict[str, Any] = {"id": "order-triage", "start": "a", "steps": {"a": {"type": "noop"}}}
 HOOK = {"url": "https://hooks.example.com/relayflow", "secret": {"name": "relayflow/alerts"}}

@@ -11,8 +11,8 @@ from relayflow.compiler import compile_workflow
 from relayflow.control.outcome import compensation_status, fallbacks_used, outcome_of
 from relayflow.control.resume import ResumeRequest, reserved_keys
 from relayflow.control.timeline import fold_steps
-from relayflow.definition import validate_data
 from relayflow.local.history import StateRun
+from relayflow.validation import validate_data
 
 # --------------------------------------------------------------------------- outcome
 

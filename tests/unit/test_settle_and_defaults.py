@@ -12,8 +12,8 @@ from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.driver import Driver
 from relayflow.compiler.options import CompileOptions
-from relayflow.definition import validate_data
 from relayflow.definition.effective import effective_rows, effective_workflow
+from relayflow.validation import validate_data
 
 TOOL = {"type": "tool", "tool": "aws.sqs.send_message", "args": {"queue_url": "q", "body": "b"}}
 

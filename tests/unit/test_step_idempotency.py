@@ -104,7 +104,7 @@ def recorded(effect: Any) -> Any:
 
 
 def step_items() -> list[dict[str, Any]]:
-    from relayflow.dal.table import deserialize
+    from relayflow.dal.codec import deserialize
 
     raw = client("dynamodb").scan(TableName=get_settings().table_name)["Items"]
     return [deserialize(i) for i in raw if "#STEP#" in i["pk"]["S"]]

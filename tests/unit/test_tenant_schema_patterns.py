@@ -17,9 +17,9 @@ from test_ai_agent_rules import BASE as AGENT_WORKFLOW
 
 from relayflow.control.errors import Unprocessable
 from relayflow.control.waits import _check_form
-from relayflow.definition import validate_data
 from relayflow.definition.input_schema import input_violations
 from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema, validator
+from relayflow.validation import validate_data
 
 EVIL = "^(a+)+$"
 #: Exponential on a backtracking engine: 2**40 ways to split the run before failing at "!".

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from relayflow.definition import DefinitionError, load_workflow, load_workflow_text, validate_data
+from relayflow.definition import DefinitionError
+from relayflow.validation import load_workflow, load_workflow_text, validate_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows" / "examples"
 

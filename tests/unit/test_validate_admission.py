@@ -9,8 +9,8 @@ import pytest
 
 from relayflow.control.admission import Rules, render_key
 from relayflow.control.errors import Unprocessable
-from relayflow.definition import validate_data
 from relayflow.definition.admission import parse_duration
+from relayflow.validation import validate_data
 
 BASE: dict[str, Any] = {"id": "wf", "start": "a", "steps": {"a": {"type": "noop"}}}
 

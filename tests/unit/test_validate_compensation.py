@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from relayflow.control.compensation import compensation_record, split_cause
-from relayflow.definition import validate_data
-from relayflow.definition.compensation import compensation_call
+from relayflow.definition.step_models import compensation_call
+from relayflow.validation import validate_data
 
 HOOK = "https://example.com/hook"
 

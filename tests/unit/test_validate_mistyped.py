@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from relayflow.compiler.compile import compile_workflow
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "tests" / "golden").glob("*.yaml")) + sorted(

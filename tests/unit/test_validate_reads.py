@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 
 def problems_of(steps: dict[str, Any], start: str = "a") -> set[tuple[str, str]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.definition import validate_data
+from relayflow.validation import validate_data
 
 
 def approval(**fields: Any) -> dict[str, Any]:

@@ -354,7 +354,7 @@ def _definition_body() -> dict[str, Any]:
             [Problem(None, "", "type", "a definition is a mapping (YAML) or object (JSON)")]
         )
     if problems:
-        from relayflow.definition.validate import validate_data
+        from relayflow.validation.validate import validate_data
 
         _, more = validate_data(document.data)
         raise InvalidDefinition.from_problems(problems + more)

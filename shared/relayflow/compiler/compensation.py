@@ -48,7 +48,7 @@ from relayflow.compiler.states import (
     Task,
     carry_through,
 )
-from relayflow.definition.compensation import compensation_call
+from relayflow.definition.step_models import compensation_call
 from relayflow.document import StepRef, task_parameters
 
 if TYPE_CHECKING:

@@ -148,7 +148,7 @@ def _distributed_statements(
 
 
 def compile_workflow(workflow: Workflow, options: CompileOptions | None = None) -> CompiledWorkflow:
-    """Compile a validated workflow. Call :func:`relayflow.definition.validate_data` (or
+    """Compile a validated workflow. Call :func:`relayflow.validation.validate_data` (or
     ``load_workflow``) first: the compiler assumes references and scopes are sound."""
     options = options or CompileOptions()
     compiler = Driver(workflow, options)

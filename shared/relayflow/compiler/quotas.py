@@ -7,7 +7,7 @@ depend on what the definition says rather than on how the compiler builds a mach
   large mappings or HTTP bodies, and the ``input_schema`` of every child a ``sub_workflow``
   step checks its input against (embedded in each calling step) all add up. Validation
   measures the machine it compiles with the longest deployed names
-  (:mod:`relayflow.definition.limits`); the control plane and the CLI measure the machine they
+  (:mod:`relayflow.validation.limits`); the control plane and the CLI measure the machine they
   are about to deploy or run, which may also hold child schemas, the Express recording
   wrapper or the step-through gates.
 * **Execution history** (25,000 events for a Standard execution, rule ``history-events``): an

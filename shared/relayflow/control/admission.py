@@ -126,8 +126,8 @@ class Deferrals:
 
     def defer(self, name: str, due: float, payload: dict[str, Any]) -> None:
         """Deliver ``payload`` at ``due`` (epoch seconds; Scheduler fires within the minute)."""
+        from relayflow.cron import to_at_expression
         from relayflow.settings import get_settings
-        from relayflow.triggers.cron import to_at_expression
         from relayflow.triggers.scheduler import Schedules, ScheduleSpec
 
         settings = get_settings()

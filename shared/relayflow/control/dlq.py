@@ -299,7 +299,7 @@ class Dlq:
 
     def _drop_due(self, due: Any) -> None:
         with contextlib.suppress(DataAccessError):
-            self.store.dal._call(
+            self.store.dal.call(
                 "delete_item",
                 TableName=self.store.dal.table_name,
                 Key=_serialize(due.key()),
@@ -424,7 +424,7 @@ def _outputs_json(steps: list[StepRun]) -> str | None:
 
 
 def _serialize(key: dict[str, Any]) -> dict[str, Any]:
-    from relayflow.dal.table import serialize
+    from relayflow.dal.codec import serialize
 
     return serialize(key)
 

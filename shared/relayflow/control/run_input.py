@@ -70,7 +70,7 @@ def with_child_schemas(
     tools and its sub_workflow steps start, read from the tenant's live versions (or a
     step's pinned one). A child whose schema changes later is seen when the parent is
     published again."""
-    from relayflow.definition.children import child_input_schemas, sub_workflow_input_schemas
+    from relayflow.validation.children import child_input_schemas, sub_workflow_input_schemas
 
     def definition(workflow_id: str, version: int | None = None) -> dict[str, Any] | None:
         if version is None:

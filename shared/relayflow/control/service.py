@@ -152,7 +152,7 @@ class ControlPlane(Workflows, Runs, Access):
         """
         from relayflow.compiler import compile_workflow
         from relayflow.control.run_input import with_child_schemas
-        from relayflow.definition import validate_data
+        from relayflow.validation import validate_data
 
         check_tenant(tenant)
         definition_json = to_json(definition) if isinstance(definition, Mapping) else None
@@ -280,8 +280,8 @@ class ControlPlane(Workflows, Runs, Access):
         """Every workflow (and pinned version) a sub_workflow step or an agent's workflow tool
         starts must be the tenant's; a workflow may start itself (the compiled depth guard
         bounds recursion). Raises :class:`InvalidDefinition` naming each missing one."""
-        from relayflow.definition.children import child_workflows
         from relayflow.definition.problems import Problem
+        from relayflow.validation.children import child_workflows
 
         problems = []
         for child in child_workflows(workflow):

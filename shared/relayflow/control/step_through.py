@@ -43,7 +43,7 @@ def stored_workflow(item: VersionItem) -> Workflow:
     """The validated definition of a stored version, to compile one of its variants from.
     It was valid when it was published; an engine that no longer accepts it says why
     (:class:`InvalidDefinition`)."""
-    from relayflow.definition import validate_data
+    from relayflow.validation import validate_data
 
     workflow, problems = validate_data(json.loads(item.definition))
     if workflow is None:

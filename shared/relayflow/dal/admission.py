@@ -25,8 +25,9 @@ import json
 from typing import Any
 
 from relayflow.dal import keys
+from relayflow.dal.codec import serialize
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 COUNT_SK = "COUNT"
 HOLD_PREFIX = "HOLD#"
@@ -47,108 +48,58 @@ MAX_ROUNDS = 100
 
 def gate_partition(tenant: str, workflow_id: str, key_id: str) -> str:
     return (
-        f"{keys.tenant_prefix(tenant)}#GATE#{keys._part(workflow_id, 'workflow id')}"
-        f"#{keys._part(key_id, 'key id')}"
+        f"{keys.tenant_prefix(tenant)}#GATE#{keys.part(workflow_id, 'workflow id')}"
+        f"#{keys.part(key_id, 'key id')}"
     )
 
 
 def debounce_key(tenant: str, workflow_id: str, key_id: str) -> keys.Key:
     pk = (
-        f"{keys.tenant_prefix(tenant)}#DEBOUNCE#{keys._part(workflow_id, 'workflow id')}"
-        f"#{keys._part(key_id, 'key id')}"
+        f"{keys.tenant_prefix(tenant)}#DEBOUNCE#{keys.part(workflow_id, 'workflow id')}"
+        f"#{keys.part(key_id, 'key id')}"
     )
     return {"pk": pk, "sk": PENDING_SK}
 
 
 def batch_partition(tenant: str, workflow_id: str, key_id: str) -> str:
     return (
-        f"{keys.tenant_prefix(tenant)}#BATCH#{keys._part(workflow_id, 'workflow id')}"
-        f"#{keys._part(key_id, 'key id')}"
+        f"{keys.tenant_prefix(tenant)}#BATCH#{keys.part(workflow_id, 'workflow id')}"
+        f"#{keys.part(key_id, 'key id')}"
     )
 
 
 def queue_sort(queued_ms: int, run_id: str) -> str:
-    return f"{QUEUE_PREFIX}{int(queued_ms):013d}#{keys._part(run_id, 'run id')}"
+    return f"{QUEUE_PREFIX}{int(queued_ms):013d}#{keys.part(run_id, 'run id')}"
 
 
 def _hold_sk(run_id: str) -> str:
     """The sort key of the item that says ``run_id`` holds a slot of its gate."""
-    return f"{HOLD_PREFIX}{keys._part(run_id, 'run id')}"
+    return f"{HOLD_PREFIX}{keys.part(run_id, 'run id')}"
 
 
-class AdmissionDal:
+class AdmissionDal(TableAccess):
     """The admission items, through the table's :class:`Dal` (client, table, errors)."""
 
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
-
     # -- plumbing ----------------------------------------------------------------------------
-
-    def _transact(self, items: list[dict[str, Any]]) -> bool:
-        """One TransactWriteItems; ``False`` when a condition failed (nothing was written)."""
-        table = self.dal.table_name
-        for item in items:
-            next(iter(item.values()))["TableName"] = table
-        try:
-            self.dal._call("transact_write_items", TransactItems=items)
-        except ConditionFailed:
-            return False
-        return True
-
-    def _query(self, pk: str, prefix: str, *, limit: int | None = None) -> list[dict[str, Any]]:
-        dal = self.dal
-        params: dict[str, Any] = {
-            "TableName": dal.table_name,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
-            "ExpressionAttributeValues": serialize({":pk": pk, ":prefix": prefix}),
-            "ConsistentRead": True,
-        }
-        if not prefix:
-            params["KeyConditionExpression"] = "#pk = :pk"
-            params["ExpressionAttributeNames"] = {"#pk": "pk"}
-            params["ExpressionAttributeValues"] = serialize({":pk": pk})
-        if limit is not None:
-            params["Limit"] = limit
-        found: list[dict[str, Any]] = []
-        while True:
-            response = dal._call("query", **params)
-            found.extend(deserialize(raw) for raw in response["Items"])
-            start = response.get("LastEvaluatedKey")
-            if not start or (limit is not None and len(found) >= limit):
-                return found
-            params["ExclusiveStartKey"] = start
-
-    def _get(self, key: keys.Key) -> dict[str, Any] | None:
-        dal = self.dal
-        response = dal._call(
-            "get_item", TableName=dal.table_name, Key=serialize(key), ConsistentRead=True
-        )
-        raw = response.get("Item")
-        return deserialize(raw) if raw else None
 
     # -- gates -------------------------------------------------------------------------------
 
     def gate(self, tenant: str, workflow_id: str, key_id: str) -> dict[str, Any]:
         """The gate's counter (``running``, ``queued``; zeros when it has none)."""
-        item = self._get({"pk": gate_partition(tenant, workflow_id, key_id), "sk": COUNT_SK})
+        item = self.dal.get({"pk": gate_partition(tenant, workflow_id, key_id), "sk": COUNT_SK})
         return {"running": 0, "queued": 0, **(item or {})}
 
     def holders(self, tenant: str, workflow_id: str, key_id: str) -> list[str]:
         """The run ids holding a slot of the gate."""
         pk = gate_partition(tenant, workflow_id, key_id)
-        return [str(item["run_id"]) for item in self._query(pk, HOLD_PREFIX)]
+        return [str(item["run_id"]) for item in self.dal.query_items(pk, HOLD_PREFIX)]
 
     def queue(
         self, tenant: str, workflow_id: str, key_id: str, limit: int | None = None
     ) -> list[str]:
         """The run ids waiting at the gate, oldest first."""
         pk = gate_partition(tenant, workflow_id, key_id)
-        return [str(item["run_id"]) for item in self._query(pk, QUEUE_PREFIX, limit=limit)]
+        return [str(item["run_id"]) for item in self.dal.query_items(pk, QUEUE_PREFIX, limit=limit)]
 
     def _hold(self, pk: str, tenant: str, run_id: str, now: int) -> dict[str, Any]:
         return {
@@ -239,7 +190,7 @@ class AdmissionDal:
             {":one": 1, ":limit": limit, ":zero": 0},
             now,
         )
-        return self._transact([count, self._hold(pk, tenant, run_id, now)])
+        return self.dal.transact_if([count, self._hold(pk, tenant, run_id, now)])
 
     def enqueue(
         self,
@@ -279,7 +230,7 @@ class AdmissionDal:
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-        return self._transact([count, entry])
+        return self.dal.transact_if([count, entry])
 
     def release(
         self, tenant: str, workflow_id: str, key_id: str, run_id: str, *, now: int
@@ -291,13 +242,13 @@ class AdmissionDal:
         its slot), it keeps the slot and leaves the queue: ``(True, run_id)``, to be started."""
         pk = gate_partition(tenant, workflow_id, key_id)
         for _ in range(MAX_ROUNDS):
-            head = self._query(pk, QUEUE_PREFIX, limit=1)
+            head = self.dal.query_items(pk, QUEUE_PREFIX, limit=1)
             if head and head[0]["run_id"] == run_id:
                 # The run holding the slot is also the head of the queue: a duplicate start
                 # queued it while this one held the slot. It keeps the slot; its queue
                 # entry goes (one transaction may not touch its hold twice).
                 entry = head[0]
-                kept = self._transact(
+                kept = self.dal.transact_if(
                     [
                         {
                             "ConditionCheck": {
@@ -313,7 +264,7 @@ class AdmissionDal:
             elif head:
                 entry = head[0]
                 delete, count = self._dequeue(pk, tenant, entry["sk"], now)
-                handed = self._transact(
+                handed = self.dal.transact_if(
                     [
                         self._unhold(pk, run_id),
                         delete,
@@ -324,7 +275,7 @@ class AdmissionDal:
                 if handed:
                     return True, str(entry["run_id"])
             else:
-                freed = self._transact(
+                freed = self.dal.transact_if(
                     [
                         self._unhold(pk, run_id),
                         self._count(
@@ -357,16 +308,16 @@ class AdmissionDal:
     ) -> bool:
         """Move ``old_run_id``'s slot to ``new_run_id`` (singleton cancel_running)."""
         pk = gate_partition(tenant, workflow_id, key_id)
-        return self._transact(
+        return self.dal.transact_if(
             [self._unhold(pk, old_run_id), self._hold(pk, tenant, new_run_id, now)]
         )
 
     def drop_queued(self, tenant: str, workflow_id: str, key_id: str, run_id: str) -> bool:
         """Take ``run_id`` out of the queue (a queued run was cancelled)."""
         pk = gate_partition(tenant, workflow_id, key_id)
-        for item in self._query(pk, QUEUE_PREFIX):
+        for item in self.dal.query_items(pk, QUEUE_PREFIX):
             if item["run_id"] == run_id:
-                return self._transact(
+                return self.dal.transact_if(
                     self._dequeue(pk, tenant, item["sk"], int(item["queued_ms"]) // 1000)
                 )
         return False
@@ -375,13 +326,12 @@ class AdmissionDal:
 
     def pending(self, tenant: str, workflow_id: str, key_id: str) -> dict[str, Any] | None:
         """The key's pending debounced run, if any."""
-        return self._get(debounce_key(tenant, workflow_id, key_id))
+        return self.dal.get(debounce_key(tenant, workflow_id, key_id))
 
     def open_pending(
         self, tenant: str, workflow_id: str, key_id: str, values: dict[str, Any]
     ) -> bool:
         """Create the key's pending run; ``False`` when one exists."""
-        dal = self.dal
         item = {
             **debounce_key(tenant, workflow_id, key_id),
             "type": "debounce",
@@ -389,16 +339,7 @@ class AdmissionDal:
             "seq": 1,
             **values,
         }
-        try:
-            dal._call(
-                "put_item",
-                TableName=dal.table_name,
-                Item=serialize(item),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.dal.put_if(item, "attribute_not_exists(pk)") is not None
 
     def push_pending(
         self, tenant: str, workflow_id: str, key_id: str, generation: str, values: dict[str, Any]
@@ -409,7 +350,7 @@ class AdmissionDal:
         names = {f"#v{i}": name for i, name in enumerate(values)}
         sets = ", ".join(f"#v{i} = :v{i}" for i in range(len(values)))
         try:
-            dal._call(
+            dal.call(
                 "update_item",
                 TableName=dal.table_name,
                 Key=serialize(debounce_key(tenant, workflow_id, key_id)),
@@ -433,25 +374,18 @@ class AdmissionDal:
     ) -> bool:
         """Delete the pending run as read (generation and change counter); ``False`` when a
         trigger changed it since."""
-        dal = self.dal
-        try:
-            dal._call(
-                "delete_item",
-                TableName=dal.table_name,
-                Key=serialize(debounce_key(tenant, workflow_id, key_id)),
-                ConditionExpression="#gen = :gen AND #seq = :seq",
-                ExpressionAttributeNames={"#gen": "generation", "#seq": "seq"},
-                ExpressionAttributeValues=serialize({":gen": generation, ":seq": seq}),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.dal.delete_if(
+            debounce_key(tenant, workflow_id, key_id),
+            "#gen = :gen AND #seq = :seq",
+            {":gen": generation, ":seq": seq},
+            names={"#gen": "generation", "#seq": "seq"},
+        )
 
     # -- batches -----------------------------------------------------------------------------
 
     def open_batch(self, tenant: str, workflow_id: str, key_id: str) -> dict[str, Any] | None:
         """The key's open batch (``batch_id``, ``count``, ``opened_at``), if any."""
-        return self._get({"pk": batch_partition(tenant, workflow_id, key_id), "sk": OPEN_SK})
+        return self.dal.get({"pk": batch_partition(tenant, workflow_id, key_id), "sk": OPEN_SK})
 
     def add_to_batch(
         self,
@@ -509,7 +443,7 @@ class AdmissionDal:
             "Put": {
                 "Item": serialize(
                     {
-                        "pk": f"{pk}#{keys._part(batch_id, 'batch id')}",
+                        "pk": f"{pk}#{keys.part(batch_id, 'batch id')}",
                         "sk": entry_sk,
                         "type": "batch_entry",
                         "tenant": tenant,
@@ -538,7 +472,7 @@ class AdmissionDal:
                     }
                 }
             )
-        if not self._transact(changes):
+        if not self.dal.transact_if(changes):
             return None
         return batch_id, count
 
@@ -548,41 +482,34 @@ class AdmissionDal:
         """Where the idempotent trigger ``member`` joined (``batch_id``, ``position``), if
         it did."""
         pk = batch_partition(tenant, workflow_id, key_id)
-        return self._get({"pk": pk, "sk": f"{MEMBER_PREFIX}{member}"})
+        return self.dal.get({"pk": pk, "sk": f"{MEMBER_PREFIX}{member}"})
 
     def seal_batch(self, tenant: str, workflow_id: str, key_id: str, batch_id: str) -> bool:
         """Close the open batch ``batch_id`` to new triggers (its timeout ran out); ``False``
         when it is no longer the open one (it filled up, or was sealed already)."""
-        dal = self.dal
-        try:
-            dal._call(
-                "delete_item",
-                TableName=dal.table_name,
-                Key=serialize({"pk": batch_partition(tenant, workflow_id, key_id), "sk": OPEN_SK}),
-                ConditionExpression="#id = :id",
-                ExpressionAttributeNames={"#id": "batch_id"},
-                ExpressionAttributeValues=serialize({":id": batch_id}),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.dal.delete_if(
+            {"pk": batch_partition(tenant, workflow_id, key_id), "sk": OPEN_SK},
+            "#id = :id",
+            {":id": batch_id},
+            names={"#id": "batch_id"},
+        )
 
     def batch_triggers(
         self, tenant: str, workflow_id: str, key_id: str, batch_id: str
     ) -> list[Any]:
         """The triggers of a batch, in the order they arrived."""
-        pk = f"{batch_partition(tenant, workflow_id, key_id)}#{keys._part(batch_id, 'batch id')}"
-        return [json.loads(item["trigger"]) for item in self._query(pk, "")]
+        pk = f"{batch_partition(tenant, workflow_id, key_id)}#{keys.part(batch_id, 'batch id')}"
+        return [json.loads(item["trigger"]) for item in self.dal.query_items(pk, "")]
 
     # -- schedule marks ----------------------------------------------------------------------
 
     def _mark_key(self, tenant: str, workflow_id: str, index: int) -> dict[str, str]:
-        workflow = keys._part(workflow_id, "workflow id")
+        workflow = keys.part(workflow_id, "workflow id")
         return {"pk": f"{keys.tenant_prefix(tenant)}#SCHED#{workflow}#{int(index)}", "sk": "MARK"}
 
     def last_tick(self, tenant: str, workflow_id: str, index: int) -> str | None:
         """The latest scheduled time (``…Z``) of cron trigger ``index`` that started a run."""
-        item = self._get(self._mark_key(tenant, workflow_id, index))  # type: ignore[arg-type]
+        item = self.dal.get(self._mark_key(tenant, workflow_id, index))  # type: ignore[arg-type]
         return str(item["last_tick"]) if item else None
 
     def advance_tick(self, tenant: str, workflow_id: str, index: int, tick: str, now: int) -> None:
@@ -590,7 +517,7 @@ class AdmissionDal:
         dal = self.dal
         # A later tick may be recorded already: the mark stays.
         with contextlib.suppress(ConditionFailed):
-            dal._call(
+            dal.call(
                 "update_item",
                 TableName=dal.table_name,
                 Key=serialize(self._mark_key(tenant, workflow_id, index)),

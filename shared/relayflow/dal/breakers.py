@@ -32,16 +32,18 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from relayflow.dal import keys
-from relayflow.dal.errors import ConditionFailed, DataAccessError
+from relayflow.dal.codec import alias_names, serialize
+from relayflow.dal.errors import DataAccessError
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 BREAKER_SK = "BREAKER"
 TRIP_SK_PREFIX = "TRIP#"
@@ -54,7 +56,7 @@ BreakerState = Literal["closed", "open", "half_open"]
 
 
 def breaker_partition(tenant: str, breaker_id: str) -> str:
-    return f"{keys.tenant_prefix(tenant)}#BREAKER#{keys._part(breaker_id, 'breaker id')}"
+    return f"{keys.tenant_prefix(tenant)}#BREAKER#{keys.part(breaker_id, 'breaker id')}"
 
 
 def breaker_key(tenant: str, breaker_id: str) -> keys.Key:
@@ -149,27 +151,21 @@ class SkipItem(ItemModel):
         }
 
 
-class BreakerDal:
+class BreakerDal(TableAccess):
     """Breaker reads and conditional writes, through the table's :class:`Dal` (its client,
     table name and error translation). Each write returns whether its condition held."""
 
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
-
     # -- primitives --------------------------------------------------------------------------
 
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
-        """``Dal._call``, with botocore's own failures (no connection, no credentials) as
+    @contextmanager
+    def _reached(self, action: str) -> Iterator[None]:
+        """Botocore's own failures (no connection, no credentials) as
         :class:`DataAccessError` too: a breaker's caller decides what an unreachable table
         means, and must never see botocore's types."""
         from botocore.exceptions import BotoCoreError
 
         try:
-            return self.dal._call(action, **params)
+            yield
         except BotoCoreError as exc:
             raise DataAccessError(f"{action}: {type(exc).__name__}: {exc}") from exc
 
@@ -182,37 +178,21 @@ class BreakerDal:
     ) -> dict[str, Any] | None:
         """One conditional ``UpdateItem``: the item afterwards, or ``None`` when the condition
         did not hold. Attribute names are written ``#name`` and aliased here."""
-        names = _names(expression, condition)
-        try:
-            response = self._call(
-                "update_item",
-                TableName=self.dal.table_name,
-                Key=serialize(key),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize(values),
-                ReturnValues="ALL_NEW",
-            )
-        except ConditionFailed:
-            return None
-        return deserialize(response["Attributes"])
+        with self._reached("update_item"):
+            return self.dal.update_if(key, expression, condition, values)
 
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, tenant: str, breaker_id: str) -> BreakerItem | None:
-        key = breaker_key(tenant, breaker_id)
-        response = self._call(
-            "get_item", TableName=self.dal.table_name, Key=serialize(key), ConsistentRead=True
-        )
-        raw = response.get("Item")
-        return BreakerItem.from_item(deserialize(raw)) if raw else None
+        with self._reached("get_item"):
+            raw = self.dal.get(breaker_key(tenant, breaker_id))
+        return BreakerItem.from_item(raw) if raw else None
 
     def list_breakers(
         self, tenant: str, *, limit: int, next_token: str | None
     ) -> tuple[list[BreakerItem], str | None]:
         """A tenant's breakers by id (GSI1, eventually consistent)."""
-        return self.dal._page(
+        return self.dal.page(
             BreakerItem.from_item,
             partition=breakers_partition(tenant),
             limit=limit,
@@ -224,7 +204,7 @@ class BreakerDal:
         """The breaker's trip audit, oldest first."""
         return [
             TripItem.from_item(plain)
-            for plain in self.dal._query(
+            for plain in self.dal.query(
                 partition=breaker_partition(tenant, breaker_id), sort_prefix=TRIP_SK_PREFIX
             )
         ]
@@ -233,7 +213,7 @@ class BreakerDal:
         """The runs the breaker kept triggers from starting (by key hash)."""
         return [
             SkipItem.from_item(plain)
-            for plain in self.dal._query(
+            for plain in self.dal.query(
                 partition=breaker_partition(tenant, breaker_id), sort_prefix=SKIP_SK_PREFIX
             )
         ]
@@ -297,7 +277,6 @@ class BreakerDal:
         ``closed`` only while it still counts ``failure_threshold`` failures; from
         ``half_open`` only while ``trial_token`` holds the trial. ``False``: another caller
         changed it first (nothing was written)."""
-        dal = self.dal
         reopens_at = now + cooldown_seconds
         values: dict[str, Any] = {
             ":open": "open",
@@ -335,32 +314,26 @@ class BreakerDal:
             trip_id=secrets.token_hex(4),
             expires_at=int(now) + TRIP_RETENTION_SECONDS,
         )
-        try:
-            self._call(
-                "transact_write_items",
-                TransactItems=[
+        with self._reached("transact_write_items"):
+            return self.dal.transact_if(
+                [
                     {
                         "Update": {
-                            "TableName": dal.table_name,
                             "Key": serialize(item.key()),
                             "UpdateExpression": expression,
                             "ConditionExpression": condition,
-                            "ExpressionAttributeNames": _names(expression, condition),
+                            "ExpressionAttributeNames": alias_names(expression, condition),
                             "ExpressionAttributeValues": serialize(values),
                         }
                     },
                     {
                         "Put": {
-                            "TableName": dal.table_name,
                             "Item": serialize(audit.to_item()),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
-                ],
+                ]
             )
-        except ConditionFailed:
-            return False
-        return True
 
     def take_trial(
         self, tenant: str, breaker_id: str, *, token: str, now: float, lease_until: float
@@ -434,14 +407,5 @@ class BreakerDal:
 
     def put_skip(self, item: SkipItem) -> None:
         """Record a skipped run (a redelivery of the same key overwrites its record)."""
-        self._call("put_item", TableName=self.dal.table_name, Item=serialize(item.to_item()))
-
-
-def _names(*expressions: str) -> dict[str, str]:
-    """``#name`` → ``name`` for every alias in the expressions."""
-    names: dict[str, str] = {}
-    for expression in expressions:
-        for token in expression.replace("(", " ").replace(")", " ").replace(",", " ").split():
-            if token.startswith("#"):
-                names[token] = token[1:]
-    return names
+        with self._reached("put_item"):
+            self.dal.put(item.to_item())

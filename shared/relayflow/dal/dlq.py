@@ -27,9 +27,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from relayflow.dal import keys
-from relayflow.dal.errors import ConditionFailed
+from relayflow.dal.codec import alias_names, serialize
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import Dal, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 DLQ_SK = "DLQ"
 DUE_PARTITION = "DLQ#DUE"
@@ -43,7 +43,7 @@ _PLACEHOLDER = re.compile(r"^#[vx]\d+$")
 
 
 def entry_key(tenant: str, run_id: str) -> keys.Key:
-    return {"pk": f"{keys.tenant_prefix(tenant)}#DLQ#{keys._part(run_id, 'run id')}", "sk": DLQ_SK}
+    return {"pk": f"{keys.tenant_prefix(tenant)}#DLQ#{keys.part(run_id, 'run id')}", "sk": DLQ_SK}
 
 
 def entries_partition(tenant: str) -> str:
@@ -52,7 +52,7 @@ def entries_partition(tenant: str) -> str:
 
 
 def due_key(due_at: str, tenant: str, run_id: str) -> keys.Key:
-    return {"pk": DUE_PARTITION, "sk": f"{due_at}#{tenant}#{keys._part(run_id, 'run id')}"}
+    return {"pk": DUE_PARTITION, "sk": f"{due_at}#{tenant}#{keys.part(run_id, 'run id')}"}
 
 
 class DlqEntry(ItemModel):
@@ -111,23 +111,9 @@ class DueRetry(ItemModel):
         return due_key(self.due_at, self.tenant, self.run_id)
 
 
-class DlqDal:
+class DlqDal(TableAccess):
     """DLQ reads and conditional writes through the table's :class:`Dal`. Writes return
     whether their condition held."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
-
-    def _transact(self, items: list[dict[str, Any]]) -> bool:
-        try:
-            self.dal._call("transact_write_items", TransactItems=items)
-        except ConditionFailed:
-            return False
-        return True
 
     def _update_op(
         self,
@@ -174,35 +160,30 @@ class DlqDal:
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, tenant: str, run_id: str) -> DlqEntry | None:
-        raw = self.dal._get(entry_key(tenant, run_id))
+        raw = self.dal.get(entry_key(tenant, run_id))
         return DlqEntry.from_item(raw) if raw else None
 
     def list_entries(
         self, tenant: str, *, status: str | None, limit: int, next_token: str | None
     ) -> tuple[list[DlqEntry], str | None]:
         """A tenant's entries, newest first, optionally of one status."""
-        return self.dal._page(
+        return self.dal.page(
             DlqEntry.from_item,
             partition=entries_partition(tenant),
             limit=limit,
             next_token=next_token,
             forward=False,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     def due(self, now_iso: str, limit: int) -> list[DueRetry]:
         """Automatic retries due at or before ``now_iso`` (all tenants), oldest first."""
-        found: list[DueRetry] = []
-        for raw in self.dal._query(partition=DUE_PARTITION):
-            item = DueRetry.from_item(raw)
-            if item.due_at > now_iso or len(found) >= limit:
-                break
-            found.append(item)
-        return found
+        return self.dal.due_items(
+            DUE_PARTITION, DueRetry.from_item, lambda item: item.due_at, now_iso, limit
+        )
 
     def depth(self) -> int:
-        raw = self.dal._get(STATS_KEY)
+        raw = self.dal.get(STATS_KEY)
         return int(raw.get("depth", 0)) if raw else 0
 
     # -- writes ------------------------------------------------------------------------------
@@ -222,7 +203,7 @@ class DlqDal:
         ]
         if entry.next_retry_at:
             ops.append(self._put_due_op(_due_of(entry)))
-        return self._transact(ops)
+        return self.dal.transact_if(ops)
 
     def record_failure(self, entry: DlqEntry, *, execution_arn: str) -> bool:
         """A retry's execution failed again: store ``entry`` (its new status, error and next
@@ -241,7 +222,7 @@ class DlqDal:
         ops = [op]
         if entry.next_retry_at:
             ops.append(self._put_due_op(_due_of(entry)))
-        return self._transact(ops)
+        return self.dal.transact_if(ops)
 
     def claim_retry(
         self,
@@ -286,7 +267,7 @@ class DlqDal:
         ops = [self._update_op(entry.key(), expression, condition, values)]
         if entry.next_retry_at:
             ops.append(self._delete_due_op(entry, must_exist=by == "auto"))
-        return updated if self._transact(ops) else None
+        return updated if self.dal.transact_if(ops) else None
 
     def release_retry(self, claimed: DlqEntry, previous: DlqEntry) -> bool:
         """Undo :meth:`claim_retry` when the retry could not start: the entry (and its due
@@ -305,7 +286,7 @@ class DlqDal:
         ops = [op]
         if previous.next_retry_at:
             ops.append(self._put_due_op(_due_of(previous)))
-        return self._transact(ops)
+        return self.dal.transact_if(ops)
 
     def resolve(self, tenant: str, run_id: str, *, execution_arn: str, now_iso: str) -> bool:
         """The retry ``execution_arn`` succeeded: the entry is ``retried`` (and leaves the
@@ -318,7 +299,7 @@ class DlqDal:
             ":retrying": "retrying",
             ":arn": execution_arn,
         }
-        return self._transact(
+        return self.dal.transact_if(
             [
                 self._update_op(entry_key(tenant, run_id), expression, condition, values),
                 self._depth_op(-1),
@@ -334,7 +315,7 @@ class DlqDal:
             "#next_retry_at = :due",
             {":due": due_at},
         )
-        return self._transact([op])
+        return self.dal.transact_if([op])
 
     def discard(self, entry: DlqEntry, *, now_iso: str) -> bool:
         """Give up on ``entry`` (``pending`` or ``exhausted``): ``discarded``, its due retry
@@ -353,7 +334,7 @@ class DlqDal:
         ops = [self._update_op(entry.key(), expression, condition, values), self._depth_op(-1)]
         if entry.next_retry_at:
             ops.append(self._delete_due_op(entry, must_exist=False))
-        return self._transact(ops)
+        return self.dal.transact_if(ops)
 
 
 def _due_of(entry: DlqEntry) -> DueRetry:
@@ -397,12 +378,11 @@ def _set_expression(
 def _names(*expressions: str) -> dict[str, str]:
     """``#name`` → ``name`` for every alias in the expressions, except the ``#v0``/``#x0``
     placeholders that :func:`_set_expression` names itself."""
-    names: dict[str, str] = {}
-    for expression in expressions:
-        for token in expression.replace("(", " ").replace(")", " ").replace(",", " ").split():
-            if token.startswith("#") and not _PLACEHOLDER.match(token):
-                names[token] = token[1:]
-    return names
+    return {
+        alias: name
+        for alias, name in alias_names(*expressions).items()
+        if not _PLACEHOLDER.match(alias)
+    }
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relayflow.dal import keys
-from relayflow.dal.table import Dal, get_dal, serialize
+from relayflow.dal.table import Dal, TableAccess
 
 DUE_PARTITION = "EXPRESS#DUE"
 
@@ -21,7 +21,7 @@ DUE_PARTITION = "EXPRESS#DUE"
 def due_key(deadline: str, tenant: str, run_id: str) -> keys.Key:
     return {
         "pk": DUE_PARTITION,
-        "sk": f"{deadline}#{keys._part(tenant, 'tenant')}#{keys._part(run_id, 'run id')}",
+        "sk": f"{deadline}#{keys.part(tenant, 'tenant')}#{keys.part(run_id, 'run id')}",
     }
 
 
@@ -39,39 +39,24 @@ class ExpressDeadline:
         return cls(deadline, tenant, run_id)
 
 
-class ExpressDeadlines:
+class ExpressDeadlines(TableAccess):
     """The ``EXPRESS#DUE`` markers (the only code that touches them)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     def add(self, deadline: str, tenant: str, run_id: str) -> None:
         """Mark a started Express run (a repeated start writes the same marker)."""
-        self.dal._put(dict(due_key(deadline, tenant, run_id)))
+        self.dal.put(dict(due_key(deadline, tenant, run_id)))
 
     def due(self, now_iso: str, limit: int) -> list[ExpressDeadline]:
         """Markers whose deadline passed at ``now_iso`` (all tenants), oldest first."""
-        found: list[ExpressDeadline] = []
-        for raw in self.dal._query(partition=DUE_PARTITION):
-            item = ExpressDeadline.from_item(raw)
-            if item.deadline > now_iso or len(found) >= limit:
-                break
-            found.append(item)
-        return found
+        return self.dal.due_items(
+            DUE_PARTITION, ExpressDeadline.from_item, lambda item: item.deadline, now_iso, limit
+        )
 
     def remove(self, item: ExpressDeadline) -> None:
-        self.dal._call(
-            "delete_item",
-            TableName=self.dal.table_name,
-            Key=serialize(due_key(item.deadline, item.tenant, item.run_id)),
-        )
+        self.dal.delete(due_key(item.deadline, item.tenant, item.run_id))
 
 
 def step_records(dal: Dal, tenant: str, run_id: str) -> list[dict[str, Any]]:
     """The step results a run's acting steps recorded (``relayflow.steps.idempotency``), in
     key order: Powertools records with ``sk`` ``<step key>#<hash>``, ``status`` and ``data``."""
-    return list(dal._query(partition=keys.step_results_partition(tenant, run_id)))
+    return list(dal.query(partition=keys.step_results_partition(tenant, run_id)))

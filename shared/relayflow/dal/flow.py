@@ -18,15 +18,14 @@ the table's TTL, well after the lease ends: it only tidies slots nobody claimed 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
 from relayflow.dal import keys
-from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import ItemModel
 from relayflow.dal.limits import RateWindowDal
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 SLOT_SK_PREFIX = "SLOT#"
 #: Slots and rate windows are kept this long after their lease or window ends (to inspect).
@@ -36,8 +35,8 @@ FLOW_RETENTION_SECONDS = 3600
 def flow_prefix(tenant: str, workflow_id: str, step_key: str, group: str) -> str:
     """The start of every flow-control partition of one step and group."""
     return (
-        f"{keys.tenant_prefix(tenant)}#FLOW#{keys._part(workflow_id, 'workflow id')}"
-        f"#{keys._part(step_key, 'step key')}#{keys._part(group, 'flow group')}"
+        f"{keys.tenant_prefix(tenant)}#FLOW#{keys.part(workflow_id, 'workflow id')}"
+        f"#{keys.part(step_key, 'step key')}#{keys.part(group, 'flow group')}"
     )
 
 
@@ -77,16 +76,9 @@ class FlowLeaseItem(ItemModel):
         }
 
 
-class FlowDal:
+class FlowDal(TableAccess):
     """Concurrency slots and rate windows, through the table's :class:`Dal` (its client,
     table name and error translation)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     # -- concurrency slots --------------------------------------------------------------------
 
@@ -94,61 +86,35 @@ class FlowDal:
         """Write ``lease`` into its slot if the slot is free: absent, or holding a lease that
         ran out at or before ``now_ms``. Returns whether it was claimed and, if so, the
         expired lease it replaced (``None`` when the slot was empty)."""
-        dal = self.dal
-        try:
-            response = dal._call(
-                "put_item",
-                TableName=dal.table_name,
-                Item=serialize(lease.to_item()),
-                ConditionExpression="attribute_not_exists(#pk) OR #until <= :now",
-                ExpressionAttributeNames={"#pk": "pk", "#until": "lease_until"},
-                ExpressionAttributeValues=serialize({":now": now_ms}),
-                ReturnValues="ALL_OLD",
-            )
-        except ConditionFailed:
+        old = self.dal.put_if(
+            lease.to_item(),
+            "attribute_not_exists(#pk) OR #until <= :now",
+            {":now": now_ms},
+            names={"#pk": "pk", "#until": "lease_until"},
+            return_old=True,
+        )
+        if old is None:
             return False, None
-        old = response.get("Attributes")
-        return True, FlowLeaseItem.from_item(deserialize(old)) if old else None
+        return True, FlowLeaseItem.from_item(old) if old else None
 
     def slot_leases(
         self, tenant: str, workflow_id: str, step_key: str, group: str
     ) -> list[FlowLeaseItem]:
         """Every slot item of the group, live or expired (a strongly consistent Query)."""
-        dal = self.dal
-        params: dict[str, Any] = {
-            "TableName": dal.table_name,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :slot)",
-            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
-            "ExpressionAttributeValues": serialize(
-                {":pk": slots_partition(tenant, workflow_id, step_key, group), ":slot": "SLOT#"}
-            ),
-            "ConsistentRead": True,
-        }
-        leases: list[FlowLeaseItem] = []
-        while True:
-            response = dal._call("query", **params)
-            leases.extend(FlowLeaseItem.from_item(deserialize(raw)) for raw in response["Items"])
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return leases
-            params["ExclusiveStartKey"] = start
+        rows = self.dal.query_items(
+            slots_partition(tenant, workflow_id, step_key, group), SLOT_SK_PREFIX
+        )
+        return [FlowLeaseItem.from_item(raw) for raw in rows]
 
     def release_slot(self, lease: FlowLeaseItem) -> bool:
         """Free the slot while it still holds ``lease``; ``False`` when it does not (the lease
         ran out and another execution claimed the slot, whose lease stays)."""
-        dal = self.dal
-        try:
-            dal._call(
-                "delete_item",
-                TableName=dal.table_name,
-                Key=serialize(lease.key()),
-                ConditionExpression="#lease = :lease",
-                ExpressionAttributeNames={"#lease": "lease_id"},
-                ExpressionAttributeValues=serialize({":lease": lease.lease_id}),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.dal.delete_if(
+            lease.key(),
+            "#lease = :lease",
+            {":lease": lease.lease_id},
+            names={"#lease": "lease_id"},
+        )
 
     # -- rate windows -------------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ TERMINAL_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"running", "queue
 #: Statuses of a run whose execution runs (a parked run's waits on its park).
 ACTIVE_STATUSES: tuple[str, ...] = ("running", "parked")
 
-_KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
+#: The key attributes of an item: the table's and GSI1's (a GSI1 page's last key has all four).
+KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 
 
 class ItemModel(BaseModel):
@@ -59,7 +60,7 @@ class ItemModel(BaseModel):
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Any:
         return cls.model_validate(
-            {k: v for k, v in item.items() if k not in _KEY_ATTRIBUTES and k != "type"}
+            {k: v for k, v in item.items() if k not in KEY_ATTRIBUTES and k != "type"}
         )
 
 

@@ -29,14 +29,14 @@ KEY_ID_SK = "KEYID"
 HOOK_SK = "HOOK"
 
 
-def _part(value: str, what: str) -> str:
+def part(value: str, what: str) -> str:
     if not isinstance(value, str) or not value or SEPARATOR in value:
         raise ValueError(f"{what} must be a non-empty string without {SEPARATOR!r}: {value!r}")
     return value
 
 
 def tenant_prefix(tenant: str) -> str:
-    return f"TENANT#{_part(tenant, 'tenant')}"
+    return f"TENANT#{part(tenant, 'tenant')}"
 
 
 # -------------------------------------------------------------------------------- API keys
@@ -44,12 +44,12 @@ def tenant_prefix(tenant: str) -> str:
 
 def api_key_key(key_hash: str) -> Key:
     """An API key, found by the sha256 hex of its secret."""
-    return {"pk": f"KEY#{_part(key_hash, 'key hash')}", "sk": API_KEY_SK}
+    return {"pk": f"KEY#{part(key_hash, 'key hash')}", "sk": API_KEY_SK}
 
 
 def key_id_key(key_id: str) -> Key:
     """The pointer from a key's public id to its hash (revocation by key id)."""
-    return {"pk": f"KEYID#{_part(key_id, 'key id')}", "sk": KEY_ID_SK}
+    return {"pk": f"KEYID#{part(key_id, 'key id')}", "sk": KEY_ID_SK}
 
 
 def api_keys_partition(tenant: str) -> str:
@@ -58,7 +58,7 @@ def api_keys_partition(tenant: str) -> str:
 
 
 def api_keys_sort(created_at: str, key_id: str) -> str:
-    return f"{created_at}#{_part(key_id, 'key id')}"
+    return f"{created_at}#{part(key_id, 'key id')}"
 
 
 # -------------------------------------------------------------------------------- workflows
@@ -66,7 +66,7 @@ def api_keys_sort(created_at: str, key_id: str) -> str:
 
 def workflow_partition(tenant: str, workflow_id: str) -> str:
     """The partition holding a workflow's head item and all its versions."""
-    return f"{tenant_prefix(tenant)}#WF#{_part(workflow_id, 'workflow id')}"
+    return f"{tenant_prefix(tenant)}#WF#{part(workflow_id, 'workflow id')}"
 
 
 def workflow_key(tenant: str, workflow_id: str) -> Key:
@@ -92,7 +92,7 @@ def workflows_partition(tenant: str) -> str:
 
 
 def run_key(tenant: str, run_id: str) -> Key:
-    return {"pk": f"{tenant_prefix(tenant)}#RUN#{_part(run_id, 'run id')}", "sk": RUN_SK}
+    return {"pk": f"{tenant_prefix(tenant)}#RUN#{part(run_id, 'run id')}", "sk": RUN_SK}
 
 
 def runs_partition(tenant: str, workflow_id: str) -> str:
@@ -101,13 +101,13 @@ def runs_partition(tenant: str, workflow_id: str) -> str:
 
 
 def runs_sort(started_at: str, run_id: str) -> str:
-    return f"{started_at}#{_part(run_id, 'run id')}"
+    return f"{started_at}#{part(run_id, 'run id')}"
 
 
 def step_results_partition(tenant: str, run_id: str) -> str:
     """The partition of a run's recorded step results (``relayflow.steps.idempotency``); the
     sort key is the Powertools idempotency key of one step execution."""
-    return f"{tenant_prefix(tenant)}#STEP#{_part(run_id, 'run id')}"
+    return f"{tenant_prefix(tenant)}#STEP#{part(run_id, 'run id')}"
 
 
 # -------------------------------------------------------------------------------- triggers
@@ -116,7 +116,7 @@ def step_results_partition(tenant: str, run_id: str) -> str:
 def hook_key(slug: str) -> Key:
     """A webhook slug's registration. Slugs are global (``POST /hooks/<slug>`` carries no
     tenant), so the item is found by the slug and names its owner as attributes."""
-    return {"pk": f"HOOK#{_part(slug, 'slug')}", "sk": HOOK_SK}
+    return {"pk": f"HOOK#{part(slug, 'slug')}", "sk": HOOK_SK}
 
 
 def hooks_partition(tenant: str, workflow_id: str) -> str:
@@ -133,7 +133,7 @@ WAIT_SK = "WAIT"
 def wait_key(tenant: str, wait_id: str) -> Key:
     """An approval request or a waitpoint (``TENANT#<t>#WAIT#<id>``; the approval and
     waitpoint functions may write only partitions of this shape)."""
-    return {"pk": f"{tenant_prefix(tenant)}#WAIT#{_part(wait_id, 'wait id')}", "sk": WAIT_SK}
+    return {"pk": f"{tenant_prefix(tenant)}#WAIT#{part(wait_id, 'wait id')}", "sk": WAIT_SK}
 
 
 def approvals_partition(tenant: str) -> str:
@@ -142,9 +142,9 @@ def approvals_partition(tenant: str) -> str:
 
 
 def approvals_sort(created_at: str, approval_id: str) -> str:
-    return f"{created_at}#{_part(approval_id, 'approval id')}"
+    return f"{created_at}#{part(approval_id, 'approval id')}"
 
 
 def run_waitpoints_partition(tenant: str, run_id: str) -> str:
     """GSI1 partition of the waitpoints a run waits (or waited) on (sorted like approvals)."""
-    return f"{tenant_prefix(tenant)}#RUN#{_part(run_id, 'run id')}#WAITPOINTS"
+    return f"{tenant_prefix(tenant)}#RUN#{part(run_id, 'run id')}#WAITPOINTS"

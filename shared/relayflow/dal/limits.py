@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from relayflow.dal import keys
+from relayflow.dal.codec import deserialize, serialize
 from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 #: Buckets per window: the window is exact to ``window / SUB_WINDOWS`` (a request may be
 #: refused up to that much early, never admitted late).
@@ -44,16 +45,9 @@ def slots(item: dict[str, Any] | None) -> dict[int, int]:
     return counts
 
 
-class RateWindowDal:
+class RateWindowDal(TableAccess):
     """Sliding-window counters through the table's :class:`Dal` (its client, table name and
     error translation)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     def hit(
         self, pk: str, bucket: int, *, expires_at: int, tenant: str | None = None
@@ -81,7 +75,7 @@ class RateWindowDal:
         slot = bucket % RING
         dal = self.dal
         try:
-            dal._call(
+            dal.call(
                 "update_item",
                 TableName=dal.table_name,
                 Key=serialize(self.key(pk)),
@@ -95,7 +89,7 @@ class RateWindowDal:
 
     def read(self, pk: str) -> dict[int, int]:
         """Every bucket's count of the item ``pk`` (a strongly consistent read)."""
-        return slots(self.dal._get(self.key(pk)))
+        return slots(self.dal.get(self.key(pk)))
 
     @staticmethod
     def key(pk: str) -> keys.Key:
@@ -130,7 +124,7 @@ class RateWindowDal:
         else:
             update = "SET " + ", ".join(sets) + " ADD #n :one"
             condition = "#i = :bucket"
-        response = dal._call(
+        response = dal.call(
             "update_item",
             TableName=dal.table_name,
             Key=serialize(self.key(pk)),

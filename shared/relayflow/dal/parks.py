@@ -18,7 +18,7 @@ from pydantic import Field
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import Dal, get_dal
+from relayflow.dal.table import TableAccess
 
 ParkStatus = Literal["parked", "resumed", "expired"]
 
@@ -71,33 +71,22 @@ class ParkItem(ItemModel):
         }
 
 
-class ParkDal:
+class ParkDal(TableAccess):
     """Park items, through the table's :class:`Dal` (its client, table name and error
     translation)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     def put(self, item: ParkItem) -> bool:
         """Store the park, or re-arm one of the same id that still waits (a repeated
         invocation: its token is the newest). ``False`` when it was resumed already."""
-        try:
-            self.dal._put(
-                item.to_item(),
-                condition="attribute_not_exists(pk) OR #status = :parked",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":parked": {"S": "parked"}},
-            )
-        except ConditionFailed:
-            return False
-        return True
+        stored = self.dal.put_if(
+            item.to_item(),
+            "attribute_not_exists(pk) OR #status = :parked",
+            {":parked": "parked"},
+        )
+        return stored is not None
 
     def get(self, tenant: str, park_id: str) -> ParkItem | None:
-        raw = self.dal._get(keys.wait_key(tenant, park_id))
+        raw = self.dal.get(keys.wait_key(tenant, park_id))
         if not raw or raw.get("type") != ParkItem.kind:
             return None
         return ParkItem.from_item(raw)
@@ -107,7 +96,7 @@ class ParkDal:
     ) -> ParkItem | None:
         """``parked`` → ``resumed`` with the decision; ``None`` when it no longer waits."""
         try:
-            raw = self.dal._update(
+            raw = self.dal.update(
                 keys.wait_key(tenant, park_id),
                 set_values={"status": "resumed", "decision": decision, "resumed_at": resumed_at},
                 condition="attribute_exists(#pk) AND #status = :parked",
@@ -120,7 +109,7 @@ class ParkDal:
     def release(self, tenant: str, park_id: str) -> None:
         """Undo a claim whose answer never reached Step Functions (the run still waits)."""
         try:
-            self.dal._update(
+            self.dal.update(
                 keys.wait_key(tenant, park_id),
                 set_values={"status": "parked", "decision": None, "resumed_at": None},
                 condition="attribute_exists(#pk) AND #status = :resumed",
@@ -132,7 +121,7 @@ class ParkDal:
     def expire(self, tenant: str, park_id: str) -> None:
         """Mark a park whose token Step Functions no longer accepts (it timed out)."""
         try:
-            self.dal._update(
+            self.dal.update(
                 keys.wait_key(tenant, park_id),
                 set_values={"status": "expired"},
                 condition="attribute_exists(#pk)",
@@ -144,12 +133,11 @@ class ParkDal:
         self, tenant: str, *, limit: int, next_token: str | None
     ) -> tuple[list[ParkItem], str | None]:
         """The tenant's parks still waiting, oldest first."""
-        return self.dal._page(
+        return self.dal.page(
             ParkItem.from_item,
             partition=parks_partition(tenant),
             limit=limit,
             next_token=next_token,
             forward=True,
-            filter_expression="#status = :status",
-            filter_values={":status": "parked"},
+            status="parked",
         )

@@ -16,67 +16,37 @@ from __future__ import annotations
 from typing import Any
 
 from relayflow.dal import keys
-from relayflow.dal.errors import ConditionFailed
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 
 def trace_partition(tenant: str, execution: str) -> str:
-    return f"{keys.tenant_prefix(tenant)}#STEPEV#{keys._part(execution, 'execution name')}"
+    return f"{keys.tenant_prefix(tenant)}#STEPEV#{keys.part(execution, 'execution name')}"
 
 
-class StepTraceDal:
+class StepTraceDal(TableAccess):
     """Step traces, through the table's :class:`Dal`."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     def states(self, tenant: str, execution: str) -> list[dict[str, Any]]:
         """Every trace of the execution (all pages, consistent)."""
-        dal = self.dal
-        params: dict[str, Any] = {
-            "TableName": dal.table_name,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": "pk"},
-            "ExpressionAttributeValues": serialize({":pk": trace_partition(tenant, execution)}),
-            "ConsistentRead": True,
-        }
-        found: list[dict[str, Any]] = []
-        while True:
-            response = dal._call("query", **params)
-            found.extend(deserialize(raw) for raw in response["Items"])
-            if not response.get("LastEvaluatedKey"):
-                return found
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return self.dal.query_items(trace_partition(tenant, execution))
 
     def save(self, tenant: str, execution: str, state: str, trace: dict[str, Any]) -> bool:
         """Store ``trace`` (its ``last_event_id`` is the newest event it reflects) unless the
         stored one reflects that event or a newer one already; whether it was stored."""
-        dal = self.dal
         item = {
             **trace,
             "pk": trace_partition(tenant, execution),
-            "sk": keys._part(state, "state"),
+            "sk": keys.part(state, "state"),
             "type": "step_trace",
         }
-        try:
-            dal._call(
-                "put_item",
-                TableName=dal.table_name,
-                Item=serialize(item),
-                ConditionExpression="attribute_not_exists(#last) OR #last < :last",
-                ExpressionAttributeNames={"#last": "last_event_id"},
-                ExpressionAttributeValues=serialize({":last": item["last_event_id"]}),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        stored = self.dal.put_if(
+            item,
+            "attribute_not_exists(#last) OR #last < :last",
+            {":last": item["last_event_id"]},
+            names={"#last": "last_event_id"},
+        )
+        return stored is not None
 
     def delete(self, tenant: str, execution: str, state: str) -> None:
         """Forget a trace (its state exited, or its execution ended)."""
-        dal = self.dal
-        key = {"pk": trace_partition(tenant, execution), "sk": keys._part(state, "state")}
-        dal._call("delete_item", TableName=dal.table_name, Key=serialize(key))
+        self.dal.delete({"pk": trace_partition(tenant, execution), "sk": keys.part(state, "state")})

@@ -8,26 +8,26 @@ comes from :func:`relayflow.adapters.aws.client` unless one is injected.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import re
 from collections.abc import Callable, Iterator, Mapping
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any, TypeVar
 
 from relayflow.dal import keys
+from relayflow.dal.codec import (
+    alias_names,
+    decode_token,
+    deserialize,
+    encode_token,
+    expression_parts,
+    serialize,
+    translate_error,
+)
 from relayflow.dal.errors import (
     ConditionFailed,
-    DataAccessError,
-    InvalidPageToken,
-    ItemTooLarge,
     SlugTaken,
-    Throttled,
-    TransactionConflict,
 )
 from relayflow.dal.items import (
+    KEY_ATTRIBUTES,
     ApiKeyItem,
     HookItem,
     KeyIdItem,
@@ -39,71 +39,9 @@ from relayflow.dal.schema import GSI1
 
 ItemT = TypeVar("ItemT")
 
-_THROTTLING = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-    }
-)
-_INDEX_KEY_ATTRIBUTES = ("pk", "sk", "gsi1pk", "gsi1sk")
 #: Items one Query reads while filling a filtered page, and the most one page may examine.
 _QUERY_PAGE = 100
 _MAX_EXAMINED = 1000
-
-
-def _translate(exc: Exception, action: str) -> DataAccessError:
-    """The domain exception for a botocore ``ClientError``."""
-    error = getattr(exc, "response", {}).get("Error", {})
-    code = str(error.get("Code", ""))
-    message = f"{action}: {code or type(exc).__name__}: {error.get('Message', exc)}"
-    if code == "TransactionCanceledException":
-        return _cancelled(exc, message)
-    if code == "ConditionalCheckFailedException":
-        return ConditionFailed(message)
-    if code in _THROTTLING:
-        return Throttled(message)
-    if code == "ValidationException" and "size" in str(error.get("Message", "")).lower():
-        return ItemTooLarge(message)
-    return DataAccessError(message)
-
-
-#: Why DynamoDB cancels a transaction without any condition failing, other than a conflict:
-#: a capacity limit. Retrying the transaction later may succeed.
-_THROTTLED_CANCELLATIONS = frozenset(
-    {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
-)
-
-
-def _cancelled(exc: Exception, message: str) -> DataAccessError:
-    """A cancelled transaction, by its reasons (one per item, ``None`` for the items that were
-    not the cause): a failed condition is :class:`ConditionFailed`; a conflict with another
-    request on the same items :class:`TransactionConflict` (a ``ConditionFailed``: read again
-    and decide anew); a capacity limit :class:`Throttled`; anything else (a validation error,
-    an item collection over its size) a :class:`DataAccessError`, never a failed condition.
-    A cancellation that gives no reason counts as a failed condition, the only cause
-    Relayflow's transactions expect."""
-    response = getattr(exc, "response", {}) or {}
-    codes = {
-        str(reason.get("Code"))
-        for reason in response.get("CancellationReasons") or []
-        if isinstance(reason, Mapping)
-    }
-    if not codes:
-        # botocore may leave the reasons out of the response; the message lists them.
-        listed = re.search(r"\[([^\]]*)\]", str(response.get("Error", {}).get("Message", "")))
-        codes = {code.strip() for code in listed.group(1).split(",")} if listed else set()
-    codes.discard("None")
-    if not codes or "ConditionalCheckFailed" in codes:
-        return ConditionFailed(message)
-    if (
-        "TransactionConflict" in codes
-        and codes <= {"TransactionConflict"} | _THROTTLED_CANCELLATIONS
-    ):
-        return TransactionConflict(message)
-    if codes <= _THROTTLED_CANCELLATIONS:
-        return Throttled(message)
-    return DataAccessError(message)
 
 
 def _utc_now() -> str:
@@ -111,70 +49,6 @@ def _utc_now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _to_dynamo(value: Any) -> Any:
-    """Python values as the serializer accepts them (floats become Decimals)."""
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    if isinstance(value, dict):
-        return {k: _to_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_dynamo(v) for v in value]
-    return value
-
-
-def _from_dynamo(value: Any) -> Any:
-    """Decimals back to ints or floats."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list | set):
-        return [_from_dynamo(v) for v in value]
-    return value
-
-
-@lru_cache(maxsize=1)
-def _codec() -> tuple[Any, Any]:
-    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
-    return TypeSerializer(), TypeDeserializer()
-
-
-def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    serializer, _ = _codec()
-    return {k: serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
-
-
-def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    _, deserializer = _codec()
-    return {k: _from_dynamo(deserializer.deserialize(v)) for k, v in item.items()}
-
-
-def encode_token(last_key: Mapping[str, Any]) -> str:
-    """An opaque page token: base64url of the plain last-evaluated key."""
-    plain = deserialize(last_key)
-    raw = json.dumps(plain, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_token(token: str, partition: str, attributes: tuple[str, ...]) -> dict[str, Any]:
-    """The exclusive start key in ``token``; it must belong to ``partition`` (so a token can
-    never page through another tenant's items) and have exactly ``attributes``."""
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        plain = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise InvalidPageToken("next_token is not a token this listing handed out") from exc
-    if (
-        not isinstance(plain, dict)
-        or sorted(plain) != sorted(attributes)
-        or not all(isinstance(v, str) for v in plain.values())
-        or plain.get("gsi1pk") != partition
-    ):
-        raise InvalidPageToken("next_token is not a token this listing handed out")
-    return serialize(plain)
 
 
 class Dal:
@@ -206,30 +80,112 @@ class Dal:
         return get_settings().table_name
 
     # -- primitives --------------------------------------------------------------------------
+    # The one implementation of each kind of request; the other DAL modules call these.
 
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
+    def call(self, action: str, **params: Any) -> dict[str, Any]:
+        """One client request; a ``ClientError`` becomes its :mod:`relayflow.dal.errors` type."""
         from botocore.exceptions import ClientError
 
         try:
             return dict(getattr(self.client, action)(**params))
         except ClientError as exc:
-            raise _translate(exc, action) from exc
+            raise translate_error(exc, action) from exc
 
-    def _get(self, key: keys.Key) -> dict[str, Any] | None:
-        response = self._call(
+    def get(self, key: keys.Key) -> dict[str, Any] | None:
+        """The item at ``key`` (a strongly consistent read), or ``None``."""
+        response = self.call(
             "get_item", TableName=self.table_name, Key=serialize(key), ConsistentRead=True
         )
         raw = response.get("Item")
         return deserialize(raw) if raw else None
 
-    def _put(self, item: Mapping[str, Any], condition: str | None = None, **extra: Any) -> None:
+    def put(self, item: Mapping[str, Any], condition: str | None = None, **extra: Any) -> None:
+        """Write ``item`` (plain values); ``extra`` are further ``PutItem`` parameters."""
         params: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(item)}
         if condition:
             params["ConditionExpression"] = condition
         params.update(extra)
-        self._call("put_item", **params)
+        self.call("put_item", **params)
 
-    def _update(
+    def put_if(
+        self,
+        item: Mapping[str, Any],
+        condition: str,
+        values: Mapping[str, Any] | None = None,
+        *,
+        names: Mapping[str, str] | None = None,
+        return_old: bool = False,
+    ) -> dict[str, Any] | None:
+        """Write ``item`` while ``condition`` holds: ``None`` when it did not, else the item it
+        replaced (``{}`` when there was none, or unless ``return_old``). ``names`` defaults to
+        the condition's ``#name`` aliases of ``name`` (:func:`alias_names`)."""
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": serialize(item),
+            "ConditionExpression": condition,
+            **expression_parts(names, values, condition),
+        }
+        if return_old:
+            params["ReturnValues"] = "ALL_OLD"
+        try:
+            response = self.call("put_item", **params)
+        except ConditionFailed:
+            return None
+        old = response.get("Attributes")
+        return deserialize(old) if old else {}
+
+    def delete(self, key: keys.Key) -> None:
+        """Delete the item at ``key`` (nothing happens when there is none)."""
+        self.call("delete_item", TableName=self.table_name, Key=serialize(key))
+
+    def delete_if(
+        self,
+        key: keys.Key,
+        condition: str,
+        values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Delete the item at ``key`` while ``condition`` holds; whether it did. ``names`` as
+        :meth:`put_if`."""
+        try:
+            self.call(
+                "delete_item",
+                TableName=self.table_name,
+                Key=serialize(key),
+                ConditionExpression=condition,
+                **expression_parts(names, values, condition),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def update_if(
+        self,
+        key: keys.Key,
+        expression: str,
+        condition: str,
+        values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str] | None = None,
+    ) -> dict[str, Any] | None:
+        """One conditional ``UpdateItem`` written out: the item afterwards, or ``None`` when
+        the condition did not hold. ``names`` as :meth:`put_if` (both expressions')."""
+        try:
+            response = self.call(
+                "update_item",
+                TableName=self.table_name,
+                Key=serialize(key),
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                **expression_parts(names, values, expression, condition),
+                ReturnValues="ALL_NEW",
+            )
+        except ConditionFailed:
+            return None
+        return deserialize(response["Attributes"])
+
+    def update(
         self,
         key: keys.Key,
         *,
@@ -265,16 +221,19 @@ class Dal:
         if condition:
             params["ConditionExpression"] = condition
             # Conditions name their attributes as #status, #pk … (see the callers).
-            for token in condition.replace("(", " ").replace(")", " ").replace(",", " ").split():
-                if token.startswith("#"):
-                    names[token] = token[1:]
+            names.update(alias_names(condition))
         if names:
             params["ExpressionAttributeNames"] = names
         if vals:
             params["ExpressionAttributeValues"] = serialize(vals)
-        return deserialize(self._call("update_item", **params)["Attributes"])
+        return deserialize(self.call("update_item", **params)["Attributes"])
 
-    def _query_pages(
+    def update_existing(self, key: keys.Key, values: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`update` of an item that must exist (:class:`ConditionFailed` when it does
+        not); the item afterwards."""
+        return self.update(key, set_values=values, condition="attribute_exists(#pk)")
+
+    def query_pages(
         self,
         *,
         partition: str,
@@ -285,8 +244,10 @@ class Dal:
         limit: int | None = None,
         filter_expression: str | None = None,
         filter_values: Mapping[str, Any] | None = None,
+        consistent: bool = False,
     ) -> Iterator[dict[str, Any]]:
-        """The Query responses over one partition, page after page, in key order."""
+        """The Query responses over one partition, page after page, in key order
+        (``consistent``: a strongly consistent read, on the table only)."""
         hash_attr = "gsi1pk" if index else "pk"
         range_attr = "gsi1sk" if index else "sk"
         expression = "#h = :h"
@@ -305,29 +266,79 @@ class Dal:
             params["IndexName"] = index
         if limit:
             params["Limit"] = limit
+        if consistent:
+            params["ConsistentRead"] = True
         if filter_expression:
             params["FilterExpression"] = filter_expression
-            for token in filter_expression.split():
-                if token.startswith("#"):
-                    names[token] = token[1:]
+            names.update(alias_names(filter_expression))
         params["ExpressionAttributeNames"] = names
         params["ExpressionAttributeValues"] = serialize(values)
         while True:
             if start:
                 params["ExclusiveStartKey"] = start
-            response = self._call("query", **params)
+            response = self.call("query", **params)
             yield response
             start = response.get("LastEvaluatedKey")
             if not start:
                 return
 
-    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        """Every item of one partition (plain values), in key order."""
-        for response in self._query_pages(**kwargs):
+    def query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Every item of one partition (plain values), in key order; ``kwargs`` as
+        :meth:`query_pages`."""
+        for response in self.query_pages(**kwargs):
             for raw in response.get("Items", []):
                 yield deserialize(raw)
 
-    def _page(
+    def query_items(
+        self,
+        partition: str,
+        sort_prefix: str | None = None,
+        *,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The items of one table partition (a strongly consistent Query), in key order, read
+        page by page until the partition ends or a page brings the count to ``limit`` (each
+        request asks for at most ``limit``)."""
+        found: list[dict[str, Any]] = []
+        pages = self.query_pages(
+            partition=partition, sort_prefix=sort_prefix or None, limit=limit, consistent=True
+        )
+        for response in pages:
+            found.extend(deserialize(raw) for raw in response["Items"])
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+
+    def due_items(
+        self,
+        partition: str,
+        parse: Callable[[dict[str, Any]], ItemT],
+        due_of: Callable[[ItemT], str],
+        now_iso: str,
+        limit: int,
+    ) -> list[ItemT]:
+        """The first ``limit`` items of a partition of due markers (sort keys start with their
+        ISO-8601 UTC time) whose time is at or before ``now_iso``, oldest first."""
+        found: list[ItemT] = []
+        for raw in self.query(partition=partition):
+            item = parse(raw)
+            if due_of(item) > now_iso or len(found) >= limit:
+                break
+            found.append(item)
+        return found
+
+    def transact_if(self, items: list[dict[str, Any]]) -> bool:
+        """One ``TransactWriteItems`` on this table (each action's ``TableName`` is set here);
+        ``False`` when a condition failed (nothing was written)."""
+        for item in items:
+            next(iter(item.values()))["TableName"] = self.table_name
+        try:
+            self.call("transact_write_items", TransactItems=items)
+        except ConditionFailed:
+            return False
+        return True
+
+    def page(
         self,
         parse: Callable[[dict[str, Any]], ItemT],
         *,
@@ -335,25 +346,26 @@ class Dal:
         limit: int,
         next_token: str | None,
         forward: bool,
-        filter_expression: str | None = None,
-        filter_values: Mapping[str, Any] | None = None,
+        status: str | None = None,
     ) -> tuple[list[ItemT], str | None]:
-        """One page of a GSI1 partition: up to ``limit`` items (filters applied) and the
-        token of the next page (``None`` when there is none). A filtered page reads at most
+        """One page of a GSI1 partition: up to ``limit`` items (with ``status``, only the items
+        of that ``status``) and the token of the next page (``None`` when there is none). A
+        filtered page reads at most
         :data:`_MAX_EXAMINED` items; when they hold fewer matches the page is short and still
         carries a token."""
-        start = decode_token(next_token, partition, _INDEX_KEY_ATTRIBUTES) if next_token else None
+        start = decode_token(next_token, partition, KEY_ATTRIBUTES) if next_token else None
+        filter_expression = "#status = :status" if status else None
         items: list[ItemT] = []
         last_key: dict[str, Any] | None = None
         examined = 0
-        pages = self._query_pages(
+        pages = self.query_pages(
             partition=partition,
             index=GSI1,
             forward=forward,
             start=start,
             limit=_QUERY_PAGE if filter_expression else limit + 1,
             filter_expression=filter_expression,
-            filter_values=filter_values,
+            filter_values={":status": status} if status else None,
         )
         for response in pages:
             for raw in response.get("Items", []):
@@ -361,7 +373,7 @@ class Dal:
                     # One more item exists: the page ends at the previous one.
                     return items, encode_token(last_key)
                 items.append(parse(deserialize(raw)))
-                last_key = {k: raw[k] for k in _INDEX_KEY_ATTRIBUTES}
+                last_key = {k: raw[k] for k in KEY_ATTRIBUTES}
             examined += int(response.get("ScannedCount", 0))
             following = response.get("LastEvaluatedKey")
             if following and examined >= _MAX_EXAMINED:
@@ -375,7 +387,7 @@ class Dal:
     def put_api_key(self, item: ApiKeyItem) -> None:
         """Store a new key and its id pointer together (ConditionFailed if either exists)."""
         pointer = KeyIdItem(key_id=item.key_id, tenant=item.tenant, key_hash=item.key_hash)
-        self._call(
+        self.call(
             "transact_write_items",
             TransactItems=[
                 {
@@ -390,18 +402,18 @@ class Dal:
         )
 
     def get_api_key(self, key_hash: str) -> ApiKeyItem | None:
-        raw = self._get(keys.api_key_key(key_hash))
+        raw = self.get(keys.api_key_key(key_hash))
         return ApiKeyItem.from_item(raw) if raw else None
 
     def get_api_key_by_id(self, key_id: str) -> ApiKeyItem | None:
-        pointer = self._get(keys.key_id_key(key_id))
+        pointer = self.get(keys.key_id_key(key_id))
         if not pointer:
             return None
         return self.get_api_key(KeyIdItem.from_item(pointer).key_hash)
 
     def revoke_api_key(self, key_hash: str, revoked_at: str) -> ApiKeyItem:
         """Mark a key revoked (a second revocation keeps the first time)."""
-        response = self._call(
+        response = self.call(
             "update_item",
             TableName=self.table_name,
             Key=serialize(keys.api_key_key(key_hash)),
@@ -413,13 +425,13 @@ class Dal:
         return ApiKeyItem.from_item(deserialize(response["Attributes"]))
 
     def list_api_keys(self, tenant: str) -> list[ApiKeyItem]:
-        rows = self._query(partition=keys.api_keys_partition(tenant), index=GSI1)
+        rows = self.query(partition=keys.api_keys_partition(tenant), index=GSI1)
         return [ApiKeyItem.from_item(plain) for plain in rows]
 
     # -- workflows ---------------------------------------------------------------------------
 
     def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowItem | None:
-        raw = self._get(keys.workflow_key(tenant, workflow_id))
+        raw = self.get(keys.workflow_key(tenant, workflow_id))
         return WorkflowItem.from_item(raw) if raw else None
 
     def get_workflow_with_versions(
@@ -428,7 +440,7 @@ class Dal:
         """The head item and every version (oldest first), in one query of the partition."""
         head: WorkflowItem | None = None
         versions: list[VersionItem] = []
-        for plain in self._query(partition=keys.workflow_partition(tenant, workflow_id)):
+        for plain in self.query(partition=keys.workflow_partition(tenant, workflow_id)):
             sk = str(plain.get("sk", ""))
             if sk == keys.WORKFLOW_SK:
                 head = WorkflowItem.from_item(plain)
@@ -437,7 +449,7 @@ class Dal:
         return head, versions
 
     def get_version(self, tenant: str, workflow_id: str, version: int) -> VersionItem | None:
-        raw = self._get(keys.version_key(tenant, workflow_id, version))
+        raw = self.get(keys.version_key(tenant, workflow_id, version))
         return VersionItem.from_item(raw) if raw else None
 
     def set_step_through_version(
@@ -445,10 +457,8 @@ class Dal:
     ) -> VersionItem:
         """Record the step-through variant of a version: the one field a version item gains
         after it was written (ConditionFailed when the version does not exist)."""
-        raw = self._update(
-            keys.version_key(tenant, workflow_id, version),
-            set_values={"step_through_version_arn": arn},
-            condition="attribute_exists(#pk)",
+        raw = self.update_existing(
+            keys.version_key(tenant, workflow_id, version), {"step_through_version_arn": arn}
         )
         return VersionItem.from_item(raw)
 
@@ -456,10 +466,8 @@ class Dal:
         self, tenant: str, workflow_id: str, version: int, arn: str
     ) -> VersionItem:
         """Record the rerun variant of a version (ConditionFailed when it does not exist)."""
-        raw = self._update(
-            keys.version_key(tenant, workflow_id, version),
-            set_values={"rerun_version_arn": arn},
-            condition="attribute_exists(#pk)",
+        raw = self.update_existing(
+            keys.version_key(tenant, workflow_id, version), {"rerun_version_arn": arn}
         )
         return VersionItem.from_item(raw)
 
@@ -492,22 +500,19 @@ class Dal:
                     }
                 }
             )
-        self._call("transact_write_items", TransactItems=writes)
+        self.call("transact_write_items", TransactItems=writes)
 
     def update_workflow(self, tenant: str, workflow_id: str, **values: Any) -> WorkflowItem:
         """Set attributes of an existing workflow (ConditionFailed when it does not exist)."""
-        raw = self._update(
-            keys.workflow_key(tenant, workflow_id),
-            set_values=values,
-            condition="attribute_exists(#pk)",
+        return WorkflowItem.from_item(
+            self.update_existing(keys.workflow_key(tenant, workflow_id), values)
         )
-        return WorkflowItem.from_item(raw)
 
     def list_workflows(
         self, tenant: str, *, limit: int, next_token: str | None
     ) -> tuple[list[WorkflowItem], str | None]:
         """A tenant's workflows by id."""
-        return self._page(
+        return self.page(
             WorkflowItem.from_item,
             partition=keys.workflows_partition(tenant),
             limit=limit,
@@ -520,13 +525,13 @@ class Dal:
     def create_run(self, run: RunItem) -> bool:
         """Write a new run; ``False`` when a run with that id already exists."""
         try:
-            self._put(run.to_item(), condition="attribute_not_exists(pk)")
+            self.put(run.to_item(), condition="attribute_not_exists(pk)")
         except ConditionFailed:
             return False
         return True
 
     def get_run(self, tenant: str, run_id: str) -> RunItem | None:
-        raw = self._get(keys.run_key(tenant, run_id))
+        raw = self.get(keys.run_key(tenant, run_id))
         return RunItem.from_item(raw) if raw else None
 
     def update_run(
@@ -554,7 +559,7 @@ class Dal:
             condition_values[":null"] = None
             conditions.append(f"(attribute_not_exists(#{unless_set}) OR #{unless_set} = :null)")
         try:
-            raw = self._update(
+            raw = self.update(
                 keys.run_key(tenant, run_id),
                 set_values=values,
                 remove=remove,
@@ -567,11 +572,7 @@ class Dal:
 
     def delete_run(self, tenant: str, run_id: str) -> None:
         """Delete a run that never started (its execution could not be created)."""
-        self._call(
-            "delete_item",
-            TableName=self.table_name,
-            Key=serialize(keys.run_key(tenant, run_id)),
-        )
+        self.delete(keys.run_key(tenant, run_id))
 
     def list_runs(
         self,
@@ -583,14 +584,13 @@ class Dal:
         next_token: str | None,
     ) -> tuple[list[RunItem], str | None]:
         """A workflow's runs, newest first, optionally of one status."""
-        return self._page(
+        return self.page(
             RunItem.from_item,
             partition=keys.runs_partition(tenant, workflow_id),
             limit=limit,
             next_token=next_token,
             forward=False,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     # -- webhook slugs -----------------------------------------------------------------------
@@ -633,7 +633,7 @@ class Dal:
         names.update({"#tenant": "tenant", "#workflow_id": "workflow_id"})
         params.update({":tenant": tenant, ":workflow_id": workflow_id, ":false": False})
         try:
-            response = self._call(
+            response = self.call(
                 "update_item",
                 TableName=self.table_name,
                 Key=serialize(keys.hook_key(slug)),
@@ -651,35 +651,22 @@ class Dal:
 
     def get_hook(self, slug: str) -> HookItem | None:
         """The registration of ``slug`` (any tenant's: the webhook route has no tenant)."""
-        raw = self._get(keys.hook_key(slug))
+        raw = self.get(keys.hook_key(slug))
         return HookItem.from_item(raw) if raw else None
 
     def delete_hook(self, slug: str, tenant: str, *, workflow_id: str | None = None) -> bool:
         """Remove the tenant's registration of ``slug`` (only while it is ``workflow_id``'s,
         when given); ``False`` when it is not theirs (or does not exist)."""
         condition = "#tenant = :tenant"
-        names = {"#tenant": "tenant"}
         values: dict[str, Any] = {":tenant": tenant}
         if workflow_id is not None:
             condition += " AND #workflow_id = :workflow_id"
-            names["#workflow_id"] = "workflow_id"
             values[":workflow_id"] = workflow_id
-        try:
-            self._call(
-                "delete_item",
-                TableName=self.table_name,
-                Key=serialize(keys.hook_key(slug)),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize(values),
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self.delete_if(keys.hook_key(slug), condition, values)
 
     def list_hooks(self, tenant: str, workflow_id: str) -> list[HookItem]:
         """The slugs registered for the tenant's workflow, by slug."""
-        rows = self._query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
+        rows = self.query(partition=keys.hooks_partition(tenant, workflow_id), index=GSI1)
         return [HookItem.from_item(plain) for plain in rows]
 
 
@@ -687,3 +674,15 @@ class Dal:
 def get_dal() -> Dal:
     """The process's data-access layer (settings and client are resolved at each call)."""
     return Dal()
+
+
+class TableAccess:
+    """A group of access patterns over the table, through a :class:`Dal` (its client, table
+    name, error translation and request primitives): the one given, or the process's."""
+
+    def __init__(self, dal: Dal | None = None) -> None:
+        self._dal = dal
+
+    @property
+    def dal(self) -> Dal:
+        return self._dal or get_dal()

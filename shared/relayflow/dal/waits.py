@@ -27,7 +27,7 @@ from pydantic import Field
 from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import ItemModel
-from relayflow.dal.table import Dal, deserialize, get_dal, serialize
+from relayflow.dal.table import TableAccess
 
 #: Waits are kept this long after their deadline (as long as a run item after its end).
 WAIT_RETENTION_SECONDS = 90 * 86_400
@@ -108,51 +108,18 @@ class WaitpointItem(ItemModel):
         }
 
 
-class WaitDal:
+class WaitDal(TableAccess):
     """Approval and waitpoint items, through the table's :class:`Dal` (its client, table
     name and error translation)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
-
-    def _update(
-        self,
-        key: keys.Key,
-        update: str,
-        condition: str,
-        names: dict[str, str],
-        values: dict[str, Any],
-    ) -> dict[str, Any] | None:
-        """One conditional ``UpdateItem``; the item afterwards, or ``None`` when the condition
-        did not hold."""
-        dal = self.dal
-        try:
-            response = dal._call(
-                "update_item",
-                TableName=dal.table_name,
-                Key=serialize(key),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize(values),
-                ReturnValues="ALL_NEW",
-            )
-        except ConditionFailed:
-            return None
-        return deserialize(response["Attributes"])
 
     # -- approvals ---------------------------------------------------------------------------
 
     def put_approval(self, item: ApprovalItem) -> None:
         """Store a new request (ids are fresh uuid4s: an existing one is ConditionFailed)."""
-        self.dal._put(item.to_item(), condition="attribute_not_exists(pk)")
+        self.dal.put(item.to_item(), condition="attribute_not_exists(pk)")
 
     def get_approval(self, tenant: str, approval_id: str) -> ApprovalItem | None:
-        raw = self.dal._get(keys.wait_key(tenant, approval_id))
+        raw = self.dal.get(keys.wait_key(tenant, approval_id))
         if not raw or raw.get("type") != ApprovalItem.kind:
             return None
         return ApprovalItem.from_item(raw)
@@ -161,14 +128,13 @@ class WaitDal:
         self, tenant: str, *, status: str | None, limit: int, next_token: str | None
     ) -> tuple[list[ApprovalItem], str | None]:
         """The tenant's approval requests, oldest first, optionally of one stored status."""
-        return self.dal._page(
+        return self.dal.page(
             ApprovalItem.from_item,
             partition=keys.approvals_partition(tenant),
             limit=limit,
             next_token=next_token,
             forward=True,
-            filter_expression="#status = :status" if status else None,
-            filter_values={":status": status} if status else None,
+            status=status,
         )
 
     def claim_approval(
@@ -176,11 +142,10 @@ class WaitDal:
     ) -> ApprovalItem | None:
         """``pending`` → ``decided`` with ``decision``, only while pending and before the
         deadline; the decided item, or ``None`` when it was not pending (or had expired)."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, approval_id),
             "SET #status = :decided, #decision = :decision",
             "#status = :pending AND (attribute_not_exists(#deadline) OR #deadline > :now)",
-            {"#status": "status", "#decision": "decision", "#deadline": "deadline"},
             {":decided": "decided", ":decision": decision, ":pending": "pending", ":now": now},
         )
         return ApprovalItem.from_item(raw) if raw else None
@@ -188,11 +153,10 @@ class WaitDal:
     def release_approval(self, tenant: str, approval_id: str, responded_at: str) -> bool:
         """Undo a claim whose SendTaskSuccess failed for a retryable reason (only the claim
         made at ``responded_at``)."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, approval_id),
             "SET #status = :pending REMOVE #decision",
             "#status = :decided AND #decision.#responded_at = :at",
-            {"#status": "status", "#decision": "decision", "#responded_at": "responded_at"},
             {":pending": "pending", ":decided": "decided", ":at": responded_at},
         )
         return raw is not None
@@ -200,11 +164,10 @@ class WaitDal:
     def expire_approval(self, tenant: str, approval_id: str) -> ApprovalItem | None:
         """Mark a request that can no longer be decided ``expired`` (from pending, or from a
         claim whose token Step Functions no longer accepts)."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, approval_id),
             "SET #status = :expired REMOVE #decision",
             "#status IN (:pending, :decided)",
-            {"#status": "status", "#decision": "decision"},
             {":expired": "expired", ":pending": "pending", ":decided": "decided"},
         )
         return ApprovalItem.from_item(raw) if raw else None
@@ -212,7 +175,7 @@ class WaitDal:
     # -- waitpoints --------------------------------------------------------------------------
 
     def get_waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointItem | None:
-        raw = self.dal._get(keys.wait_key(tenant, waitpoint_id))
+        raw = self.dal.get(keys.wait_key(tenant, waitpoint_id))
         if not raw or raw.get("type") != WaitpointItem.kind:
             return None
         return WaitpointItem.from_item(raw)
@@ -221,14 +184,14 @@ class WaitDal:
         """The waitpoints a run created, oldest first (a re-armed one under its newest run)."""
         from relayflow.dal.schema import GSI1
 
-        rows = self.dal._query(partition=keys.run_waitpoints_partition(tenant, run_id), index=GSI1)
+        rows = self.dal.query(partition=keys.run_waitpoints_partition(tenant, run_id), index=GSI1)
         return [WaitpointItem.from_item(plain) for plain in rows]
 
     def put_waitpoint(self, item: WaitpointItem) -> bool:
         """Store a new waitpoint; ``False`` when one with its id exists (an idempotency key
         seen before: see :meth:`rearm_waitpoint`)."""
         try:
-            self.dal._put(item.to_item(), condition="attribute_not_exists(pk)")
+            self.dal.put(item.to_item(), condition="attribute_not_exists(pk)")
         except ConditionFailed:
             return False
         return True
@@ -277,17 +240,15 @@ class WaitDal:
         """Set ``fields`` (``None`` removes one) and status ``pending``, while the item's
         status is one of ``statuses``; the item afterwards, or ``None``."""
         fields = {**fields, "status": "pending"}
-        names = {f"#{name}": name for name in fields}
         sets = [f"#{n} = :{n}" for n, v in fields.items() if v is not None]
         removed = [f"#{n}" for n, v in fields.items() if v is None]
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
         values = {f":{n}": v for n, v in fields.items() if v is not None}
         allowed = {f":was{i}": status for i, status in enumerate(statuses)}
-        return self._update(
+        return self.dal.update_if(
             key,
             update,
             f"#status IN ({', '.join(allowed)})",
-            names,
             {**values, **allowed},
         )
 
@@ -303,17 +264,10 @@ class WaitDal:
     ) -> WaitpointItem | None:
         """``pending`` → ``completed`` / ``failed``, only while pending and before the
         deadline; ``None`` otherwise."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, waitpoint_id),
             "SET #status = :status, #result = :result, #error = :error, #completed_at = :now",
             "#status = :pending AND (attribute_not_exists(#deadline) OR #deadline > :now)",
-            {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-                "#deadline": "deadline",
-            },
             {
                 ":status": status,
                 ":result": result,
@@ -326,16 +280,10 @@ class WaitDal:
 
     def release_waitpoint(self, tenant: str, waitpoint_id: str, completed_at: str) -> bool:
         """Undo a claim whose SendTask* call failed for a retryable reason."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, waitpoint_id),
             "SET #status = :pending REMOVE #result, #error, #completed_at",
             "#status IN (:completed, :failed) AND #completed_at = :at",
-            {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-            },
             {
                 ":pending": "pending",
                 ":completed": "completed",
@@ -347,16 +295,10 @@ class WaitDal:
 
     def expire_waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointItem | None:
         """Mark a waitpoint Step Functions no longer waits for ``expired``."""
-        raw = self._update(
+        raw = self.dal.update_if(
             keys.wait_key(tenant, waitpoint_id),
             "SET #status = :expired REMOVE #result, #error, #completed_at",
             "#status IN (:pending, :completed, :failed)",
-            {
-                "#status": "status",
-                "#result": "result",
-                "#error": "error",
-                "#completed_at": "completed_at",
-            },
             {
                 ":expired": "expired",
                 ":pending": "pending",

@@ -28,7 +28,7 @@ from relayflow.dal import keys
 from relayflow.dal.errors import ConditionFailed
 from relayflow.dal.items import ItemModel
 from relayflow.dal.limits import RateWindowDal
-from relayflow.dal.table import Dal, get_dal
+from relayflow.dal.table import TableAccess
 
 DELIVERY_SK = "DLV"
 #: How long a delivery id is remembered: longer than GitHub's and Stripe's retry periods.
@@ -37,14 +37,14 @@ DELIVERY_RETENTION_SECONDS = 7 * 86_400
 
 def rate_partition(slug: str) -> str:
     """The item of an endpoint's sliding rate window."""
-    return f"HOOK#{keys._part(slug, 'slug')}#RATE"
+    return f"HOOK#{keys.part(slug, 'slug')}#RATE"
 
 
 def signature_failures_partition(slug: str, source: str) -> str:
     """The item counting one source's failed signature checks at an endpoint (the source,
     an IP address as API Gateway reports it, is kept as a hash)."""
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:32]
-    return f"HOOK#{keys._part(slug, 'slug')}#SIGFAIL#{digest}"
+    return f"HOOK#{keys.part(slug, 'slug')}#SIGFAIL#{digest}"
 
 
 def delivery_digest(delivery_id: str) -> str:
@@ -54,7 +54,7 @@ def delivery_digest(delivery_id: str) -> str:
 
 def delivery_key(slug: str, delivery_id: str) -> keys.Key:
     return {
-        "pk": f"HOOK#{keys._part(slug, 'slug')}#DLV#{delivery_digest(delivery_id)}",
+        "pk": f"HOOK#{keys.part(slug, 'slug')}#DLV#{delivery_digest(delivery_id)}",
         "sk": DELIVERY_SK,
     }
 
@@ -78,16 +78,9 @@ class DeliveryItem(ItemModel):
         return delivery_key(self.slug, self.delivery_id)
 
 
-class WebhookDal:
+class WebhookDal(TableAccess):
     """Rate windows and delivery records, through the table's :class:`Dal` (its client,
     table name and error translation)."""
-
-    def __init__(self, dal: Dal | None = None) -> None:
-        self._dal = dal
-
-    @property
-    def dal(self) -> Dal:
-        return self._dal or get_dal()
 
     @property
     def rate_windows(self) -> RateWindowDal:
@@ -95,13 +88,13 @@ class WebhookDal:
         return RateWindowDal(self._dal)
 
     def get_delivery(self, slug: str, delivery_id: str) -> DeliveryItem | None:
-        raw = self.dal._get(delivery_key(slug, delivery_id))
+        raw = self.dal.get(delivery_key(slug, delivery_id))
         return DeliveryItem.from_item(raw) if raw else None
 
     def save_delivery(self, item: DeliveryItem) -> DeliveryItem:
         """Keep ``item`` unless the delivery id already has an answer; the answer kept."""
         try:
-            self.dal._put(item.to_item(), condition="attribute_not_exists(pk)")
+            self.dal.put(item.to_item(), condition="attribute_not_exists(pk)")
         except ConditionFailed:
             existing = self.get_delivery(item.slug, item.delivery_id)
             if existing is not None:

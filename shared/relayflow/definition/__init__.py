@@ -1,7 +1,10 @@
-"""The definition format: models, loading, validation and the step graph.
+"""The definition format: models, loading, problems and the step graph.
+
+Checking a definition (cross-field rules, limits, quotas) is :mod:`relayflow.validation`, which
+imports this package; this package imports nothing above it.
 
 Attributes load on first use (PEP 562), so a step function that needs one model class does
-not import validation, YAML and the expression language at cold start.
+not import YAML and the expression language at cold start.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from relayflow.definition.models import AVAILABLE_STEP_TYPES, STEP_TYPES, Workflow
     from relayflow.definition.problems import DefinitionError, Problem
-    from relayflow.definition.validate import load_workflow, load_workflow_text, validate_data
 
 _EXPORTS = {
     "AVAILABLE_STEP_TYPES": "relayflow.definition.models",
@@ -20,21 +22,9 @@ _EXPORTS = {
     "Workflow": "relayflow.definition.models",
     "DefinitionError": "relayflow.definition.problems",
     "Problem": "relayflow.definition.problems",
-    "load_workflow": "relayflow.definition.validate",
-    "load_workflow_text": "relayflow.definition.validate",
-    "validate_data": "relayflow.definition.validate",
 }
 
-__all__ = [
-    "AVAILABLE_STEP_TYPES",
-    "STEP_TYPES",
-    "DefinitionError",
-    "Problem",
-    "Workflow",
-    "load_workflow",
-    "load_workflow_text",
-    "validate_data",
-]
+__all__ = ["AVAILABLE_STEP_TYPES", "STEP_TYPES", "DefinitionError", "Problem", "Workflow"]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,12 +6,13 @@ compensation, or such a call written inline (``{type: webhook_out, url: …, bod
 templates see the compensated step's output as ``output`` (and as ``steps.<key>.output``).
 ``docs/reliability.md`` describes when compensations run; the compiler half is
 :mod:`relayflow.compiler.compensation`, the validation rules are
-:mod:`relayflow.definition.validate_compensation`.
+:mod:`relayflow.validation.validate_compensation`; a compensation as a step model is
+:func:`relayflow.definition.step_models.compensation_call`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -45,16 +46,3 @@ class Compensable(BaseModel):
         "(a tool, webhook_out or custom step that only compensates) or an inline tool, "
         "webhook_out or custom call; its templates read this step's output as output.",
     )
-
-
-def compensation_call(step: Any, steps: Any) -> Any:
-    """The compensation of ``step`` as a step model: the referenced step's, or the inline call
-    parsed as its step type's model. ``None`` when the step declares none. ``steps``: the
-    workflow's steps by key."""
-    from relayflow.definition.models import CustomStep, ToolStep, WebhookOutStep
-
-    compensate = getattr(step, "compensate", None)
-    if compensate is None or isinstance(compensate, str):
-        return None if compensate is None else steps[compensate]
-    model = {"tool": ToolStep, "webhook_out": WebhookOutStep, "custom": CustomStep}
-    return model[compensate.type].model_validate(compensate.model_dump(mode="json"))

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from relayflow.definition.admission import Duration
+from relayflow.definition.model_fields import DefinitionModel
 
 #: A parked run waits this long for a resume by default.
 DEFAULT_PARK_TIMEOUT = 7 * 86_400
@@ -38,11 +39,7 @@ ON_ERROR_TYPES = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
-
-class ParkOnError(_Model):
+class ParkOnError(DefinitionModel):
     """Park the run for a person to triage, then resume it (retry, skip or fail)."""
 
     action: Literal["park"]
@@ -55,7 +52,7 @@ class ParkOnError(_Model):
     )
 
 
-class ContinueOnError(_Model):
+class ContinueOnError(DefinitionModel):
     """Go on with a fallback output: the step's status reads ``fallback``."""
 
     action: Literal["continue"]

@@ -38,7 +38,7 @@ HeaderName = Annotated[
 def _zone_spelling(value: str) -> str:
     """A known zone in the database's spelling (``utc`` → ``UTC``); an unknown one is left
     for the validator, which reports it with its path."""
-    from relayflow.triggers.cron import UnknownTimeZone, zone_name
+    from relayflow.cron import UnknownTimeZone, zone_name
 
     try:
         return zone_name(value)
@@ -53,7 +53,10 @@ TimeZoneName = Annotated[
 ]
 
 
-class _Model(BaseModel):
+class DefinitionModel(BaseModel):
+    """The base of every definition model: unknown fields are refused, fields may be given
+    by alias, and validators are built on first use."""
+
     # defer_build: a model's validator is built on first use, so a step function that
     # validates one step type does not pay for all of them at cold start.
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)

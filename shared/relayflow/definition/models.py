@@ -3,7 +3,7 @@
 These models are the single source of the definition format: ``relayflow schema`` prints the
 JSON Schema generated from them, and ``docs/definitions.md`` documents the same fields.
 Structural rules that span several fields (references, reachability, cycles, templates) live
-in :mod:`relayflow.definition.validate`, which runs after these models parse.
+in :mod:`relayflow.validation.validate`, which runs after these models parse.
 
 Step models live in :mod:`relayflow.definition.step_models` and the shared field types in
 :mod:`relayflow.definition.model_fields`; every model stays importable from this module.
@@ -31,13 +31,13 @@ from relayflow.definition.input_schema import InputSchemaSetting
 from relayflow.definition.model_fields import (
     STEP_KEY_PATTERN,
     WORKFLOW_ID_PATTERN,
+    DefinitionModel,
     DryRunOutput,
     HeaderName,
     StepKey,
     Template,
     TemplateValue,
     TimeZoneName,
-    _Model,
 )
 from relayflow.definition.policies import StepDefaults
 from relayflow.definition.run_events import EmailAddress, EventSettings
@@ -134,11 +134,11 @@ __all__ = [
 # --------------------------------------------------------------------------- triggers
 
 
-class ManualTrigger(_Model):
+class ManualTrigger(DefinitionModel):
     type: Literal["manual"]
 
 
-class CronTrigger(_Model):
+class CronTrigger(DefinitionModel):
     type: Literal["cron"]
     cron: str = Field(description="Standard 5-field cron expression.")
     timezone: TimeZoneName = "UTC"
@@ -156,14 +156,14 @@ class CronTrigger(_Model):
     )
 
 
-class AtTrigger(_Model):
+class AtTrigger(DefinitionModel):
     type: Literal["at"]
     at: datetime = Field(description="One-time ISO-8601 start time.")
     timezone: TimeZoneName = "UTC"
     input: TemplateValue = Field(default_factory=dict)
 
 
-class EventTrigger(_Model):
+class EventTrigger(DefinitionModel):
     type: Literal["event"]
     source: str | None = None
     detail_type: str | None = None
@@ -177,7 +177,7 @@ class EventTrigger(_Model):
         return self
 
 
-class WebhookTrigger(_Model):
+class WebhookTrigger(DefinitionModel):
     """A public endpoint ``POST /hooks/<slug>`` that starts a run per accepted delivery."""
 
     type: Literal["webhook"]
@@ -246,7 +246,7 @@ Trigger = Annotated[
 NotifyOn = Literal["failed", "timed_out", "aborted"]
 
 
-class NotificationWebhook(_Model):
+class NotificationWebhook(DefinitionModel):
     """POST one signed JSON document per notification (``docs/reliability.md``)."""
 
     url: str = Field(
@@ -282,7 +282,7 @@ class NotificationWebhook(_Model):
         return value.strip()
 
 
-class NotificationEmail(_Model):
+class NotificationEmail(DefinitionModel):
     """An email (SES) per notification."""
 
     to: list[EmailAddress] = Field(min_length=1, max_length=50, description="Recipients.")
@@ -293,7 +293,7 @@ class NotificationEmail(_Model):
     )
 
 
-class NotificationSettings(_Model):
+class NotificationSettings(DefinitionModel):
     """Tell someone when a run of this workflow ends badly: a webhook, an email, or both.
     Sent by the recorder once per run end; not part of the compiled state machine."""
 
@@ -314,13 +314,13 @@ class NotificationSettings(_Model):
         return self
 
 
-class ErrorSettings(_Model):
+class ErrorSettings(DefinitionModel):
     on_failure: StepKey | None = Field(
         None, description="Default error route for steps that declare no on_failure."
     )
 
 
-class Workflow(_Model, EngineSetting, InputSchemaSetting):
+class Workflow(DefinitionModel, EngineSetting, InputSchemaSetting):
     """A workflow definition."""
 
     id: str = Field(pattern=WORKFLOW_ID_PATTERN, max_length=64, description="Stable identifier.")

@@ -15,19 +15,19 @@ from relayflow.definition.compensation import Compensable
 from relayflow.definition.errors_model import OnError
 from relayflow.definition.for_each import ForEachScale
 from relayflow.definition.model_fields import (
+    DefinitionModel,
     DryRunOutput,
     HeaderName,
     StepKey,
     Template,
     TemplateValue,
-    _Model,
 )
 from relayflow.definition.policies import FAIL_WHEN_HELP, SETTLE_HELP, RetrySetting, check_settle
 
 # --------------------------------------------------------------------------- policies
 
 
-class Concurrency(_Model):
+class Concurrency(DefinitionModel):
     """At most ``limit`` executions of this step at once, optionally per key (like Inngest's
     concurrency key): ``key: "{{ trigger.customer_id }}"`` limits each customer separately.
     Held as leases in DynamoDB that expire if a function dies."""
@@ -36,7 +36,7 @@ class Concurrency(_Model):
     key: Template | None = Field(None, description="Template naming the group the limit is per.")
 
 
-class RateLimit(_Model):
+class RateLimit(DefinitionModel):
     """At most ``limit`` starts of this step in any ``window_seconds`` (a sliding window)."""
 
     limit: int = Field(ge=1, le=1_000_000)
@@ -44,7 +44,7 @@ class RateLimit(_Model):
     key: Template | None = Field(None, description="Template naming the group the limit is per.")
 
 
-class BreakerSettings(_Model):
+class BreakerSettings(DefinitionModel):
     """A circuit breaker: ``failure_threshold`` consecutive non-transient failures open it;
     after ``cooldown_seconds`` one trial is let through (half-open); a success closes it."""
 
@@ -52,7 +52,7 @@ class BreakerSettings(_Model):
     cooldown_seconds: int = Field(60, ge=1, le=86_400)
 
 
-class _StepBase(_Model):
+class _StepBase(DefinitionModel):
     name: str | None = Field(None, max_length=200, description="Display name.")
     description: str | None = Field(None, max_length=2000)
     on_failure: StepKey | None = Field(
@@ -80,7 +80,7 @@ class _Routed(_StepBase):
 # --------------------------------------------------------------------------- secrets, HTTP tools
 
 
-class SecretRef(_Model):
+class SecretRef(DefinitionModel):
     """A secret of the workflow's tenant, held in AWS Secrets Manager or SSM Parameter Store
     (SecureString), read at run time through Powertools parameters; the value never appears
     in a definition, the ASL or a log line. ``field`` picks one key of a JSON secret."""
@@ -109,24 +109,24 @@ class SecretRef(_Model):
         return value
 
 
-class BearerAuth(_Model):
+class BearerAuth(DefinitionModel):
     type: Literal["bearer"]
     token: SecretRef
 
 
-class BasicAuth(_Model):
+class BasicAuth(DefinitionModel):
     type: Literal["basic"]
     username: str
     password: SecretRef
 
 
-class ApiKeyAuth(_Model):
+class ApiKeyAuth(DefinitionModel):
     type: Literal["api_key"]
     header: str = Field("X-Api-Key", description="Header that carries the key.")
     key: SecretRef
 
 
-class HmacAuth(_Model):
+class HmacAuth(DefinitionModel):
     type: Literal["hmac"]
     header: str = Field("X-Signature", description="Header that carries sha256=<hex>.")
     secret: SecretRef
@@ -135,7 +135,7 @@ class HmacAuth(_Model):
 HttpAuth = Annotated[BearerAuth | BasicAuth | ApiKeyAuth | HmacAuth, Field(discriminator="type")]
 
 
-class HttpOperation(_Model):
+class HttpOperation(DefinitionModel):
     """A named call of an HTTP tool. Its templates see the state document and ``args``."""
 
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
@@ -145,7 +145,7 @@ class HttpOperation(_Model):
     body: TemplateValue = None
 
 
-class HttpTool(_Model):
+class HttpTool(DefinitionModel):
     """An HTTP API declared once and called by tool steps as ``http.<name>[.<operation>]``."""
 
     base_url: str = Field(pattern=r"^https?://", description="Scheme, host and optional base path.")
@@ -595,3 +595,16 @@ AVAILABLE_STEP_TYPES = frozenset(
         "llm_batch",
     }
 )
+
+# --------------------------------------------------------------------------- compensation
+
+
+def compensation_call(step: Any, steps: Any) -> Any:
+    """The compensation of ``step`` as a step model: the referenced step's, or the inline call
+    parsed as its step type's model. ``None`` when the step declares none. ``steps``: the
+    workflow's steps by key."""
+    compensate = getattr(step, "compensate", None)
+    if compensate is None or isinstance(compensate, str):
+        return None if compensate is None else steps[compensate]
+    model = {"tool": ToolStep, "webhook_out": WebhookOutStep, "custom": CustomStep}
+    return model[compensate.type].model_validate(compensate.model_dump(mode="json"))

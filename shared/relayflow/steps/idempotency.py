@@ -47,7 +47,7 @@ recorded and a late failure does not delete the record of the attempt that took 
 Dry runs are not recorded: their steps only record the call they would make
 (:mod:`relayflow.steps.dry_run`), so a duplicate has nothing to repeat, and a dry run writes
 nothing for its steps. A ``for_each``
-cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.definition.validate``),
+cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.validation.validate``),
 so ``doc.index`` alone tells the iterations of a step apart: there are no nested loops.
 
 Powertools and boto3 are imported on the first invocation, not when a handler is imported.

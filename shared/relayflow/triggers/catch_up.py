@@ -42,7 +42,7 @@ def missed_ticks(
     """The fire times of ``cron`` in ``tz`` after ``after`` and before (or at) ``upto``."""
     from croniter import croniter
 
-    from relayflow.triggers.cron import cron_fields, zone
+    from relayflow.cron import cron_fields, zone
 
     where = zone(tz)
     it = croniter(" ".join(cron_fields(cron)), after.astimezone(where))

@@ -18,7 +18,7 @@ The control plane calls :func:`sync_triggers` after a PUT, a rollback and a DELE
   DAL). A slug registered to another tenant's or another workflow's trigger is a
   :class:`SlugConflict`.
 
-Names are deterministic (:func:`relayflow.triggers.cron.schedule_name`, :func:`rule_name`),
+Names are deterministic (:func:`relayflow.cron.schedule_name`, :func:`rule_name`),
 and what a workflow has is *listed* (by its name prefix) rather than remembered, so a sync is
 idempotent, never makes a duplicate, and removes whatever is no longer declared — including
 what an interrupted earlier sync left behind. ``enabled=False`` (the workflow was deleted)
@@ -136,14 +136,14 @@ def rule_name(tenant: str, workflow_id: str, index: int) -> str:
     """The deterministic EventBridge rule name (≤ 64 characters) of trigger ``index``: the
     schedules' naming scheme (readable ids and a digest of the pair), so a workflow's rules
     are listed by the same prefix."""
-    from relayflow.triggers.cron import schedule_name_prefix
+    from relayflow.cron import schedule_name_prefix
 
     return f"{schedule_name_prefix(tenant, workflow_id)}{index}"
 
 
 def name_prefix(tenant: str, workflow_id: str) -> str:
     """What every schedule and rule name of the workflow starts with."""
-    from relayflow.triggers.cron import schedule_name_prefix
+    from relayflow.cron import schedule_name_prefix
 
     return schedule_name_prefix(tenant, workflow_id)
 
@@ -233,14 +233,14 @@ def plan_triggers(
     :class:`InvalidTriggers` naming every trigger that cannot be registered: a cron
     expression Scheduler cannot express exactly, an ``at`` time that does not exist in its
     time zone, a malformed pattern, a slug declared twice."""
-    from relayflow.settings import get_settings
-    from relayflow.triggers.cron import (
+    from relayflow.cron import (
         UnsupportedCron,
         schedule_name,
         to_at_expression,
         to_scheduler_expressions,
         zone,
     )
+    from relayflow.settings import get_settings
 
     settings = get_settings()
     moment = now or datetime.now(UTC)

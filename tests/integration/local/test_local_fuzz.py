@@ -16,9 +16,9 @@ import pytest
 from corpus import draw_corpus
 from workflow_strategies import RUNNABLE_TRIGGER, workflow_definitions
 
-from relayflow.definition import validate_data
 from relayflow.local import ExecutionRecord, ExecutionWaitTimeout
 from relayflow.runner import run_workflow
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

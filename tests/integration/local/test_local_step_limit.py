@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from relayflow.definition import validate_data
 from relayflow.runner import run_workflow
+from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
 

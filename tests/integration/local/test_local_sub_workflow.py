@@ -11,10 +11,10 @@ import pytest
 from local_asl import machine
 
 from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH
-from relayflow.definition import load_workflow_text
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime, compat
 from relayflow.runner import RunResult, publish_local, run_workflow
+from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
 

@@ -33,7 +33,7 @@ def agent_config(
     routing), the declarations of the HTTP tools it may call (as a tool step carries its
     own) and the ``input_schema`` of each workflow it may run as a tool (resolved by the
     caller: the control plane or the local runner,
-    :func:`relayflow.definition.children.child_input_schemas`)."""
+    :func:`relayflow.validation.children.child_input_schemas`)."""
     config.pop("approval_channels", None)  # the approval state's, not the Lambda's
     if step.outcomes:
         config["outcomes"] = sorted(step.outcomes)

@@ -267,9 +267,9 @@ def _workflow_summary(item: WorkflowItem) -> WorkflowSummary:
 
 def _document_size_warnings(workflow: Any) -> list[str]:
     """A saved workflow's warnings: ``document-size`` (the live state document can pass Step
-    Functions' 256 KB) and the definition's own (:mod:`relayflow.definition.advisories`)."""
+    Functions' 256 KB) and the definition's own (:mod:`relayflow.validation.advisories`)."""
     from relayflow.compiler.docsize import document_size_problems
-    from relayflow.definition.advisories import definition_warnings
+    from relayflow.validation.advisories import definition_warnings
 
     found = definition_warnings(workflow) + document_size_problems(workflow)
     return [f"{p.path}: {p.message} [{p.rule}]" for p in found]

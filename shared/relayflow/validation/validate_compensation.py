@@ -1,5 +1,5 @@
 """Validation rules of saga compensation (``compensate:``). Part of
-:mod:`relayflow.definition.validate`'s one pass.
+:mod:`relayflow.validation.validate`'s one pass.
 
 Rules, each reported with the path of the ``compensate`` field it concerns:
 
@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from relayflow.definition.compensation import CALL_ROUTES, CALL_TYPES, COMPENSABLE_TYPES
+from relayflow.validation.context import TEMPLATE_FIELDS
 
 if TYPE_CHECKING:
     from relayflow.definition.graph import StepGraph
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 
 def compensation_targets(steps: Mapping[str, Mapping[str, Any]]) -> set[str]:
@@ -43,7 +44,7 @@ def compensation_targets(steps: Mapping[str, Mapping[str, Any]]) -> set[str]:
     }
 
 
-def check_compensations(checker: Checker, graph: StepGraph | None) -> None:
+def check_compensations(checker: CheckContext, graph: StepGraph | None) -> None:
     """Every ``compensate`` of the definition (see the module docstring)."""
     targets = compensation_targets(checker.steps)
     scopes, reached_by = graph.scopes() if graph is not None else ([], {})
@@ -114,7 +115,7 @@ def _owners(key: str, reached_by: Mapping[str, Any]) -> set[str]:
 
 
 def _check_referenced(
-    checker: Checker,
+    checker: CheckContext,
     key: str,
     target: str,
     path: str,
@@ -155,7 +156,7 @@ def _check_referenced(
 
 
 def _check_inline(
-    checker: Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
+    checker: CheckContext, key: str, call: Mapping[str, Any], path: str, per_item: bool
 ) -> None:
     from relayflow.definition.models import CustomStep, ToolStep, WebhookOutStep
 
@@ -185,7 +186,7 @@ def _check_inline(
     _check_templates(checker, key, call, path, per_item)
 
 
-def _check_tool_call(checker: Checker, call: Mapping[str, Any], path: str) -> None:
+def _check_tool_call(checker: CheckContext, call: Mapping[str, Any], path: str) -> None:
     """An inline tool call is checked like a tool step: the catalogue, the declared HTTP
     tools and operations, and the args (``unknown-tool``, ``tool-args``)."""
     from relayflow.tools.catalogue import check_tool
@@ -197,9 +198,8 @@ def _check_tool_call(checker: Checker, call: Mapping[str, Any], path: str) -> No
 
 
 def _check_templates(
-    checker: Checker, key: str, call: Mapping[str, Any], path: str, per_item: bool
+    checker: CheckContext, key: str, call: Mapping[str, Any], path: str, per_item: bool
 ) -> None:
-    from relayflow.definition.validate import TEMPLATE_FIELDS
     from relayflow.expressions import expression_paths, template_expressions
 
     roots = ("output", "steps", "trigger", "run", *(("index",) if per_item else ()))

@@ -1,16 +1,16 @@
 """Validation rules of the AI steps (``agent``, ``llm_batch``): providers, tools, gating,
-output schemas and outcomes. Part of :mod:`relayflow.definition.validate`'s one pass."""
+output schemas and outcomes. Part of :mod:`relayflow.validation.validate`'s one pass."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 
-def check_sampling(checker: Checker, base: str, raw: Mapping[str, object]) -> None:
+def check_sampling(checker: CheckContext, base: str, raw: Mapping[str, object]) -> None:
     """A sampling parameter the step's model does not take (the capability table of
     :mod:`relayflow.ai.capabilities`) is refused here, with its path, not at run time."""
     from relayflow.ai.capabilities import temperature_problem
@@ -24,7 +24,32 @@ def check_sampling(checker: Checker, base: str, raw: Mapping[str, object]) -> No
         checker.add(f"{base}.temperature", "model-capability", problem)
 
 
-def check_batches(checker: Checker) -> None:
+def check_provider(
+    checker: CheckContext,
+    base: str,
+    raw: Mapping[str, object],
+    label: str,
+    providers: Collection[str],
+) -> bool:
+    """``raw["model"]`` is ``<provider>:<model id>`` with one of ``providers`` and carries what
+    that provider needs (anthropic: ``api_key``); whether it does."""
+    model = str(raw["model"])
+    provider, sep, model_id = model.partition(":")
+    if not sep or provider not in providers or not model_id:
+        checker.add(
+            f"{base}.model",
+            "model-provider",
+            f"{label} {model!r} must be <provider>:<model id> with provider one of "
+            f"{', '.join(providers)}",
+        )
+        return False
+    if provider == "anthropic" and raw.get("api_key") is None:
+        checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
+        return False
+    return True
+
+
+def check_batches(checker: CheckContext) -> None:
     """llm_batch steps: a provider with a batch API; the per-item prompt's templates."""
     from relayflow.ai.batch import BATCH_PROVIDERS
     from relayflow.ai.bedrock_formats import FAMILIES_TEXT, family_of
@@ -36,18 +61,11 @@ def check_batches(checker: Checker) -> None:
         model = raw.get("model")
         if model is None:
             checker.add(f"{base}.model", "required", "an llm_batch needs a model")
-        elif isinstance(model, str):
-            provider, sep, model_id = model.partition(":")
-            if not sep or provider not in BATCH_PROVIDERS or not model_id:
-                checker.add(
-                    f"{base}.model",
-                    "model-provider",
-                    f"llm_batch model {model!r} must be <provider>:<model id> with provider "
-                    f"one of {', '.join(BATCH_PROVIDERS)}",
-                )
-            elif provider == "anthropic" and raw.get("api_key") is None:
-                checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
-            elif provider == "bedrock" and family_of(model_id) is None:
+        elif isinstance(model, str) and check_provider(
+            checker, base, raw, "llm_batch model", BATCH_PROVIDERS
+        ):
+            provider, _, model_id = model.partition(":")
+            if provider == "bedrock" and family_of(model_id) is None:
                 checker.add(
                     f"{base}.model",
                     "model-provider",
@@ -60,7 +78,7 @@ def check_batches(checker: Checker) -> None:
                 checker.check_template_field(f"{base}.{name}", raw[name])
 
 
-def check_agents(checker: Checker) -> None:
+def check_agents(checker: CheckContext) -> None:
     """Agent steps: a known provider, tools that exist, consistent gating, a valid
     output schema, outcomes to route."""
     from relayflow.ai.providers import PROVIDERS
@@ -99,16 +117,8 @@ def check_agents(checker: Checker) -> None:
                 "or scripted:<fixture>",
             )
         elif isinstance(model, str):
-            provider, sep, model_id = model.partition(":")
-            if not sep or provider not in PROVIDERS or not model_id:
-                checker.add(
-                    f"{base}.model",
-                    "model-provider",
-                    f"model {model!r} must be <provider>:<model id> with provider one of "
-                    f"{', '.join(PROVIDERS)}",
-                )
-            elif provider == "anthropic" and raw.get("api_key") is None:
-                checker.add(f"{base}.api_key", "required", "the anthropic provider needs api_key")
+            provider, sep, _ = model.partition(":")
+            check_provider(checker, base, raw, "model", PROVIDERS)
             if (
                 sep
                 and provider in ("bedrock", "scripted")
@@ -179,14 +189,7 @@ def check_agents(checker: Checker) -> None:
             )
         schema = raw.get("output_schema")
         if isinstance(schema, Mapping):
-            from jsonschema import SchemaError
-
-            from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
-
-            try:
-                check_schema(schema)
-            except (SchemaError, UnsupportedPattern) as exc:
-                checker.add(f"{base}.output_schema", "json-schema", exc.message)
+            checker.check_json_schema(f"{base}.output_schema", schema)
         outcomes = raw.get("outcomes")
         if isinstance(outcomes, Mapping) and not outcomes:
             checker.add(f"{base}.outcomes", "outcomes", "outcomes needs at least one name")

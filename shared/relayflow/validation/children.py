@@ -54,11 +54,7 @@ def child_input_schemas(
         if not child.path.endswith(".tools") or child.workflow_id in schemas:
             continue
         found = workflow if child.workflow_id == workflow.id else lookup(child.workflow_id)
-        declared = (
-            found.get("input_schema")
-            if isinstance(found, Mapping)
-            else getattr(found, "input_schema", None)
-        )
+        declared = _declared_input_schema(found)
         if isinstance(declared, dict):
             schemas[child.workflow_id] = declared
     return schemas
@@ -79,11 +75,14 @@ def sub_workflow_input_schemas(
             found: Any = workflow
         else:
             found = lookup(child.workflow_id, child.version)
-        declared = (
-            found.get("input_schema")
-            if isinstance(found, Mapping)
-            else getattr(found, "input_schema", None)
-        )
+        declared = _declared_input_schema(found)
         if isinstance(declared, dict):
             schemas[child.step_key] = declared
     return schemas
+
+
+def _declared_input_schema(found: Any) -> Any:
+    """The ``input_schema`` of a child's definition (a model or its JSON), if any."""
+    if isinstance(found, Mapping):
+        return found.get("input_schema")
+    return getattr(found, "input_schema", None)

@@ -2,7 +2,7 @@
 environment does not define (``sum(xs)``, ``xs.sum()``). CEL parses any call, so without
 this rule the mistake surfaced only when a run evaluated the expression
 (``Relayflow.ExpressionError: undeclared reference to 'sum'``). Part of
-:mod:`relayflow.definition.validate`'s one pass; the environment is
+:mod:`relayflow.validation.validate`'s one pass; the environment is
 :mod:`relayflow.expressions.cel`'s.
 """
 

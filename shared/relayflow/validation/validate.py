@@ -15,11 +15,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from relayflow.definition.graph import StepGraph
-from relayflow.definition.limits import (
-    compiled_quota_problems,
-    non_finite_problems,
-    parse_rfc3339,
-)
 from relayflow.definition.loader import LoadedDocument, load_file, parse_text
 from relayflow.definition.models import (
     AVAILABLE_STEP_TYPES,
@@ -28,22 +23,24 @@ from relayflow.definition.models import (
     Workflow,
 )
 from relayflow.definition.problems import DefinitionError, Problem
-from relayflow.definition.validate_ai import check_agents, check_batches
-from relayflow.definition.validate_compensation import check_compensations, compensation_targets
-from relayflow.definition.validate_errors import check_on_error
-from relayflow.definition.validate_for_each import check_for_each
-from relayflow.definition.validate_functions import unknown_functions
-from relayflow.definition.validate_reads import check_reads_before_run
 from relayflow.document import ROOTS
 from relayflow.expressions import (
     ExpressionSyntaxError,
     TemplateSyntaxError,
     check_expression,
-    check_template,
     expression_jsonpath,
-    expression_paths,
-    template_expressions,
 )
+from relayflow.validation.context import TEMPLATE_FIELDS, CheckContext
+from relayflow.validation.limits import (
+    compiled_quota_problems,
+    non_finite_problems,
+    parse_rfc3339,
+)
+from relayflow.validation.validate_ai import check_agents, check_batches
+from relayflow.validation.validate_compensation import check_compensations, compensation_targets
+from relayflow.validation.validate_errors import check_on_error
+from relayflow.validation.validate_for_each import check_for_each
+from relayflow.validation.validate_reads import check_reads_before_run
 
 _KEY_RE = re.compile(STEP_KEY_PATTERN)
 _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
@@ -51,21 +48,6 @@ _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 #: A placeholder reading a caught error other than its name (native paths read only
 #: ``error.Error``: relayflow.expressions.asl).
 _READS_CAUGHT_ERROR = re.compile(r"\{\{\s*error\b(?!\.Error\s*\}\})")
-#: Fields of each step type that hold templates (validated and reference-checked).
-TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
-    "transform": ("mapping",),
-    "delay": ("seconds", "until"),
-    "for_each": ("items",),
-    "tool": ("args", "dry_run_output"),
-    "agent": ("prompt", "system"),
-    "llm_batch": ("prompt", "system", "dry_run_output"),
-    "sub_workflow": ("input",),
-    "webhook_out": ("url", "headers", "body", "dry_run_output"),
-    "approval": ("title", "prompt", "description"),
-    "custom": ("url", "headers", "dry_run_output"),
-    "code": ("input",),
-    "waitpoint": ("idempotency_key",),
-}
 TRIGGER_TYPES = ("manual", "cron", "at", "event", "webhook")
 #: Settings a step type cannot honour, refused rather than silently ignored.
 #: noop and delay cannot fail; Parallel and Map states have no TimeoutSeconds in ASL.
@@ -103,18 +85,7 @@ def _loc_to_path(loc: Iterable[Any]) -> str:
     parts = [str(p) for p in loc]
     if len(parts) >= 3 and parts[0] == "steps" and parts[2] in STEP_TYPES:
         del parts[2]
-    if (
-        len(parts) >= 3
-        and parts[0] == "triggers"
-        and parts[2]
-        in {
-            "manual",
-            "cron",
-            "at",
-            "event",
-            "webhook",
-        }
-    ):
+    if len(parts) >= 3 and parts[0] == "triggers" and parts[2] in TRIGGER_TYPES:
         del parts[2]
     out = ""
     for part in parts:
@@ -174,22 +145,8 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
     return problems
 
 
-class Checker:
-    def __init__(
-        self, data: Mapping[str, Any], file: str | None, engine_version: str | None = None
-    ) -> None:
-        self.data = data
-        self.file = file
-        self.engine_version = engine_version
-        self.problems: list[Problem] = []
-        raw_steps = data.get("steps")
-        self.steps: dict[str, Mapping[str, Any]] = {
-            str(k): (v if isinstance(v, Mapping) else {})
-            for k, v in (raw_steps.items() if isinstance(raw_steps, Mapping) else [])
-        }
-
-    def add(self, path: str, rule: str, message: str) -> None:
-        self.problems.append(Problem(self.file, path, rule, message))
+class Checker(CheckContext):
+    """The one pass: the cross-field rules in their order (:meth:`run`)."""
 
     def run(self) -> list[Problem]:
         self.check_requires()
@@ -362,43 +319,6 @@ class Checker:
                         f"the cycle {cycle} has no way out; add a condition that leaves it",
                     )
 
-    def check_expression_refs(
-        self, path: str, expressions: Iterable[str], roots: tuple[str, ...] = ROOTS
-    ) -> None:
-        for src in expressions:
-            for name in unknown_functions(src):
-                self.add(
-                    path,
-                    "unknown-function",
-                    f"'{src.strip()}' calls {name}(), which CEL does not define "
-                    "(docs/expressions.md lists the functions)",
-                )
-            for ref in expression_paths(src):
-                if not ref:
-                    continue
-                if ref[0] not in roots:
-                    self.add(
-                        path,
-                        "unknown-variable",
-                        f"'{ref[0]}' in '{src.strip()}' is not a variable; "
-                        f"use one of: {', '.join(roots)}",
-                    )
-                elif ref[0] == "steps" and len(ref) > 1 and ref[1] not in self.steps:
-                    self.add(
-                        path,
-                        "unknown-step-reference",
-                        f"'{src.strip()}' refers to step '{ref[1]}', which does not exist",
-                    )
-
-    def check_template_field(self, path: str, value: Any, roots: tuple[str, ...] = ROOTS) -> None:
-        """Template syntax, CEL inside each placeholder, and the variables it reads."""
-        try:
-            check_template(value)
-        except (TemplateSyntaxError, ExpressionSyntaxError) as exc:
-            self.add(path, "template", str(exc))
-            return
-        self.check_expression_refs(path, template_expressions(value), roots)
-
     def check_templates(self) -> None:
         compensations = compensation_targets(self.steps)
         for key, raw in self.steps.items():
@@ -495,14 +415,7 @@ class Checker:
                     )
             schema = raw.get("form_schema")
             if isinstance(schema, Mapping):
-                from jsonschema import SchemaError
-
-                from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema
-
-                try:
-                    check_schema(schema)
-                except (SchemaError, UnsupportedPattern) as exc:
-                    self.add(f"{base}.form_schema", "json-schema", exc.message)
+                self.check_json_schema(f"{base}.form_schema", schema)
 
     def check_sub_workflow_input(self, path: str, value: Any) -> None:
         """A child's input is built natively in ASL (no Lambda runs a sub_workflow), so it may
@@ -645,7 +558,7 @@ class Checker:
             return
         from datetime import datetime
 
-        from relayflow.triggers.cron import (
+        from relayflow.cron import (
             UnknownTimeZone,
             UnsupportedCron,
             to_at_expression,

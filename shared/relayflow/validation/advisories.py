@@ -1,6 +1,6 @@
 """Warnings about a valid definition: settings that run, but not as their author may think.
 
-Unlike a problem (:mod:`relayflow.definition.validate`), a warning does not refuse the
+Unlike a problem (:mod:`relayflow.validation.validate`), a warning does not refuse the
 definition; ``relayflow validate`` prints it (``--strict`` refuses it) and the control API
 returns it with the saved workflow.
 """

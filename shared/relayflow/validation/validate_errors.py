@@ -1,5 +1,5 @@
 """Validation rules of ``on_error`` (:mod:`relayflow.definition.errors_model`). Part of
-:mod:`relayflow.definition.validate`'s one pass.
+:mod:`relayflow.validation.validate`'s one pass.
 
 Rules:
 
@@ -20,10 +20,10 @@ from relayflow.definition.errors_model import ON_ERROR_TYPES
 
 if TYPE_CHECKING:
     from relayflow.definition.graph import StepGraph
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 
-def check_on_error(checker: Checker, graph: StepGraph, start_known: bool) -> None:
+def check_on_error(checker: CheckContext, graph: StepGraph, start_known: bool) -> None:
     """Report every misplaced or conflicting ``on_error`` (see the module docstring)."""
     main: set[str] = set()
     if start_known:

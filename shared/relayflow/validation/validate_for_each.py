@@ -1,5 +1,5 @@
 """Validation rules of ``for_each`` at scale (``mode``, ``items_from``, ``items_format``,
-``tolerated_failures``). Part of :mod:`relayflow.definition.validate`'s one pass; every
+``tolerated_failures``). Part of :mod:`relayflow.validation.validate`'s one pass; every
 problem has the rule ``for-each-distributed`` unless a more specific one applies."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from relayflow.definition.for_each import (
 from relayflow.expressions import template_to_parameters
 
 if TYPE_CHECKING:
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 RULE = "for-each-distributed"
 
@@ -27,7 +27,7 @@ def _distributed(raw: Mapping[str, Any]) -> bool:
     return mode == "distributed" or (mode == "auto" and raw.get("items_from") is not None)
 
 
-def check_for_each(checker: Checker) -> None:
+def check_for_each(checker: CheckContext) -> None:
     """Where the items come from (exactly one source, a readable S3 location), and the
     settings that only one mode can honour."""
     import re
@@ -79,7 +79,9 @@ def check_for_each(checker: Checker) -> None:
             )
 
 
-def _check_items_from(checker: Checker, base: str, items_from: str, raw: Mapping[str, Any]) -> None:
+def _check_items_from(
+    checker: CheckContext, base: str, items_from: str, raw: Mapping[str, Any]
+) -> None:
     path = f"{base}.items_from"
     bucket, key = split_items_from(items_from)
     problem = bucket_problem(bucket)

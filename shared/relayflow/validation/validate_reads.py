@@ -1,5 +1,5 @@
 """Validation rule ``read-before-run``: a step reads ``steps.<b>`` although ``b`` never runs
-before it. Part of :mod:`relayflow.definition.validate`'s one pass.
+before it. Part of :mod:`relayflow.validation.validate`'s one pass.
 
 A step's output enters the state document when the step finishes, so a read of ``steps.b``
 sees something only where some route leads from ``b`` to the reader (its ``on_success``, a
@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from relayflow.validation.context import TEMPLATE_FIELDS
+
 if TYPE_CHECKING:
     from relayflow.definition.graph import Scope, StepGraph
-    from relayflow.definition.validate import Checker
+    from relayflow.validation.context import CheckContext
 
 
-def check_reads_before_run(checker: Checker, graph: StepGraph) -> None:
+def check_reads_before_run(checker: CheckContext, graph: StepGraph) -> None:
     """Every ``steps.<b>`` read of a reachable step that no route from ``b`` leads to."""
     _, reached_by = graph.scopes()
     scope_of = {key: found[0] for key, found in reached_by.items() if len(found) == 1}
@@ -70,7 +72,6 @@ def _in_scope(key: str, scope: Scope, scope_of: Mapping[str, Scope]) -> str | No
 
 def _step_reads(key: str, raw: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(path, step key)`` for each ``steps.<key>`` a step's templates and expressions read."""
-    from relayflow.definition.validate import TEMPLATE_FIELDS
     from relayflow.expressions import expression_paths, template_expressions
 
     sources: list[tuple[str, list[str]]] = []
