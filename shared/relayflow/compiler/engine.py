@@ -29,17 +29,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from relayflow.compiler.asl import THROTTLED_RETRY
-
-if TYPE_CHECKING:
-    from relayflow.compiler.driver import Driver
-    from relayflow.compiler.options import CompiledWorkflow
-    from relayflow.definition.models import RetryPolicy, Workflow
-    from relayflow.definition.problems import Problem
+from relayflow.compiler.plan import WorkflowPlan
+from relayflow.definition.effective import effective_workflow
+from relayflow.definition.models import Workflow
+from relayflow.definition.policies import RetryPolicy
+from relayflow.definition.problems import Problem
 
 Engine = Literal["standard", "express"]
+
+
+class CompiledMachine(Protocol):
+    """What the choice reads of a compiled workflow
+    (:class:`relayflow.compiler.options.CompiledWorkflow`): its ASL."""
+
+    asl: dict[str, Any]
+
 
 #: The longest an Express execution may run (Step Functions' hard limit).
 EXPRESS_MAX_SECONDS = 300
@@ -120,7 +127,7 @@ def _parks(step: Any) -> bool:
     return action == "park"
 
 
-def _callback_blocker(workflow: Workflow, compiled: CompiledWorkflow | None) -> _Blocker | None:
+def _callback_blocker(workflow: Workflow, compiled: CompiledMachine | None) -> _Blocker | None:
     for key, step in workflow.steps.items():
         if step.type in CALLBACK_STEP_TYPES:
             return _Blocker(key, f"step '{key}' ({step.type}) {CALLBACK_STEP_TYPES[step.type]}")
@@ -227,7 +234,7 @@ def step_seconds(
 
 
 def longest_run_seconds(
-    workflow: Workflow, driver: Driver | None = None
+    workflow: Workflow, driver: WorkflowPlan | None = None
 ) -> tuple[int | None, str | None]:
     """An upper bound on a run's length in seconds and the step that decides it: the longest
     step, or the step that leaves the run unbounded (``None``). Every step counts once; the
@@ -235,10 +242,7 @@ def longest_run_seconds(
     ``max_steps_per_run`` times the longest of them. ``run_timeout_seconds`` caps it.
     ``driver``: the compilation of ``workflow`` at hand, whose graph facts are reused."""
     if driver is None:
-        from relayflow.compiler.driver import Driver
-        from relayflow.compiler.options import CompileOptions
-
-        driver = Driver(workflow, CompileOptions())
+        driver = WorkflowPlan(workflow)
     native = driver.native_steps()
     in_cycles = {k for s in driver.scopes for c in driver.graph.cycles(s) for k in c}
     rounds: dict[str, int] = {}
@@ -272,7 +276,7 @@ def _compensates(workflow: Workflow) -> bool:
 
 
 def _auto(
-    workflow: Workflow, compiled: CompiledWorkflow | None, driver: Driver | None
+    workflow: Workflow, compiled: CompiledMachine | None, driver: WorkflowPlan | None
 ) -> EngineChoice:
     for check in (
         lambda: _callback_blocker(workflow, compiled),
@@ -315,15 +319,13 @@ def _auto(
 
 
 def choose_engine(
-    workflow: Workflow, compiled: CompiledWorkflow | None = None, driver: Driver | None = None
+    workflow: Workflow, compiled: CompiledMachine | None = None, driver: WorkflowPlan | None = None
 ) -> EngineChoice:
     """The engine ``workflow`` runs on. ``engine: standard`` is always honoured; ``engine:
     express`` is honoured when Express is safe (else the choice is Standard and the reason
     says why: validation reports it); ``engine: auto`` picks Express exactly when it is safe.
     ``compiled``, when given, lets any callback or ``.sync`` Task in the machine refuse
     Express too; ``driver``, the compilation that made it, lends its graph facts."""
-    from relayflow.definition.effective import effective_workflow
-
     # Judge what the machine does: the workflow's and the seed's defaults applied.
     workflow = effective_workflow(workflow)
     requested = getattr(workflow, "engine", "auto")
@@ -340,8 +342,6 @@ def choose_engine(
 def engine_problems(workflow: Workflow, file: str | None) -> list[Problem]:
     """The problem with ``engine: express`` on a workflow Express cannot run unchanged: at
     the blocking step's path (``steps.<key>``), or at ``engine`` when a setting decides."""
-    from relayflow.definition.problems import Problem
-
     if getattr(workflow, "engine", "auto") != "express":
         return []
     choice = choose_engine(workflow)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice
 from relayflow.definition.graph import INHERIT
 from relayflow.definition.models import AgentStep
@@ -18,9 +19,6 @@ AWAITING_WORKFLOW = "awaiting_workflow"
 #: Errors of starting a child run that a second try can clear (too many open executions).
 #: The child's name is the same on each try, so a start that did happen is not repeated.
 START_RETRY_ERRORS = ("StepFunctions.ExecutionLimitExceededException",)
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 
 def agent_config(
@@ -59,7 +57,7 @@ def agent_config(
         config["workflow_schemas"] = schemas
 
 
-def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
+def emit_agent(ctx: Emitter, key: str, step: AgentStep) -> None:
     """Without ``outcomes`` the agent Task takes ``on_success``. With them, a Choice on
     ``$.steps.<key>.output.outcome`` routes each wired outcome to its step; an ``inherit``
     outcome (and, defensively, any other value) raises ``Relayflow.AgentOutcomeInherited``
@@ -130,7 +128,7 @@ APPROVAL_PROMPT = "Arguments: {{{{ steps.{key}.output.pending.input }}}}"
 
 
 def emit_approval_gate(
-    ctx: ScopeContext,
+    ctx: Emitter,
     key: str,
     step: AgentStep,
     gate: str,
@@ -205,7 +203,7 @@ def emit_approval_gate(
     )
 
 
-def emit_child_run(ctx: ScopeContext, key: str, children: list[str]) -> str:
+def emit_child_run(ctx: Emitter, key: str, children: list[str]) -> str:
     """``<key>.workflow``: start the child run the agent's ``output.pending`` names and wait
     for it (``startExecution.sync:2``), then go back to the agent Task. Its result lands at
     ``$.steps.<key>.workflow``: ``{run_id, steps}``, or the caught ``{Error, Cause}`` (the

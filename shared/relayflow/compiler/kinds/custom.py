@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice
 from relayflow.definition.models import CustomStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_custom(ctx: ScopeContext, key: str, step: CustomStep) -> None:
+def emit_custom(ctx: Emitter, key: str, step: CustomStep) -> None:
     """The custom Lambda answers with a branch name (or null); a Choice routes on it and
     falls back to on_success (or the end) for no branch or an undeclared one."""
     if not step.branches:

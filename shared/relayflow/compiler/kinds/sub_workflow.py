@@ -3,7 +3,7 @@ with the child's failure renamed ``Relayflow.SubWorkflowFailed``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import (
     LAMBDA_INVOKE,
@@ -13,14 +13,12 @@ from relayflow.compiler.asl import (
     START_EXECUTION_SYNC,
     SUCCEEDED,
 )
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass, Task, Wait
 from relayflow.definition.models import SubWorkflowStep
 from relayflow.document import StepRef, task_parameters
 from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed, WorkflowNotFound
 from relayflow.expressions import template_to_parameters
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 #: How Step Functions refuses to start a state machine (or alias) that does not exist, or an
 #: ARN that a rendered id made malformed.
@@ -31,7 +29,7 @@ TARGET_MISSING_ERRORS = (
 )
 
 
-def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> None:
+def emit_sub_workflow(ctx: Emitter, key: str, step: SubWorkflowStep) -> None:
     """Start the child workflow's state machine (a pinned version, or the ``live`` alias)
     with ``startExecution.sync:2`` and wait for it.
 
@@ -159,7 +157,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
 
 
 def emit_input_check(
-    ctx: ScopeContext, key: str, step: SubWorkflowStep, schema: Any, failure: str | None
+    ctx: Emitter, key: str, step: SubWorkflowStep, schema: Any, failure: str | None
 ) -> None:
     """``<key>.check_input``: the transform function renders the child's input and checks it
     against the child's ``input_schema`` (resolved when this workflow was published), before
@@ -198,7 +196,7 @@ def target_id_path(step: SubWorkflowStep) -> str | None:
 
 
 def emit_sub_workflow_failure(
-    ctx: ScopeContext, key: str, failure: str | None, *, dynamic: bool = False
+    ctx: Emitter, key: str, failure: str | None, *, dynamic: bool = False
 ) -> str:
     """States that turn a child's failure into ``Relayflow.SubWorkflowFailed`` and take the
     step's failure route (or fail the run). With a ``dynamic`` (templated) target, a start
