@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.asl import LAMBDA_INVOKE, LIVE_ALIAS, START_EXECUTION_SYNC, SUCCEEDED
 from relayflow.compiler.emitter import Emitter
-from relayflow.compiler.states import Choice
+from relayflow.compiler.states import Choice, Task
+from relayflow.definition.agent_tools import workflow_tools
 from relayflow.definition.graph import INHERIT
 from relayflow.definition.models import AgentStep
-from relayflow.errors import AgentOutcomeInherited
+from relayflow.document import StepRef, task_parameters
+from relayflow.errors import AgentOutcomeInherited, TransientError
 
 #: The branch an agent returns when a tool call waits for a person.
 AWAITING_APPROVAL = "awaiting_approval"
@@ -46,8 +48,6 @@ def agent_config(
             for name in sorted(names)
             if name in http_tools
         }
-    from relayflow.ai.tools import workflow_tools
-
     schemas = {
         workflow_id: (workflow_schemas or {})[workflow_id]
         for workflow_id in workflow_tools(config)
@@ -72,8 +72,6 @@ def emit_agent(ctx: Emitter, key: str, step: AgentStep) -> None:
     ``awaiting_workflow`` to ``<key>.workflow``, a ``startExecution.sync:2`` Task that runs
     the child the agent named (its result at ``$.steps.<key>.workflow``) and returns to the
     agent Task."""
-    from relayflow.ai.tools import workflow_tools
-
     route = f"{key}.route"
     inherited = f"{key}.inherited"
     wired = any(target != INHERIT for target in (step.outcomes or {}).values())
@@ -139,11 +137,6 @@ def emit_approval_gate(
     Task (the ``approval`` step's own function and request: guest links, notification
     channels, the respond API, scoped to the pending call) and, with workflow tools, the
     child-run Task."""
-    from relayflow.compiler.asl import LAMBDA_INVOKE
-    from relayflow.compiler.states import Task
-    from relayflow.document import StepRef, task_parameters
-    from relayflow.errors import TransientError
-
     approval = f"{key}.approval"
     onward = after or ctx.route(key, step.on_success) or ctx.end_state(key)
     branch = f"{ctx.step_result_path(key)}.branch"
@@ -213,9 +206,6 @@ def emit_child_run(ctx: Emitter, key: str, children: list[str]) -> str:
     agent names only a workflow of its permitted ``workflow.<id>`` tools. The child's input
     is a standard state document (the call's arguments as ``trigger``, ``run.dry_run``
     inherited, ``run.depth`` one more, ``run.parent`` set)."""
-    from relayflow.compiler.asl import LIVE_ALIAS, START_EXECUTION_SYNC
-    from relayflow.compiler.states import Task
-
     state = f"{key}.workflow"
     ctx.c.children.update(children)  # the state machine role may start these only
     pending = f"{ctx.step_result_path(key)}.output.pending"

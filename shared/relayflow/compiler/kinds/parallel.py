@@ -2,7 +2,7 @@
 
 With ``settle: all`` every branch runs to its end: a failure that the failing step does not
 route itself ends its branch with the step's record ``{"status": "failed", "error"}`` (a
-Catch inside the branch, :meth:`Emitter.settled`), so the merge keeps the other
+Catch inside the branch, the scope's ``<key>.settled``), so the merge keeps the other
 branches' outputs. With ``fail_when: any`` a Choice after the merge raises
 ``Relayflow.BranchesFailed`` (routable like any step failure) when a branch step's record
 says ``failed``.
