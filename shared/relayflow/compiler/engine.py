@@ -208,7 +208,7 @@ def _throttled_waits() -> int:
 
 #: The retrier every Lambda Task gets (``ScopeContext.retriers``) retries a Lambda service
 #: error, where the function did not run, 3 times, 1 + 2 + 4 s apart.
-_SERVICE_ERROR_WAITS = 7
+SERVICE_ERROR_WAITS = 7
 
 
 def step_seconds(
@@ -227,7 +227,7 @@ def step_seconds(
         return None
     policy = step.retry
     attempts = policy.max_attempts if policy is not None else 1
-    seconds = attempts * timeout + retry_waits(policy) + _SERVICE_ERROR_WAITS
+    seconds = attempts * timeout + retry_waits(policy) + SERVICE_ERROR_WAITS
     if step.concurrency is not None or step.rate_limit is not None:
         seconds += _throttled_waits()
     return seconds

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from relayflow.compiler.asl import LAMBDA_INVOKE
+from relayflow.compiler.asl import LAMBDA_INVOKE, TRANSIENT_RETRY
 from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass, Task
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import ParkTimeout, TransientError
+from relayflow.errors import ParkTimeout
 from relayflow.expressions import template_to_parameters
 
 if TYPE_CHECKING:
@@ -115,13 +115,7 @@ def _emit_park(ctx: Emitter, key: str, on_error: ParkOnError) -> None:
             timeout_seconds=on_error.park_timeout,
             retry=[
                 *ctx.retriers(None),
-                {
-                    "ErrorEquals": [TransientError.error_name],
-                    "IntervalSeconds": 1,
-                    "MaxAttempts": 3,
-                    "BackoffRate": 2.0,
-                    "JitterStrategy": "FULL",
-                },
+                dict(TRANSIENT_RETRY),
             ],
             catch=[
                 {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": timeout},

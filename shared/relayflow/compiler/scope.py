@@ -11,6 +11,7 @@ from relayflow.compiler.asl import (
     LAMBDA_SERVICE_ERRORS,
     SUCCEEDED,
     THROTTLED_RETRY,
+    TRANSIENT_RETRY,
     over_limit,
 )
 from relayflow.compiler.emitter import Compilation
@@ -21,7 +22,7 @@ from relayflow.compiler.registry import EMITTERS
 from relayflow.compiler.states import Choice, Fail, Pass, ScopeMachine, State, Succeed, Task, Wait
 from relayflow.definition.policies import RetryPolicy
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import MaxStepsExceeded, TransientError
+from relayflow.errors import MaxStepsExceeded
 
 #: Fields of a step model that are routing or policy, not the config a step Lambda needs.
 NOT_CONFIG = {
@@ -462,19 +463,12 @@ class ScopeContext:
         token); the step's ``timeout_seconds`` is the expiry."""
         self.c.runners[key] = step.type
         ref = StepRef(key=key, type=step.type, config=config)
-        transient = {
-            "ErrorEquals": [TransientError.error_name],
-            "IntervalSeconds": 1,
-            "MaxAttempts": 3,
-            "BackoffRate": 2.0,
-            "JitterStrategy": "FULL",
-        }
         return Task(
             resource=f"{LAMBDA_INVOKE}.waitForTaskToken",
             parameters=task_parameters(self.c.options.arn(step.type), ref, task_token=True),
             result_selector=result_selector,
             result_path=self.step_result_path(key),
             timeout_seconds=step.timeout_seconds,
-            retry=[*self.retriers(None), transient],
+            retry=[*self.retriers(None), dict(TRANSIENT_RETRY)],
             catch=self.catchers(key, None),
         )

@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relayflow.compiler.asl import LAMBDA_INVOKE, LIVE_ALIAS, START_EXECUTION_SYNC, SUCCEEDED
+from relayflow.compiler.asl import (
+    BRANCH_RESULT,
+    LAMBDA_INVOKE,
+    LIVE_ALIAS,
+    START_EXECUTION_SYNC,
+    TRANSIENT_RETRY,
+    child_run_input,
+)
 from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Task
 from relayflow.definition.agent_tools import workflow_tools
 from relayflow.definition.graph import INHERIT
 from relayflow.definition.models import AgentStep
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import AgentOutcomeInherited, TransientError
+from relayflow.errors import AgentOutcomeInherited
 
 #: The branch an agent returns when a tool call waits for a person.
 AWAITING_APPROVAL = "awaiting_approval"
@@ -84,11 +91,7 @@ def emit_agent(ctx: Emitter, key: str, step: AgentStep) -> None:
         # Not "<key>.gate": the step-through variant names its gate before a step so.
         gate = f"{key}.await"
         task = ctx.lambda_task(key, step, "agent", None, then=gate)
-        task.result_selector = {
-            "output.$": "$.Payload.output",
-            "branch.$": "$.Payload.branch",
-            "status": SUCCEEDED,
-        }
+        task.result_selector = dict(BRANCH_RESULT)
         ctx.machine.add(key, task)
         emit_approval_gate(ctx, key, step, gate, after, children)
     elif after is None:
@@ -182,13 +185,7 @@ def emit_approval_gate(
             result_path=f"{ctx.step_result_path(key)}.approval",
             retry=[
                 *ctx.retriers(None),
-                {
-                    "ErrorEquals": [TransientError.error_name],
-                    "IntervalSeconds": 1,
-                    "MaxAttempts": 3,
-                    "BackoffRate": 2.0,
-                    "JitterStrategy": "FULL",
-                },
+                dict(TRANSIENT_RETRY),
             ],
             catch=ctx.catchers(key, None),
             next=key,
@@ -219,25 +216,13 @@ def emit_child_run(ctx: Emitter, key: str, children: list[str]) -> str:
                     f"States.Format('{prefix}{{}}:{LIVE_ALIAS}', {pending}.workflow_id)"
                 ),
                 "Name.$": f"{pending}.run_id",
-                "Input": {
-                    "run": {
-                        "id.$": f"{pending}.run_id",
-                        "workflow_id.$": f"{pending}.workflow_id",
-                        "version": None,
-                        "tenant.$": "$.run.tenant",
-                        "dry_run.$": "$.run.dry_run",
-                        "started_at.$": "$$.State.EnteredTime",
-                        "depth.$": "States.MathAdd($.run.depth, 1)",
-                        "parent": {
-                            "run_id.$": "$.run.id",
-                            "workflow_id.$": "$.run.workflow_id",
-                            "step": key,
-                        },
-                    },
-                    "trigger.$": f"{pending}.input",
-                    "steps": {},
-                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
-                },
+                "Input": child_run_input(
+                    key,
+                    f"{pending}.run_id",
+                    {"workflow_id.$": f"{pending}.workflow_id"},
+                    None,
+                    {"trigger.$": f"{pending}.input"},
+                ),
             },
             result_selector={"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
             result_path=f"{ctx.step_result_path(key)}.workflow",

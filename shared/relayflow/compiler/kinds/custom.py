@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.asl import BRANCH_RESULT
 from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice
 from relayflow.definition.models import CustomStep
@@ -16,11 +16,7 @@ def emit_custom(ctx: Emitter, key: str, step: CustomStep) -> None:
         return
     route = f"{key}.route"
     task = ctx.lambda_task(key, step, "custom", None, then=route)
-    task.result_selector = {
-        "output.$": "$.Payload.output",
-        "branch.$": "$.Payload.branch",
-        "status": SUCCEEDED,
-    }
+    task.result_selector = dict(BRANCH_RESULT)
     ctx.machine.add(key, task)
     default = ctx.route(key, step.on_success) or ctx.end_state(key)
     choices = [

@@ -12,6 +12,7 @@ from relayflow.compiler.asl import (
     MAX_SUB_WORKFLOW_DEPTH,
     START_EXECUTION_SYNC,
     SUCCEEDED,
+    child_run_input,
 )
 from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass, Task, Wait
@@ -118,25 +119,7 @@ def emit_sub_workflow(ctx: Emitter, key: str, step: SubWorkflowStep) -> None:
         parameters={
             **target_field,
             "Name.$": child_run_id,
-            "Input": {
-                "run": {
-                    "id.$": child_run_id,
-                    **child_workflow,
-                    "version": step.version,
-                    "tenant.$": "$.run.tenant",
-                    "dry_run.$": "$.run.dry_run",
-                    "started_at.$": "$$.State.EnteredTime",
-                    "depth.$": "States.MathAdd($.run.depth, 1)",
-                    "parent": {
-                        "run_id.$": "$.run.id",
-                        "workflow_id.$": "$.run.workflow_id",
-                        "step": key,
-                    },
-                },
-                **trigger,
-                "steps": {},
-                "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
-            },
+            "Input": child_run_input(key, child_run_id, child_workflow, step.version, trigger),
         },
         result_selector={
             "output": {"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
