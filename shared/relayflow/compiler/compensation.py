@@ -85,10 +85,10 @@ def reads_output(call: Any) -> bool:
     return False
 
 
-def apply(driver: Compilation, machine: ScopeMachine, ctx: Emitter) -> ScopeMachine:
-    """Add compensation to the compiled main flow ``machine`` (see the module docstring);
-    unchanged when no step is compensated. ``ctx``: the main scope's emitter (the
-    compensation Tasks' config and retries)."""
+def apply(ctx: Emitter) -> ScopeMachine:
+    """Add compensation to the compiled main flow ``ctx.machine`` (see the module docstring);
+    unchanged when no step is compensated."""
+    driver, machine = ctx.c, ctx.machine
     # Steps only an unrouted error handler leads to were not compiled (driver).
     compensated = {k: o for k, o in compensated_steps(driver).items() if k in machine.states}
     if not compensated or not _can_fail(machine):

@@ -51,7 +51,7 @@ class Driver(WorkflowPlan):
         flags = self.carries_run_flags()
         if flags:
             carry_through(main, "run_flags")
-        main = compensation.apply(self, main, ScopeContext(self, main, "main", set()))
+        main = compensation.apply(ScopeContext(self, main, "main", set()))
         if flags:
             # Present from the start, so every Parallel can carry it whether a fallback was
             # used before it or not (a path that names an absent field fails the state).

@@ -234,17 +234,17 @@ def step_seconds(
 
 
 def longest_run_seconds(
-    workflow: Workflow, driver: WorkflowPlan | None = None
+    workflow: Workflow, plan: WorkflowPlan | None = None
 ) -> tuple[int | None, str | None]:
     """An upper bound on a run's length in seconds and the step that decides it: the longest
     step, or the step that leaves the run unbounded (``None``). Every step counts once; the
     item step of a for_each once per round of ``max_concurrency``; the steps of cycles
     ``max_steps_per_run`` times the longest of them. ``run_timeout_seconds`` caps it.
-    ``driver``: the compilation of ``workflow`` at hand, whose graph facts are reused."""
-    if driver is None:
-        driver = WorkflowPlan(workflow)
-    native = driver.native_steps()
-    in_cycles = {k for s in driver.scopes for c in driver.graph.cycles(s) for k in c}
+    ``plan``: the graph facts of ``workflow`` at hand (the driver that compiled it)."""
+    if plan is None:
+        plan = WorkflowPlan(workflow)
+    native = plan.native_steps()
+    in_cycles = {k for s in plan.scopes for c in plan.graph.cycles(s) for k in c}
     rounds: dict[str, int] = {}
     for step in workflow.steps.values():
         if step.type == "for_each":
@@ -276,7 +276,7 @@ def _compensates(workflow: Workflow) -> bool:
 
 
 def _auto(
-    workflow: Workflow, compiled: CompiledMachine | None, driver: WorkflowPlan | None
+    workflow: Workflow, compiled: CompiledMachine | None, plan: WorkflowPlan | None
 ) -> EngineChoice:
     for check in (
         lambda: _callback_blocker(workflow, compiled),
@@ -286,7 +286,7 @@ def _auto(
         blocker = check()
         if blocker is not None:
             return EngineChoice("standard", blocker.reason, blocker.step)
-    bound, key = longest_run_seconds(workflow, driver)
+    bound, key = longest_run_seconds(workflow, plan)
     if bound is None:
         return EngineChoice(
             "standard", f"step '{key}' (delay) waits as long as the run's data says", key
@@ -319,19 +319,19 @@ def _auto(
 
 
 def choose_engine(
-    workflow: Workflow, compiled: CompiledMachine | None = None, driver: WorkflowPlan | None = None
+    workflow: Workflow, compiled: CompiledMachine | None = None, plan: WorkflowPlan | None = None
 ) -> EngineChoice:
     """The engine ``workflow`` runs on. ``engine: standard`` is always honoured; ``engine:
     express`` is honoured when Express is safe (else the choice is Standard and the reason
     says why: validation reports it); ``engine: auto`` picks Express exactly when it is safe.
     ``compiled``, when given, lets any callback or ``.sync`` Task in the machine refuse
-    Express too; ``driver``, the compilation that made it, lends its graph facts."""
+    Express too; ``plan``, the compilation that made it, lends its graph facts."""
     # Judge what the machine does: the workflow's and the seed's defaults applied.
     workflow = effective_workflow(workflow)
     requested = getattr(workflow, "engine", "auto")
     if requested == "standard":
         return EngineChoice("standard", "engine: standard in the definition")
-    choice = _auto(workflow, compiled, driver)
+    choice = _auto(workflow, compiled, plan)
     if requested == "express" and choice.engine == "express":
         return EngineChoice(
             "express", "engine: express in the definition", None, choice.bound_seconds
