@@ -85,7 +85,7 @@ def reads_output(call: Any) -> bool:
     return False
 
 
-def apply(ctx: Emitter) -> ScopeMachine:
+def with_compensation(ctx: Emitter) -> ScopeMachine:
     """Add compensation to the compiled main flow ``ctx.machine`` (see the module docstring);
     unchanged when no step is compensated."""
     driver, machine = ctx.c, ctx.machine

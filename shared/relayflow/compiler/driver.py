@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relayflow.compiler import compensation
+from relayflow.compiler.compensation import with_compensation
 from relayflow.compiler.on_error import RUN_FLAGS
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.plan import WorkflowPlan
@@ -51,7 +51,7 @@ class Driver(WorkflowPlan):
         flags = self.carries_run_flags()
         if flags:
             carry_through(main, "run_flags")
-        main = compensation.apply(ScopeContext(self, main, "main", set()))
+        main = with_compensation(ScopeContext(self, main, "main", set()))
         if flags:
             # Present from the start, so every Parallel can carry it whether a fallback was
             # used before it or not (a path that names an absent field fails the state).
