@@ -80,7 +80,7 @@ import cost_engines
 
 from relayflow.adapters import aws
 from relayflow.compiler import CompiledWorkflow, compile_workflow
-from relayflow.compiler.compile import local_state_machine_name
+from relayflow.compiler.options import local_state_machine_name
 from relayflow.control.timeline import history_steps
 from relayflow.cost import prices
 from relayflow.cost.bill import STEP_MEMORY_MB

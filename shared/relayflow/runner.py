@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from relayflow.causes import public_cause, run_error_name
 from relayflow.compiler import CompiledWorkflow, compile_workflow
+from relayflow.compiler.asl import LIVE_ALIAS
 from relayflow.compiler.check import assert_valid_machine
-from relayflow.compiler.compile import LIVE_ALIAS, local_state_machine_name
+from relayflow.compiler.options import local_state_machine_name
 from relayflow.compiler.quotas import assert_within_size
 from relayflow.control.compensation import split_cause
 from relayflow.control.timeline import StepRun, fold_steps, refused_attempts

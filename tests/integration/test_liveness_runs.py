@@ -226,7 +226,7 @@ def _generated(seed: int) -> dict[str, Any]:
 
 def test_dropping_dead_outputs_changes_no_step_and_no_route(runtime, monkeypatch):
     # Given generated workflows, each run once as compiled and once keeping every output
-    from relayflow.compiler import driver
+    from relayflow.compiler import plan
     from relayflow.compiler.liveness import LivenessPlan, analyse
     from relayflow.validation import validate_data
 
@@ -235,9 +235,9 @@ def test_dropping_dead_outputs_changes_no_step_and_no_route(runtime, monkeypatch
         workflow, problems = validate_data(_generated(seed))
         assert workflow is not None, problems
         trigger = {"x": seed, "flag": seed % 2 == 0}
-        monkeypatch.setattr(driver, "analyse", analyse)
+        monkeypatch.setattr(plan, "analyse", analyse)
         dropped = run_workflow(workflow, trigger, runtime=runtime)
-        monkeypatch.setattr(driver, "analyse", lambda *args, **kwargs: LivenessPlan())
+        monkeypatch.setattr(plan, "analyse", lambda *args, **kwargs: LivenessPlan())
         kept = run_workflow(workflow, trigger, runtime=runtime)
         # Then every step ran the same way with the same output, and the run ended the same
         # (a native read of an output a route skipped fails both runs alike)

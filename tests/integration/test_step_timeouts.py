@@ -19,7 +19,7 @@ import pytest
 from relayflow_testing import Received, Reply, Server, allowed_server
 
 from relayflow.compiler import compile_workflow
-from relayflow.compiler.compile import local_state_machine_name
+from relayflow.compiler.options import local_state_machine_name
 from relayflow.definition.models import Workflow
 from relayflow.document import execution_input
 from relayflow.local import LocalRuntime

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from relayflow_testing import bootstrap_client
 
-from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH
+from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration

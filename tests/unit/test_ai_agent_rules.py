@@ -10,8 +10,9 @@ import pytest
 
 from relayflow.ai.messages import Usage
 from relayflow.ai.prices import estimate_cost, price_for
-from relayflow.ai.tools import FINAL_ANSWER, Toolbox, permitted_tools, wire_name, workflow_tools
+from relayflow.ai.tools import FINAL_ANSWER, Toolbox, wire_name
 from relayflow.compiler import compile_workflow
+from relayflow.definition.agent_tools import permitted_tools, workflow_tools
 from relayflow.steps.agent import answer_schema
 from relayflow.validation import validate_data
 

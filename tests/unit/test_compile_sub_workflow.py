@@ -7,7 +7,7 @@ import functools
 from typing import Any
 
 from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH, START_EXECUTION_SYNC
+from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH, START_EXECUTION_SYNC
 from relayflow.control.stepfunctions import state_machine_name
 from relayflow.definition.models import Workflow
 from relayflow.validation import validate_data

@@ -290,11 +290,11 @@ def test_the_definition_schema_offers_the_engine_setting():
 
 
 def test_the_service_error_waits_are_those_of_the_compiled_lambda_retrier():
-    from relayflow.compiler.engine import _SERVICE_ERROR_WAITS
+    from relayflow.compiler.engine import SERVICE_ERROR_WAITS
 
     compiled = compile_workflow(_workflow({"only": {"type": "code", "code": "result = 1"}}))
     first = compiled.asl["States"]["only"]["Retry"][0]
     waits = [
         first["IntervalSeconds"] * first["BackoffRate"] ** n for n in range(first["MaxAttempts"])
     ]
-    assert sum(waits) == _SERVICE_ERROR_WAITS
+    assert sum(waits) == SERVICE_ERROR_WAITS

@@ -25,34 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relayflow.ai.messages import ToolSpec
+from relayflow.definition.agent_tools import permitted_tools, workflow_tool_id
 
 #: The tool through which an agent with ``output_schema`` or ``outcomes`` gives its answer.
 FINAL_ANSWER = "final_answer"
-#: The prefix of a tool that runs another workflow of the tenant (``workflow.<id>``).
-WORKFLOW_TOOL_PREFIX = "workflow."
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_WORKFLOW_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-
-
-def workflow_tool_id(tool: str) -> str | None:
-    """The workflow id a ``workflow.<id>`` tool runs; ``None`` for any other tool."""
-    if not tool.startswith(WORKFLOW_TOOL_PREFIX):
-        return None
-    return tool.removeprefix(WORKFLOW_TOOL_PREFIX)
-
-
-def valid_workflow_tool(tool: str) -> bool:
-    """Whether a ``workflow.<id>`` name holds a well-formed workflow id."""
-    workflow_id = workflow_tool_id(tool)
-    return workflow_id is not None and bool(_WORKFLOW_ID.match(workflow_id))
-
-
-def workflow_tools(config: Mapping[str, Any]) -> list[str]:
-    """The ids of the workflows an agent step may run as tools (gating applied)."""
-    permitted = permitted_tools(
-        config.get("tools"), config.get("allowed_tools"), config.get("blocked_tools")
-    )
-    return [w for t in permitted if (w := workflow_tool_id(t)) is not None]
 
 
 def workflow_argument_schema(declared: Any) -> dict[str, Any]:
@@ -72,17 +49,6 @@ def wire_name(tool: str) -> str:
     """A catalogue name as providers accept it (``^[A-Za-z0-9_-]{1,64}$``):
     ``aws.dynamodb.get_item`` → ``aws_dynamodb_get_item``."""
     return _UNSAFE.sub("_", tool)[:64]
-
-
-def permitted_tools(
-    tools: list[str] | None, allowed: list[str] | None, blocked: list[str] | None
-) -> list[str]:
-    """The tools an agent may call, in declaration order (see the module docstring)."""
-    candidates = list(tools if tools is not None else allowed or [])
-    if allowed is not None:
-        candidates = [t for t in candidates if t in allowed]
-    denied = set(blocked or [])
-    return [t for t in dict.fromkeys(candidates) if t not in denied]
 
 
 def tool_schema(

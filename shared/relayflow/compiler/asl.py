@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from relayflow.compiler.states import Choice
-from relayflow.errors import Throttled
+from relayflow.errors import Throttled, TransientError
 from relayflow.expressions import expression_jsonpath
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
@@ -33,6 +33,46 @@ THROTTLED_RETRY: dict[str, Any] = {
     "MaxDelaySeconds": 30,
     "JitterStrategy": "FULL",
 }
+#: A callback Task's retrier for its function's own transient failures (each attempt gets a
+#: new token), after the Lambda service errors' one.
+TRANSIENT_RETRY: dict[str, Any] = {
+    "ErrorEquals": [TransientError.error_name],
+    "IntervalSeconds": 1,
+    "MaxAttempts": 3,
+    "BackoffRate": 2.0,
+    "JitterStrategy": "FULL",
+}
+#: The record of a Lambda that answers with a branch name besides its output (a custom step,
+#: an agent whose tool call waits): the Choice after it routes on ``branch``.
+BRANCH_RESULT: dict[str, Any] = {
+    "output.$": "$.Payload.output",
+    "branch.$": "$.Payload.branch",
+    "status": SUCCEEDED,
+}
+
+
+def child_run_input(
+    key: str, run_id: str, workflow: dict[str, Any], version: int | None, trigger: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``Input`` of a ``startExecution`` that runs a child of step ``key`` (a sub_workflow,
+    an agent's workflow tool): a standard state document whose run has id ``run_id`` (a
+    JSONPath), the ``workflow`` id field and ``version`` given, ``depth`` one more and
+    ``parent`` set; ``trigger`` holds its ``trigger`` field."""
+    return {
+        "run": {
+            "id.$": run_id,
+            **workflow,
+            "version": version,
+            "tenant.$": "$.run.tenant",
+            "dry_run.$": "$.run.dry_run",
+            "started_at.$": "$$.State.EnteredTime",
+            "depth.$": "States.MathAdd($.run.depth, 1)",
+            "parent": {"run_id.$": "$.run.id", "workflow_id.$": "$.run.workflow_id", "step": key},
+        },
+        **trigger,
+        "steps": {},
+        "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+    }
 
 
 def json_path_of_placeholder(text: str) -> str | None:

@@ -34,9 +34,11 @@ compensated step's output, also as ``steps.<key>.output``) and, per item, ``inde
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import LAMBDA_INVOKE
+from relayflow.compiler.emitter import Compilation, Emitter
+from relayflow.compiler.liveness import TEMPLATE_FIELDS
 from relayflow.compiler.states import (
     Choice,
     Fail,
@@ -50,10 +52,7 @@ from relayflow.compiler.states import (
 )
 from relayflow.definition.step_models import compensation_call
 from relayflow.document import StepRef, task_parameters
-
-if TYPE_CHECKING:
-    from relayflow.compiler.driver import Driver
-    from relayflow.compiler.scope import ScopeContext
+from relayflow.expressions import expression_paths, template_expressions
 
 SAGA = "$.saga"
 NEXT = "_saga.next"
@@ -62,7 +61,7 @@ INIT = "_saga.init"
 STEP_SUFFIX = ".compensate"
 
 
-def compensated_steps(driver: Driver) -> dict[str, str]:
+def compensated_steps(driver: Compilation) -> dict[str, str]:
     """Main-flow steps whose success is recorded for compensation: compensated step → the step
     whose ``compensate`` applies (itself, or a for_each's item step)."""
     found: dict[str, str] = {}
@@ -77,9 +76,6 @@ def compensated_steps(driver: Driver) -> dict[str, str]:
 
 def reads_output(call: Any) -> bool:
     """Whether a compensation call's templates read the compensated step's output."""
-    from relayflow.compiler.liveness import TEMPLATE_FIELDS
-    from relayflow.expressions import expression_paths, template_expressions
-
     if call.type == "custom":
         return True  # a custom call sends the document it gets
     for name in TEMPLATE_FIELDS.get(call.type, ()):
@@ -89,16 +85,14 @@ def reads_output(call: Any) -> bool:
     return False
 
 
-def apply(driver: Driver, machine: ScopeMachine) -> ScopeMachine:
-    """Add compensation to the compiled main flow ``machine`` (see the module docstring);
+def with_compensation(ctx: Emitter) -> ScopeMachine:
+    """Add compensation to the compiled main flow ``ctx.machine`` (see the module docstring);
     unchanged when no step is compensated."""
-    from relayflow.compiler.scope import ScopeContext
-
+    driver, machine = ctx.c, ctx.machine
     # Steps only an unrouted error handler leads to were not compiled (driver).
     compensated = {k: o for k, o in compensated_steps(driver).items() if k in machine.states}
     if not compensated or not _can_fail(machine):
         return machine
-    ctx = ScopeContext(driver, machine, "main", set())
     calls = {
         key: compensation_call(driver.wf.steps[owner], driver.wf.steps)
         for key, owner in compensated.items()
@@ -205,7 +199,7 @@ def _done(key: str, extra: dict[str, Any]) -> Pass:
     )
 
 
-def _invoke(driver: Driver, ctx: ScopeContext, owner: str, call: Any, doc: dict[str, Any]) -> Task:
+def _invoke(driver: Compilation, ctx: Emitter, owner: str, call: Any, doc: dict[str, Any]) -> Task:
     """The Lambda Task running compensation ``call`` of step ``owner`` on document ``doc``."""
     driver.runners[f"_saga.{owner}"] = call.type
     ref = StepRef(key=f"{owner}{STEP_SUFFIX}", type=call.type, config=ctx.step_config(call))
@@ -224,7 +218,7 @@ def _invoke(driver: Driver, ctx: ScopeContext, owner: str, call: Any, doc: dict[
 
 
 def _compensation_task(
-    driver: Driver, ctx: ScopeContext, walk: ScopeMachine, key: str, call: Any
+    driver: Compilation, ctx: Emitter, walk: ScopeMachine, key: str, call: Any
 ) -> None:
     output = f"{SAGA}.todo.output"
     doc: dict[str, Any] = {"run.$": "$.run", "trigger.$": "$.trigger"}
@@ -240,8 +234,8 @@ def _compensation_task(
 
 
 def _compensation_map(
-    driver: Driver,
-    ctx: ScopeContext,
+    driver: Compilation,
+    ctx: Emitter,
     walk: ScopeMachine,
     key: str,
     owner: str,

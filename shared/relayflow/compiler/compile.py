@@ -10,44 +10,24 @@ State names: every step's main state is named by the step key. Auxiliary states 
 An Express machine wraps all of it in ``_run`` and records its end in ``_record.*`` before
 ``_succeeded`` / ``_failed`` (:mod:`~relayflow.compiler.recording`, docs/engines.md).
 
-Layout: :mod:`~relayflow.compiler.driver` walks the graph scope by scope,
-:mod:`~relayflow.compiler.scope` holds routing, retries, catches and the shared Tasks, and
-:mod:`relayflow.compiler.kinds` has one module per step kind behind one registry.
+Layout (imports point down): :mod:`~relayflow.compiler.driver` walks the graph scope by
+scope (its graph facts are a :class:`~relayflow.compiler.plan.WorkflowPlan`),
+:mod:`~relayflow.compiler.scope` holds routing, retries, catches and the shared Tasks and looks
+step kinds up in :mod:`~relayflow.compiler.registry`; each module of
+:mod:`relayflow.compiler.kinds` (and ``on_error``, ``compensation``) compiles through the
+:mod:`~relayflow.compiler.emitter` protocol only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from relayflow.compiler.asl import (
-    LAMBDA_INVOKE,
-    LAMBDA_SERVICE_ERRORS,
-    LIVE_ALIAS,
-    MAX_SUB_WORKFLOW_DEPTH,
-    START_EXECUTION_SYNC,
-    SUCCEEDED,
-    THROTTLED_RETRY,
-)
 from relayflow.compiler.driver import Driver
 from relayflow.compiler.engine import EXPRESS_MAX_SECONDS, EngineChoice, choose_engine
 from relayflow.compiler.kinds.for_each_distributed import RESULTS_PREFIX
-from relayflow.compiler.options import CompiledWorkflow, CompileOptions, local_state_machine_name
+from relayflow.compiler.options import CompiledWorkflow, CompileOptions
 from relayflow.compiler.recording import RUN_ITEMS, with_native_recording
 from relayflow.definition.models import Workflow
-
-__all__ = [
-    "LAMBDA_INVOKE",
-    "LAMBDA_SERVICE_ERRORS",
-    "LIVE_ALIAS",
-    "MAX_SUB_WORKFLOW_DEPTH",
-    "START_EXECUTION_SYNC",
-    "SUCCEEDED",
-    "THROTTLED_RETRY",
-    "CompileOptions",
-    "CompiledWorkflow",
-    "compile_workflow",
-    "local_state_machine_name",
-]
 
 
 def _iam_statements(

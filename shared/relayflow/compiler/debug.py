@@ -33,12 +33,14 @@ STEP_THROUGH_OFF = "Relayflow.StepThroughOff"
 GATE_SUFFIX = ".gate"
 
 
-def _step_of(state: str, step_keys: frozenset[str]) -> str | None:
+def step_of(state: str, step_keys: frozenset[str]) -> str | None:
+    """The step whose state ``state`` is (its name up to the first ``.``); ``None`` for the
+    machine's own states (``_init``, ``_saga.*``…)."""
     key = state.split(".", 1)[0]
     return key if key in step_keys else None
 
 
-def _transitions(state: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str]]:
+def transitions(state: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str]]:
     """``(holder, field)`` of every transition out of ``state``."""
     if isinstance(state.get("Next"), str):
         yield state, "Next"
@@ -94,7 +96,7 @@ def _gate_scope(scope: dict[str, Any], keys: frozenset[str], gate_function_arn: 
     gates: dict[str, dict[str, Any]] = {}
 
     def through_gate(target: str) -> str:
-        step = _step_of(target, keys)
+        step = step_of(target, keys)
         if step is None:
             return target
         name = f"{target}{GATE_SUFFIX}"
@@ -106,10 +108,10 @@ def _gate_scope(scope: dict[str, Any], keys: frozenset[str], gate_function_arn: 
 
     scope["StartAt"] = through_gate(scope["StartAt"])
     for name, state in states.items():
-        source = _step_of(name, keys)
-        for holder, field in _transitions(state):
+        source = step_of(name, keys)
+        for holder, field in transitions(state):
             target = holder[field]
-            if _step_of(target, keys) != source:
+            if step_of(target, keys) != source:
                 holder[field] = through_gate(target)
         for nested in _nested_scopes(state):
             _gate_scope(nested, keys, gate_function_arn)

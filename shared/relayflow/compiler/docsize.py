@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from relayflow.compiler.plan import WorkflowPlan
 from relayflow.definition.problems import Problem
 from relayflow.expressions import expression_paths, template_expressions
 from relayflow.settings import Settings
@@ -197,11 +198,8 @@ def document_size_problems(
 
 
 def _estimate(workflow: Workflow, children: Mapping[str, int]) -> SizeEstimate | None:
-    from relayflow.compiler.driver import Driver
-    from relayflow.compiler.options import CompileOptions
-
-    driver = Driver(workflow, CompileOptions())
-    return estimate_document(workflow, driver.liveness, driver.native_steps(), children)
+    plan = WorkflowPlan(workflow)
+    return estimate_document(workflow, plan.liveness, plan.native_steps(), children)
 
 
 def _child_sizes(children: Mapping[str, Workflow]) -> dict[str, int]:

@@ -3,17 +3,15 @@ kind's emitter (through :class:`ScopeContext`)."""
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Any
 
-from relayflow.compiler import compensation
-from relayflow.compiler.liveness import LivenessPlan, analyse
+from relayflow.compiler.compensation import with_compensation
 from relayflow.compiler.on_error import RUN_FLAGS
 from relayflow.compiler.options import CompileOptions
+from relayflow.compiler.plan import WorkflowPlan
 from relayflow.compiler.scope import ScopeContext
 from relayflow.compiler.states import Pass, ScopeMachine, carry_through
-from relayflow.definition.effective import effective_workflow
-from relayflow.definition.graph import Scope, StepGraph
+from relayflow.definition.graph import Scope
 from relayflow.definition.models import Workflow
 from relayflow.errors import BASE_NON_RETRYABLE_ERRORS, NON_RETRYABLE_ERRORS
 
@@ -21,18 +19,15 @@ from relayflow.errors import BASE_NON_RETRYABLE_ERRORS, NON_RETRYABLE_ERRORS
 FLAGS_INIT = "_flags"
 
 
-class Driver:
-    """One compilation of one workflow: the graph, its scopes, and what the emitted states
-    need from outside their scope (step runners, sub_workflow children, cycle counters)."""
+class Driver(WorkflowPlan):
+    """One compilation of one workflow: the graph, its scopes (:class:`WorkflowPlan`), and
+    what the emitted states need from outside their scope (step runners, sub_workflow
+    children, cycle counters): the :class:`~relayflow.compiler.emitter.Compilation` the step
+    kinds see as ``ctx.c``."""
 
     def __init__(self, workflow: Workflow, options: CompileOptions) -> None:
-        # Compile what each step effectively says: the workflow's defaults filled in.
-        workflow = effective_workflow(workflow)
-        self.wf = workflow
+        super().__init__(workflow)
         self.options = options
-        raw = {k: s.model_dump(mode="json", exclude_none=True) for k, s in workflow.steps.items()}
-        self.graph = StepGraph(raw, workflow.start, workflow.errors.on_failure)
-        self.scopes, _ = self.graph.scopes()
         self.runners: dict[str, str] = {}
         #: Workflow ids the sub_workflow steps start (for the IAM statements).
         self.children: set[str] = set()
@@ -45,51 +40,9 @@ class Driver:
         #: The errors no retry policy retries (the AI steps' only where the machine has one).
         self.non_retryable: list[str] = list(
             NON_RETRYABLE_ERRORS
-            if any(s.type in ("agent", "llm_batch") for s in workflow.steps.values())
+            if any(s.type in ("agent", "llm_batch") for s in self.wf.steps.values())
             else BASE_NON_RETRYABLE_ERRORS
         )
-        self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
-        self._native: set[str] | None = None
-
-    @cached_property
-    def liveness(self) -> LivenessPlan:
-        """Where the compiled machine drops outputs no later reader needs (computed on first
-        use, once per driver: the emitters, the document-size estimate)."""
-        return analyse(self.wf, self.graph, self.scopes, self.native_steps())
-
-    def native_steps(self) -> set[str]:
-        """Condition and transform steps that compile to a native Choice / Pass outside a
-        for_each item (the emitters make the same decision). Decided once per driver."""
-        if self._native is None:
-            self._native = self._decide_native()
-        return set(self._native)
-
-    def _decide_native(self) -> set[str]:
-        from relayflow.expressions import condition_to_choice, template_to_parameters
-
-        probe = ScopeContext(self, ScopeMachine(""), "main", set())
-        native: set[str] = set()
-        for key, step in self.wf.steps.items():
-            if step.type == "condition":
-                compiles = condition_to_choice(step.expression) is not None
-            elif step.type == "transform":
-                compiles = template_to_parameters({"output": step.mapping}) is not None
-            else:
-                continue
-            if compiles and not probe.must_catch(step):
-                native.add(key)
-        return native
-
-    def entry_state(self, key: str) -> str:
-        """The state a route into step ``key`` enters: its main state, or the list and
-        item-count checks in front of a for_each's Map, or the depth guard in front of a
-        sub_workflow."""
-        step = self.wf.steps[key]
-        if step.type == "for_each":
-            return f"{key}.list" if step.items is not None else key
-        if step.type == "sub_workflow":
-            return f"{key}.depth"
-        return key
 
     # ------------------------------------------------------------------ scopes
 
@@ -98,7 +51,7 @@ class Driver:
         flags = self.carries_run_flags()
         if flags:
             carry_through(main, "run_flags")
-        main = compensation.apply(self, main)
+        main = with_compensation(ScopeContext(self, main, "main", set()))
         if flags:
             # Present from the start, so every Parallel can carry it whether a fallback was
             # used before it or not (a path that names an absent field fails the state).

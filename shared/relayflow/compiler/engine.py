@@ -29,17 +29,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from relayflow.compiler.asl import THROTTLED_RETRY
-
-if TYPE_CHECKING:
-    from relayflow.compiler.driver import Driver
-    from relayflow.compiler.options import CompiledWorkflow
-    from relayflow.definition.models import RetryPolicy, Workflow
-    from relayflow.definition.problems import Problem
+from relayflow.compiler.plan import WorkflowPlan
+from relayflow.definition.effective import effective_workflow
+from relayflow.definition.models import Workflow
+from relayflow.definition.policies import RetryPolicy
+from relayflow.definition.problems import Problem
 
 Engine = Literal["standard", "express"]
+
+
+class CompiledMachine(Protocol):
+    """What the choice reads of a compiled workflow
+    (:class:`relayflow.compiler.options.CompiledWorkflow`): its ASL."""
+
+    asl: dict[str, Any]
+
 
 #: The longest an Express execution may run (Step Functions' hard limit).
 EXPRESS_MAX_SECONDS = 300
@@ -120,7 +127,7 @@ def _parks(step: Any) -> bool:
     return action == "park"
 
 
-def _callback_blocker(workflow: Workflow, compiled: CompiledWorkflow | None) -> _Blocker | None:
+def _callback_blocker(workflow: Workflow, compiled: CompiledMachine | None) -> _Blocker | None:
     for key, step in workflow.steps.items():
         if step.type in CALLBACK_STEP_TYPES:
             return _Blocker(key, f"step '{key}' ({step.type}) {CALLBACK_STEP_TYPES[step.type]}")
@@ -201,7 +208,7 @@ def _throttled_waits() -> int:
 
 #: The retrier every Lambda Task gets (``ScopeContext.retriers``) retries a Lambda service
 #: error, where the function did not run, 3 times, 1 + 2 + 4 s apart.
-_SERVICE_ERROR_WAITS = 7
+SERVICE_ERROR_WAITS = 7
 
 
 def step_seconds(
@@ -220,27 +227,24 @@ def step_seconds(
         return None
     policy = step.retry
     attempts = policy.max_attempts if policy is not None else 1
-    seconds = attempts * timeout + retry_waits(policy) + _SERVICE_ERROR_WAITS
+    seconds = attempts * timeout + retry_waits(policy) + SERVICE_ERROR_WAITS
     if step.concurrency is not None or step.rate_limit is not None:
         seconds += _throttled_waits()
     return seconds
 
 
 def longest_run_seconds(
-    workflow: Workflow, driver: Driver | None = None
+    workflow: Workflow, plan: WorkflowPlan | None = None
 ) -> tuple[int | None, str | None]:
     """An upper bound on a run's length in seconds and the step that decides it: the longest
     step, or the step that leaves the run unbounded (``None``). Every step counts once; the
     item step of a for_each once per round of ``max_concurrency``; the steps of cycles
     ``max_steps_per_run`` times the longest of them. ``run_timeout_seconds`` caps it.
-    ``driver``: the compilation of ``workflow`` at hand, whose graph facts are reused."""
-    if driver is None:
-        from relayflow.compiler.driver import Driver
-        from relayflow.compiler.options import CompileOptions
-
-        driver = Driver(workflow, CompileOptions())
-    native = driver.native_steps()
-    in_cycles = {k for s in driver.scopes for c in driver.graph.cycles(s) for k in c}
+    ``plan``: the graph facts of ``workflow`` at hand (the driver that compiled it)."""
+    if plan is None:
+        plan = WorkflowPlan(workflow)
+    native = plan.native_steps()
+    in_cycles = {k for s in plan.scopes for c in plan.graph.cycles(s) for k in c}
     rounds: dict[str, int] = {}
     for step in workflow.steps.values():
         if step.type == "for_each":
@@ -272,7 +276,7 @@ def _compensates(workflow: Workflow) -> bool:
 
 
 def _auto(
-    workflow: Workflow, compiled: CompiledWorkflow | None, driver: Driver | None
+    workflow: Workflow, compiled: CompiledMachine | None, plan: WorkflowPlan | None
 ) -> EngineChoice:
     for check in (
         lambda: _callback_blocker(workflow, compiled),
@@ -282,7 +286,7 @@ def _auto(
         blocker = check()
         if blocker is not None:
             return EngineChoice("standard", blocker.reason, blocker.step)
-    bound, key = longest_run_seconds(workflow, driver)
+    bound, key = longest_run_seconds(workflow, plan)
     if bound is None:
         return EngineChoice(
             "standard", f"step '{key}' (delay) waits as long as the run's data says", key
@@ -315,21 +319,19 @@ def _auto(
 
 
 def choose_engine(
-    workflow: Workflow, compiled: CompiledWorkflow | None = None, driver: Driver | None = None
+    workflow: Workflow, compiled: CompiledMachine | None = None, plan: WorkflowPlan | None = None
 ) -> EngineChoice:
     """The engine ``workflow`` runs on. ``engine: standard`` is always honoured; ``engine:
     express`` is honoured when Express is safe (else the choice is Standard and the reason
     says why: validation reports it); ``engine: auto`` picks Express exactly when it is safe.
     ``compiled``, when given, lets any callback or ``.sync`` Task in the machine refuse
-    Express too; ``driver``, the compilation that made it, lends its graph facts."""
-    from relayflow.definition.effective import effective_workflow
-
+    Express too; ``plan``, the compilation that made it, lends its graph facts."""
     # Judge what the machine does: the workflow's and the seed's defaults applied.
     workflow = effective_workflow(workflow)
     requested = getattr(workflow, "engine", "auto")
     if requested == "standard":
         return EngineChoice("standard", "engine: standard in the definition")
-    choice = _auto(workflow, compiled, driver)
+    choice = _auto(workflow, compiled, plan)
     if requested == "express" and choice.engine == "express":
         return EngineChoice(
             "express", "engine: express in the definition", None, choice.bound_seconds
@@ -340,8 +342,6 @@ def choose_engine(
 def engine_problems(workflow: Workflow, file: str | None) -> list[Problem]:
     """The problem with ``engine: express`` on a workflow Express cannot run unchanged: at
     the blocking step's path (``steps.<key>``), or at ``engine`` when a setting decides."""
-    from relayflow.definition.problems import Problem
-
     if getattr(workflow, "engine", "auto") != "express":
         return []
     choice = choose_engine(workflow)

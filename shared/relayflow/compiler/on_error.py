@@ -27,21 +27,21 @@ Continue (``<key>.fallback…``)::
 ``$.run_flags.fallbacks`` travels in the state document to the run's output, where the
 recorder reads it for the run's outcome (:mod:`relayflow.control.outcome`). A Parallel
 rebuilds the document, so a machine with a parallel starts by setting ``$.run_flags`` empty
-(``_flags``) and its Parallels carry it (:meth:`relayflow.compiler.driver.Driver.compile`).
+(``_flags``) and its Parallels carry it (the driver's ``compile``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from relayflow.compiler.asl import LAMBDA_INVOKE
+from relayflow.compiler.asl import LAMBDA_INVOKE, TRANSIENT_RETRY
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass, Task
 from relayflow.document import StepRef, task_parameters
-from relayflow.errors import ParkTimeout, TransientError
+from relayflow.errors import ParkTimeout
 from relayflow.expressions import template_to_parameters
 
 if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
     from relayflow.definition.errors_model import ContinueOnError, ParkOnError
 
 #: The step type the waitpoint function serves as a park (:mod:`relayflow.steps.park`).
@@ -54,7 +54,7 @@ FALLBACK = "fallback"
 SKIPPED = "skipped"
 
 
-def on_error_entry(ctx: ScopeContext, key: str, on_error: Any) -> str:
+def on_error_entry(ctx: Emitter, key: str, on_error: Any) -> str:
     """The state a failure of step ``key`` enters (its states are added on first use)."""
     if on_error.action == "park":
         name = f"{key}.park"
@@ -67,11 +67,11 @@ def on_error_entry(ctx: ScopeContext, key: str, on_error: Any) -> str:
     return name
 
 
-def _success_route(ctx: ScopeContext, key: str) -> str | None:
+def _success_route(ctx: Emitter, key: str) -> str | None:
     return getattr(ctx.c.wf.steps[key], "on_success", None)
 
 
-def _failed(ctx: ScopeContext, key: str) -> str:
+def _failed(ctx: Emitter, key: str) -> str:
     """``<key>.park.failed``: on to the step's failure route, else re-raise ``$.error``."""
     name = f"{key}.park.failed"
     if name not in ctx.machine.states:
@@ -83,7 +83,7 @@ def _failed(ctx: ScopeContext, key: str) -> str:
     return name
 
 
-def _emit_park(ctx: ScopeContext, key: str, on_error: ParkOnError) -> None:
+def _emit_park(ctx: Emitter, key: str, on_error: ParkOnError) -> None:
     step = ctx.c.wf.steps[key]
     ctx.c.functions.add("waitpoint")
     failed = _failed(ctx, key)
@@ -115,13 +115,7 @@ def _emit_park(ctx: ScopeContext, key: str, on_error: ParkOnError) -> None:
             timeout_seconds=on_error.park_timeout,
             retry=[
                 *ctx.retriers(None),
-                {
-                    "ErrorEquals": [TransientError.error_name],
-                    "IntervalSeconds": 1,
-                    "MaxAttempts": 3,
-                    "BackoffRate": 2.0,
-                    "JitterStrategy": "FULL",
-                },
+                dict(TRANSIENT_RETRY),
             ],
             catch=[
                 {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": timeout},
@@ -183,7 +177,7 @@ def _emit_park(ctx: ScopeContext, key: str, on_error: ParkOnError) -> None:
     )
 
 
-def _emit_fallback(ctx: ScopeContext, key: str, on_error: ContinueOnError) -> None:
+def _emit_fallback(ctx: Emitter, key: str, on_error: ContinueOnError) -> None:
     name, flag = f"{key}.fallback", f"{key}.fallback.flag"
     params = template_to_parameters({"output": on_error.output})
     if params is not None:

@@ -22,7 +22,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from relayflow.compiler.debug import _step_of, _transitions
+from relayflow.compiler.debug import step_of, transitions
 from relayflow.compiler.recording import RUN_STATE
 
 #: The Choice state the variant starts at (no step key starts with ``_``).
@@ -46,14 +46,14 @@ def entry_states(scope: dict[str, Any], steps: Iterable[str]) -> dict[str, str]:
     keys = frozenset(steps)
     states: dict[str, Any] = scope["States"]
     entries: dict[str, str] = {}
-    start = _step_of(scope["StartAt"], keys)
+    start = step_of(scope["StartAt"], keys)
     if start is not None:
         entries[start] = scope["StartAt"]
     for name, state in states.items():
-        source = _step_of(name, keys)
-        for holder, field in _transitions(state):
+        source = step_of(name, keys)
+        for holder, field in transitions(state):
             target = holder[field]
-            step = _step_of(target, keys)
+            step = step_of(target, keys)
             if step is not None and step != source:
                 entries.setdefault(step, target)
     for key in keys:
@@ -74,7 +74,7 @@ def rerun_variant(asl: dict[str, Any], main_steps: Iterable[str]) -> dict[str, A
     holder: dict[str, Any] = scope
     field = "StartAt"
     seen: set[str] = set()
-    while _step_of(holder[field], keys) is None:
+    while step_of(holder[field], keys) is None:
         state = states.get(holder[field])
         if state is None or state.get("Type") != "Pass" or holder[field] in seen:
             break

@@ -4,23 +4,25 @@ step kinds share. Each step kind's own states come from :mod:`relayflow.compiler
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import (
     LAMBDA_INVOKE,
     LAMBDA_SERVICE_ERRORS,
     SUCCEEDED,
     THROTTLED_RETRY,
+    TRANSIENT_RETRY,
     over_limit,
 )
-from relayflow.compiler.kinds import EMITTERS
+from relayflow.compiler.emitter import Compilation
+from relayflow.compiler.kinds.agent import agent_config
+from relayflow.compiler.on_error import on_error_entry
+from relayflow.compiler.plan import must_catch
+from relayflow.compiler.registry import EMITTERS
 from relayflow.compiler.states import Choice, Fail, Pass, ScopeMachine, State, Succeed, Task, Wait
 from relayflow.definition.policies import RetryPolicy
 from relayflow.document import StepRef, task_parameters
 from relayflow.errors import MaxStepsExceeded
-
-if TYPE_CHECKING:
-    from relayflow.compiler.driver import Driver
 
 #: Fields of a step model that are routing or policy, not the config a step Lambda needs.
 NOT_CONFIG = {
@@ -62,11 +64,12 @@ def own_result(state: State, key: str) -> bool:
 
 class ScopeContext:
     """Compiles the steps of one scope (the state machine, a Parallel branch or a for_each
-    item processor) into ``machine``."""
+    item processor) into ``machine``: the :class:`~relayflow.compiler.emitter.Emitter` the
+    step kinds receive."""
 
     def __init__(
         self,
-        compiler: Driver,
+        compiler: Compilation,
         machine: ScopeMachine,
         mode: str,
         back_edges: set[tuple[str, str]],
@@ -155,8 +158,6 @@ class ScopeContext:
             return self.item_failed(key)
         on_error = getattr(self.c.wf.steps.get(key), "on_error", None)
         if on_error is not None and self.mode == "main":
-            from relayflow.compiler.on_error import on_error_entry
-
             return on_error_entry(self, key, on_error)
         target = self.route(key, self.c.graph.failure_route(key))
         if target is None and self.settle:
@@ -185,18 +186,9 @@ class ScopeContext:
         return name
 
     def must_catch(self, step: Any) -> bool:
-        """Native Pass and Choice states cannot retry, catch or time out: a step that asks
-        for any of these runs in its Lambda instead. The workflow-wide error route does not
-        count: a native state can only fail with States.Runtime, which no Catch matches on
-        AWS, so a Lambda would add cost without changing where the run goes."""
-        return bool(
-            step.retry
-            or step.timeout_seconds
-            or step.on_failure
-            or getattr(step, "concurrency", None)
-            or getattr(step, "rate_limit", None)
-            or (self.mode == "item" and self.item_continue)
-        )
+        """Whether ``step`` needs its Lambda to retry, catch or time out here
+        (:func:`relayflow.compiler.plan.must_catch`)."""
+        return must_catch(step, item_continue=self.mode == "item" and self.item_continue)
 
     def document_selector(self, prefix: str) -> dict[str, Any]:
         """The state document's fields, read from ``prefix`` (``$`` or ``$[0]``)."""
@@ -417,8 +409,6 @@ class ScopeContext:
         if step.type == "custom":
             config["branches"] = sorted(step.branches)
         if step.type == "agent":
-            from relayflow.compiler.kinds.agent import agent_config
-
             agent_config(config, step, self.c.wf.http_tools, self.c.options.workflow_input_schemas)
         return config
 
@@ -471,23 +461,14 @@ class ScopeContext:
         with ``$$.Task.Token``; the control API's ``SendTaskSuccess`` is the Task's result.
         Only the function's own transient failures are retried (each attempt gets a new
         token); the step's ``timeout_seconds`` is the expiry."""
-        from relayflow.errors import TransientError
-
         self.c.runners[key] = step.type
         ref = StepRef(key=key, type=step.type, config=config)
-        transient = {
-            "ErrorEquals": [TransientError.error_name],
-            "IntervalSeconds": 1,
-            "MaxAttempts": 3,
-            "BackoffRate": 2.0,
-            "JitterStrategy": "FULL",
-        }
         return Task(
             resource=f"{LAMBDA_INVOKE}.waitForTaskToken",
             parameters=task_parameters(self.c.options.arn(step.type), ref, task_token=True),
             result_selector=result_selector,
             result_path=self.step_result_path(key),
             timeout_seconds=step.timeout_seconds,
-            retry=[*self.retriers(None), transient],
+            retry=[*self.retriers(None), dict(TRANSIENT_RETRY)],
             catch=self.catchers(key, None),
         )

@@ -43,7 +43,8 @@ from relayflow.ai.messages import (
     text_block,
     tool_result_block,
 )
-from relayflow.ai.tools import FINAL_ANSWER, Toolbox, workflow_tool_id
+from relayflow.ai.tools import FINAL_ANSWER, Toolbox
+from relayflow.definition.agent_tools import workflow_tool_id
 from relayflow.errors import (
     AgentMaxTurns,
     AgentOutputInvalid,

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relayflow.ai.messages import ToolCall
-from relayflow.ai.tools import workflow_tool_id
+from relayflow.definition.agent_tools import workflow_tool_id
 from relayflow.errors import InvalidRunInput, SubWorkflowDepth, SubWorkflowFailed
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ class ChildRef:
 
 def child_workflows(workflow: Any) -> list[ChildRef]:
     """Every workflow ``workflow``'s steps start, in step order."""
-    from relayflow.ai.tools import workflow_tools
+    from relayflow.definition.agent_tools import workflow_tools
 
     found: list[ChildRef] = []
     for key, step in workflow.steps.items():

@@ -82,7 +82,11 @@ def check_agents(checker: CheckContext) -> None:
     """Agent steps: a known provider, tools that exist, consistent gating, a valid
     output schema, outcomes to route."""
     from relayflow.ai.providers import PROVIDERS
-    from relayflow.ai.tools import WORKFLOW_TOOL_PREFIX, valid_workflow_tool, workflow_tools
+    from relayflow.definition.agent_tools import (
+        WORKFLOW_TOOL_PREFIX,
+        valid_workflow_tool,
+        workflow_tools,
+    )
     from relayflow.tools.catalogue import check_tool
 
     # A for_each whose ``step`` is not a key (an inline mapping, a list) is reported by the
@@ -161,7 +165,7 @@ def check_agents(checker: CheckContext) -> None:
                 f"tool {name!r} is both allowed and blocked",
             )
         if raw.get("require_approval_tools"):
-            from relayflow.ai.tools import permitted_tools
+            from relayflow.definition.agent_tools import permitted_tools
 
             permitted = set(
                 permitted_tools(

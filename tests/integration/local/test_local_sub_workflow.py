@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from local_asl import machine
 
-from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH
+from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime, compat
 from relayflow.runner import RunResult, publish_local, run_workflow

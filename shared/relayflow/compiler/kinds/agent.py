@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relayflow.compiler.asl import SUCCEEDED
-from relayflow.compiler.states import Choice
+from relayflow.compiler.asl import (
+    BRANCH_RESULT,
+    LAMBDA_INVOKE,
+    LIVE_ALIAS,
+    START_EXECUTION_SYNC,
+    TRANSIENT_RETRY,
+    child_run_input,
+)
+from relayflow.compiler.emitter import Emitter
+from relayflow.compiler.states import Choice, Task
+from relayflow.definition.agent_tools import workflow_tools
 from relayflow.definition.graph import INHERIT
 from relayflow.definition.models import AgentStep
+from relayflow.document import StepRef, task_parameters
 from relayflow.errors import AgentOutcomeInherited
 
 #: The branch an agent returns when a tool call waits for a person.
@@ -18,9 +28,6 @@ AWAITING_WORKFLOW = "awaiting_workflow"
 #: Errors of starting a child run that a second try can clear (too many open executions).
 #: The child's name is the same on each try, so a start that did happen is not repeated.
 START_RETRY_ERRORS = ("StepFunctions.ExecutionLimitExceededException",)
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 
 def agent_config(
@@ -48,8 +55,6 @@ def agent_config(
             for name in sorted(names)
             if name in http_tools
         }
-    from relayflow.ai.tools import workflow_tools
-
     schemas = {
         workflow_id: (workflow_schemas or {})[workflow_id]
         for workflow_id in workflow_tools(config)
@@ -59,7 +64,7 @@ def agent_config(
         config["workflow_schemas"] = schemas
 
 
-def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
+def emit_agent(ctx: Emitter, key: str, step: AgentStep) -> None:
     """Without ``outcomes`` the agent Task takes ``on_success``. With them, a Choice on
     ``$.steps.<key>.output.outcome`` routes each wired outcome to its step; an ``inherit``
     outcome (and, defensively, any other value) raises ``Relayflow.AgentOutcomeInherited``
@@ -74,8 +79,6 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
     ``awaiting_workflow`` to ``<key>.workflow``, a ``startExecution.sync:2`` Task that runs
     the child the agent named (its result at ``$.steps.<key>.workflow``) and returns to the
     agent Task."""
-    from relayflow.ai.tools import workflow_tools
-
     route = f"{key}.route"
     inherited = f"{key}.inherited"
     wired = any(target != INHERIT for target in (step.outcomes or {}).values())
@@ -88,11 +91,7 @@ def emit_agent(ctx: ScopeContext, key: str, step: AgentStep) -> None:
         # Not "<key>.gate": the step-through variant names its gate before a step so.
         gate = f"{key}.await"
         task = ctx.lambda_task(key, step, "agent", None, then=gate)
-        task.result_selector = {
-            "output.$": "$.Payload.output",
-            "branch.$": "$.Payload.branch",
-            "status": SUCCEEDED,
-        }
+        task.result_selector = dict(BRANCH_RESULT)
         ctx.machine.add(key, task)
         emit_approval_gate(ctx, key, step, gate, after, children)
     elif after is None:
@@ -130,7 +129,7 @@ APPROVAL_PROMPT = "Arguments: {{{{ steps.{key}.output.pending.input }}}}"
 
 
 def emit_approval_gate(
-    ctx: ScopeContext,
+    ctx: Emitter,
     key: str,
     step: AgentStep,
     gate: str,
@@ -141,11 +140,6 @@ def emit_approval_gate(
     Task (the ``approval`` step's own function and request: guest links, notification
     channels, the respond API, scoped to the pending call) and, with workflow tools, the
     child-run Task."""
-    from relayflow.compiler.asl import LAMBDA_INVOKE
-    from relayflow.compiler.states import Task
-    from relayflow.document import StepRef, task_parameters
-    from relayflow.errors import TransientError
-
     approval = f"{key}.approval"
     onward = after or ctx.route(key, step.on_success) or ctx.end_state(key)
     branch = f"{ctx.step_result_path(key)}.branch"
@@ -191,13 +185,7 @@ def emit_approval_gate(
             result_path=f"{ctx.step_result_path(key)}.approval",
             retry=[
                 *ctx.retriers(None),
-                {
-                    "ErrorEquals": [TransientError.error_name],
-                    "IntervalSeconds": 1,
-                    "MaxAttempts": 3,
-                    "BackoffRate": 2.0,
-                    "JitterStrategy": "FULL",
-                },
+                dict(TRANSIENT_RETRY),
             ],
             catch=ctx.catchers(key, None),
             next=key,
@@ -205,7 +193,7 @@ def emit_approval_gate(
     )
 
 
-def emit_child_run(ctx: ScopeContext, key: str, children: list[str]) -> str:
+def emit_child_run(ctx: Emitter, key: str, children: list[str]) -> str:
     """``<key>.workflow``: start the child run the agent's ``output.pending`` names and wait
     for it (``startExecution.sync:2``), then go back to the agent Task. Its result lands at
     ``$.steps.<key>.workflow``: ``{run_id, steps}``, or the caught ``{Error, Cause}`` (the
@@ -215,9 +203,6 @@ def emit_child_run(ctx: ScopeContext, key: str, children: list[str]) -> str:
     agent names only a workflow of its permitted ``workflow.<id>`` tools. The child's input
     is a standard state document (the call's arguments as ``trigger``, ``run.dry_run``
     inherited, ``run.depth`` one more, ``run.parent`` set)."""
-    from relayflow.compiler.asl import LIVE_ALIAS, START_EXECUTION_SYNC
-    from relayflow.compiler.states import Task
-
     state = f"{key}.workflow"
     ctx.c.children.update(children)  # the state machine role may start these only
     pending = f"{ctx.step_result_path(key)}.output.pending"
@@ -231,25 +216,13 @@ def emit_child_run(ctx: ScopeContext, key: str, children: list[str]) -> str:
                     f"States.Format('{prefix}{{}}:{LIVE_ALIAS}', {pending}.workflow_id)"
                 ),
                 "Name.$": f"{pending}.run_id",
-                "Input": {
-                    "run": {
-                        "id.$": f"{pending}.run_id",
-                        "workflow_id.$": f"{pending}.workflow_id",
-                        "version": None,
-                        "tenant.$": "$.run.tenant",
-                        "dry_run.$": "$.run.dry_run",
-                        "started_at.$": "$$.State.EnteredTime",
-                        "depth.$": "States.MathAdd($.run.depth, 1)",
-                        "parent": {
-                            "run_id.$": "$.run.id",
-                            "workflow_id.$": "$.run.workflow_id",
-                            "step": key,
-                        },
-                    },
-                    "trigger.$": f"{pending}.input",
-                    "steps": {},
-                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
-                },
+                "Input": child_run_input(
+                    key,
+                    f"{pending}.run_id",
+                    {"workflow_id.$": f"{pending}.workflow_id"},
+                    None,
+                    {"trigger.$": f"{pending}.input"},
+                ),
             },
             result_selector={"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
             result_path=f"{ctx.step_result_path(key)}.workflow",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass
 from relayflow.definition.models import ApprovalStep
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 #: The fields of an approval step its function needs to record the request.
 APPROVAL_CONFIG = {
@@ -26,7 +24,7 @@ APPROVAL_CONFIG = {
 }
 
 
-def emit_approval(ctx: ScopeContext, key: str, step: ApprovalStep) -> None:
+def emit_approval(ctx: Emitter, key: str, step: ApprovalStep) -> None:
     """The decision ``{approved, option, data, responder, responded_at, timed_out}`` lands
     at ``$.steps.<key>.output``; a Choice routes on the option (``branches``), then on
     ``approved`` (``on_approve`` / ``on_reject``). Expiry (``States.Timeout``): ``fail``

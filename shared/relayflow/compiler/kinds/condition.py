@@ -3,17 +3,13 @@ condition Lambda and a Choice on its boolean result."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice
 from relayflow.definition.models import ConditionStep
 from relayflow.expressions import condition_to_choice
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_condition(ctx: ScopeContext, key: str, step: ConditionStep) -> None:
+def emit_condition(ctx: Emitter, key: str, step: ConditionStep) -> None:
     on_true = ctx.route(key, step.on_true) or ctx.end_state(key)
     on_false = ctx.route(key, step.on_false) or ctx.end_state(key)
     rule = condition_to_choice(step.expression)

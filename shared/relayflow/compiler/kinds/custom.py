@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.asl import BRANCH_RESULT
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice
 from relayflow.definition.models import CustomStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_custom(ctx: ScopeContext, key: str, step: CustomStep) -> None:
+def emit_custom(ctx: Emitter, key: str, step: CustomStep) -> None:
     """The custom Lambda answers with a branch name (or null); a Choice routes on it and
     falls back to on_success (or the end) for no branch or an undeclared one."""
     if not step.branches:
@@ -20,11 +16,7 @@ def emit_custom(ctx: ScopeContext, key: str, step: CustomStep) -> None:
         return
     route = f"{key}.route"
     task = ctx.lambda_task(key, step, "custom", None, then=route)
-    task.result_selector = {
-        "output.$": "$.Payload.output",
-        "branch.$": "$.Payload.branch",
-        "status": SUCCEEDED,
-    }
+    task.result_selector = dict(BRANCH_RESULT)
     ctx.machine.add(key, task)
     default = ctx.route(key, step.on_success) or ctx.end_state(key)
     choices = [

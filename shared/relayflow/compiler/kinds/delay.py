@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import json_path_of_placeholder
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Wait
 from relayflow.definition.models import DelayStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_delay(ctx: ScopeContext, key: str, step: DelayStep) -> None:
+def emit_delay(ctx: Emitter, key: str, step: DelayStep) -> None:
     ctx.c.runners[key] = "native"
     state = Wait()
     if isinstance(step.seconds, int):

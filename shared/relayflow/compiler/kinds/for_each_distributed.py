@@ -15,16 +15,15 @@ minutes, and runs exactly once per item, where EXPRESS children run at least onc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
+from relayflow.compiler.kinds.for_each_items import guard_item_count, item_selector
 from relayflow.compiler.states import DistributedMap
 from relayflow.definition.for_each import items_format_of, split_items_from
 from relayflow.definition.models import ForEachStep
 from relayflow.expressions import template_to_parameters
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
@@ -56,12 +55,9 @@ def result_writer(bucket: str, machine: str, key: str) -> dict[str, Any]:
     return {"Resource": S3_PUT_OBJECT, "Parameters": {"Bucket": bucket, "Prefix": prefix}}
 
 
-def emit_distributed_for_each(ctx: ScopeContext, key: str, step: ForEachStep) -> None:
+def emit_distributed_for_each(ctx: Emitter, key: str, step: ForEachStep) -> None:
     ctx.c.runners[key] = "native"
     ctx.c.distributed[key] = split_items_from(step.items_from)[0] if step.items_from else None
-    # (for_each imports this module: its guard is imported here, when a step is compiled)
-    from relayflow.compiler.kinds.for_each import guard_item_count, item_selector
-
     items_path = None
     if step.items is not None:
         items_path = guard_item_count(ctx, key, step, step.items)

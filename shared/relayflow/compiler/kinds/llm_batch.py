@@ -3,16 +3,12 @@ Task → Choice) until the job ended, so no Lambda waits for the provider."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Wait
 from relayflow.definition.models import LlmBatchStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_llm_batch(ctx: ScopeContext, key: str, step: LlmBatchStep) -> None:
+def emit_llm_batch(ctx: Emitter, key: str, step: LlmBatchStep) -> None:
     """``<key>`` submits; ``<key>.check`` goes on once ``output.state`` is no longer
     ``in_progress`` (an ended output large enough to be offloaded has no ``state`` field: it
     goes on too); ``<key>.wait`` waits ``poll_interval_seconds``; ``<key>.poll`` (the same

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Pass
 from relayflow.definition.models import NoopStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_noop(ctx: ScopeContext, key: str, step: NoopStep) -> None:
+def emit_noop(ctx: Emitter, key: str, step: NoopStep) -> None:
     ctx.c.runners[key] = "native"
     record = {"output": None, "status": SUCCEEDED}
     if key in ctx.c.liveness.folds and ctx.mode != "item":

@@ -2,7 +2,7 @@
 
 With ``settle: all`` every branch runs to its end: a failure that the failing step does not
 route itself ends its branch with the step's record ``{"status": "failed", "error"}`` (a
-Catch inside the branch, :meth:`ScopeContext.settled`), so the merge keeps the other
+Catch inside the branch, the scope's ``<key>.settled``), so the merge keeps the other
 branches' outputs. With ``fail_when: any`` a Choice after the merge raises
 ``Relayflow.BranchesFailed`` (routable like any step failure) when a branch step's record
 says ``failed``.
@@ -10,15 +10,12 @@ says ``failed``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Parallel, Pass, State
 from relayflow.definition.models import ParallelStep
 from relayflow.errors import BranchesFailed
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
-
 
 #: Step Functions allows at most 10 intrinsic functions in one field (compiler.check counts
 #: every call, nested or not), so one field can merge at most 11 branch results.
@@ -55,7 +52,7 @@ def merge_parts(count: int) -> list[list[int]]:
     ]
 
 
-def emit_parallel(ctx: ScopeContext, key: str, step: ParallelStep) -> None:
+def emit_parallel(ctx: Emitter, key: str, step: ParallelStep) -> None:
     ctx.c.runners[key] = "native"
     settle = step.settle == "all"
     scopes = [ctx.c.scope_for(root, key) for root in step.branches]
@@ -100,7 +97,7 @@ def emit_parallel(ctx: ScopeContext, key: str, step: ParallelStep) -> None:
 
 
 def finish(
-    ctx: ScopeContext,
+    ctx: Emitter,
     name: str,
     state: State,
     key: str,

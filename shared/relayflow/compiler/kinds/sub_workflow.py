@@ -3,7 +3,7 @@ with the child's failure renamed ``Relayflow.SubWorkflowFailed``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relayflow.compiler.asl import (
     LAMBDA_INVOKE,
@@ -12,15 +12,14 @@ from relayflow.compiler.asl import (
     MAX_SUB_WORKFLOW_DEPTH,
     START_EXECUTION_SYNC,
     SUCCEEDED,
+    child_run_input,
 )
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Choice, Pass, Task, Wait
 from relayflow.definition.models import SubWorkflowStep
 from relayflow.document import StepRef, task_parameters
 from relayflow.errors import SubWorkflowDepth, SubWorkflowFailed, WorkflowNotFound
 from relayflow.expressions import template_to_parameters
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 #: How Step Functions refuses to start a state machine (or alias) that does not exist, or an
 #: ARN that a rendered id made malformed.
@@ -31,7 +30,7 @@ TARGET_MISSING_ERRORS = (
 )
 
 
-def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> None:
+def emit_sub_workflow(ctx: Emitter, key: str, step: SubWorkflowStep) -> None:
     """Start the child workflow's state machine (a pinned version, or the ``live`` alias)
     with ``startExecution.sync:2`` and wait for it.
 
@@ -120,25 +119,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
         parameters={
             **target_field,
             "Name.$": child_run_id,
-            "Input": {
-                "run": {
-                    "id.$": child_run_id,
-                    **child_workflow,
-                    "version": step.version,
-                    "tenant.$": "$.run.tenant",
-                    "dry_run.$": "$.run.dry_run",
-                    "started_at.$": "$$.State.EnteredTime",
-                    "depth.$": "States.MathAdd($.run.depth, 1)",
-                    "parent": {
-                        "run_id.$": "$.run.id",
-                        "workflow_id.$": "$.run.workflow_id",
-                        "step": key,
-                    },
-                },
-                **trigger,
-                "steps": {},
-                "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
-            },
+            "Input": child_run_input(key, child_run_id, child_workflow, step.version, trigger),
         },
         result_selector={
             "output": {"run_id.$": "$.Name", "steps.$": "$.Output.steps"},
@@ -159,7 +140,7 @@ def emit_sub_workflow(ctx: ScopeContext, key: str, step: SubWorkflowStep) -> Non
 
 
 def emit_input_check(
-    ctx: ScopeContext, key: str, step: SubWorkflowStep, schema: Any, failure: str | None
+    ctx: Emitter, key: str, step: SubWorkflowStep, schema: Any, failure: str | None
 ) -> None:
     """``<key>.check_input``: the transform function renders the child's input and checks it
     against the child's ``input_schema`` (resolved when this workflow was published), before
@@ -198,7 +179,7 @@ def target_id_path(step: SubWorkflowStep) -> str | None:
 
 
 def emit_sub_workflow_failure(
-    ctx: ScopeContext, key: str, failure: str | None, *, dynamic: bool = False
+    ctx: Emitter, key: str, failure: str | None, *, dynamic: bool = False
 ) -> str:
     """States that turn a child's failure into ``Relayflow.SubWorkflowFailed`` and take the
     step's failure route (or fail the run). With a ``dynamic`` (templated) target, a start

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
+from relayflow.compiler.emitter import Emitter
 
 
-def emit_task(ctx: ScopeContext, key: str, step: Any) -> None:
+def emit_task(ctx: Emitter, key: str, step: Any) -> None:
     ctx.machine.add(key, ctx.lambda_task(key, step, step.type, step.on_success))

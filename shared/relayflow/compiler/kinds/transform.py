@@ -3,18 +3,14 @@ Lambda."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.compiler.states import Pass
 from relayflow.definition.models import TransformStep
 from relayflow.expressions import template_to_parameters
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_transform(ctx: ScopeContext, key: str, step: TransformStep) -> None:
+def emit_transform(ctx: Emitter, key: str, step: TransformStep) -> None:
     params = template_to_parameters({"output": step.mapping})
     if params is not None and not ctx.must_catch(step):
         ctx.c.runners[key] = "native"

@@ -9,20 +9,16 @@ the run goes to ``on_timeout``, or the step fails with ``Relayflow.WaitTimeout``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.definition.models import WaitForEventStep
-
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
 WAIT_TIMEOUT = "Relayflow.WaitTimeout"
 #: The wait is registered by the waitpoint function (same table rights, same token handling).
 RUNS_IN = "waitpoint"
 
 
-def emit_wait_for_event(ctx: ScopeContext, key: str, step: WaitForEventStep) -> None:
+def emit_wait_for_event(ctx: Emitter, key: str, step: WaitForEventStep) -> None:
     """The Task (in the waitpoint function); with ``timeout_seconds``, a ``States.Timeout``
     catcher first: to ``on_timeout``, or to a Fail state ``<key>.timeout`` with
     ``Relayflow.WaitTimeout``."""

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from relayflow.compiler.asl import SUCCEEDED
+from relayflow.compiler.emitter import Emitter
 from relayflow.definition.models import WaitpointStep
 
-if TYPE_CHECKING:
-    from relayflow.compiler.scope import ScopeContext
 
-
-def emit_waitpoint(ctx: ScopeContext, key: str, step: WaitpointStep) -> None:
+def emit_waitpoint(ctx: Emitter, key: str, step: WaitpointStep) -> None:
     """The completion data is the output; ``/fail`` fails the step with
     ``Relayflow.WaitpointFailed`` (routed like any failure); expiry takes ``on_timeout``
     when set, else fails the step with ``States.Timeout``."""
