@@ -9,8 +9,8 @@ from typing import Any
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
-from relayflow.control.stepfunctions import state_machine_name
 from relayflow.definition import validate_data
+from relayflow.executions.stepfunctions import state_machine_name
 
 ACME = CompileOptions(
     region="eu-west-1",

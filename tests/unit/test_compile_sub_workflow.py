@@ -8,9 +8,9 @@ from typing import Any
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.compile import MAX_SUB_WORKFLOW_DEPTH, START_EXECUTION_SYNC
-from relayflow.control.stepfunctions import state_machine_name
 from relayflow.definition import validate_data
 from relayflow.definition.models import Workflow
+from relayflow.executions.stepfunctions import state_machine_name
 
 CONTROL_PLANE = CompileOptions(
     region="eu-west-1",

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
     BadRequest,
     Conflict,
@@ -33,6 +32,7 @@ from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
 from relayflow.control.plane.common import check_limit, check_tenant, translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
+from relayflow.executions import stepfunctions as sfn_api
 
 #: Approval and waitpoint ids: uuid4 hex, or (idempotent waitpoints) 32 hex of a sha256.
 WAIT_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")

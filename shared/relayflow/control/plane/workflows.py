@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.engines import version_info
 from relayflow.control.errors import ApiError
 from relayflow.control.models import Page, PutWorkflowResult, WorkflowDetail, WorkflowSummary
 from relayflow.dal import DataAccessError, WorkflowItem
+from relayflow.executions import stepfunctions as sfn_api
 
 if TYPE_CHECKING:
     from relayflow.triggers.sync import TriggerPlan

@@ -1,6 +1,6 @@
-"""The control plane's Step Functions calls: state machines, versions, the ``live`` alias and
-executions. The only control-plane module that talks to the Step Functions API; every
-``ClientError`` becomes one of the exceptions below."""
+"""The Step Functions port: state machines, versions, the ``live`` alias and executions.
+The only module of the control plane (and of what it builds on) that talks to the Step
+Functions API; every ``ClientError`` becomes one of the exceptions below."""
 
 from __future__ import annotations
 
