@@ -33,14 +33,18 @@ from relayflow.control.plane.common import check_limit, check_tenant, translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
 from relayflow.executions import stepfunctions as sfn_api
+from relayflow.steps.wait_outcomes import (
+    TOKEN_GONE,
+    WAITPOINT_FAILED,
+    completion_output,
+    failure_cause,
+    waitpoint_id,
+)
 
 #: Approval and waitpoint ids: uuid4 hex, or (idempotent waitpoints) 32 hex of a sha256.
 WAIT_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 APPROVAL_STATUSES = ("pending", "decided", "expired")
-#: Step Functions' answers for a token it no longer waits on.
-_GONE = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
-MAX_FAILURE_TEXT = 32_768
 
 
 # ----------------------------------------------------------------------------- errors
@@ -107,12 +111,6 @@ def waitpoint_view(item: WaitpointItem, now: str | None = None) -> WaitpointView
     )
 
 
-def failure_cause(error: str | None, message: str | None) -> str:
-    """The ``Cause`` of a failed waitpoint: the caller's message, after its error code."""
-    text = ": ".join(t for t in (error, message) if t) or "the waitpoint was failed"
-    return text[:MAX_FAILURE_TEXT]
-
-
 # ----------------------------------------------------------------------------- service
 
 
@@ -130,7 +128,7 @@ def send_task(client: Any, call: Any) -> None:
         call(client)
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in _GONE:
+        if code in TOKEN_GONE:
             raise TokenGone(code) from exc
         if code in _THROTTLING:
             raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
@@ -277,8 +275,6 @@ class WaitService:
     ) -> list[WaitpointView]:
         """The waitpoints of one run (oldest first), or the one an idempotency key names
         (empty when there is none): how a caller learns a waitpoint's id."""
-        from relayflow.steps.waitpoint import waitpoint_id
-
         check_tenant(tenant)
         if (run_id is None) == (idempotency_key is None):
             raise BadRequest("pass exactly one of run_id or idempotency_key")
@@ -294,8 +290,6 @@ class WaitService:
     @translated
     def complete_waitpoint(self, tenant: str, waitpoint_id: str, data: Any = None) -> WaitpointView:
         """Complete the waitpoint: its run resumes with ``data`` as the step's output."""
-        from relayflow.steps.waitpoint import completion_output
-
         _check_storable(data)
         output = completion_output(data)
         return self._finish(
@@ -317,8 +311,6 @@ class WaitService:
     ) -> WaitpointView:
         """Fail the waitpoint: its step fails with ``Relayflow.WaitpointFailed`` (cause: the
         message, after the caller's error code) and the run takes its failure route."""
-        from relayflow.steps.waitpoint import WAITPOINT_FAILED
-
         cause = failure_cause(error, message)
         return self._finish(
             tenant,
