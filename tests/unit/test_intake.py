@@ -266,7 +266,7 @@ def test_a_webhook_payload_the_policy_refuses_is_a_4xx_and_text_stays_raw():
     ],
 )
 def test_the_guest_forms_fields_keep_to_the_policy(schema, raw, reason):
-    from relayflow.approvals.page import FormError, form_to_data
+    from relayflow.api.approval_page import FormError, form_to_data
 
     form_schema = {"type": "object", "properties": {"x": {**schema, "title": "X"}}}
     with pytest.raises(FormError) as caught:
