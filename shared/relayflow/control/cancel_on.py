@@ -32,7 +32,7 @@ def handle_cancel(
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
-    from relayflow.triggers.dispatch import event_trigger
+    from relayflow.triggers.deliveries import event_trigger
     from relayflow.triggers.sync import TENANT_FIELD
 
     plane = control or get_control_plane()

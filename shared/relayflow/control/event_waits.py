@@ -26,7 +26,7 @@ def handle_wait_event(delivery: Mapping[str, Any], *, sfn: Any | None = None) ->
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
-    from relayflow.triggers.dispatch import event_trigger
+    from relayflow.triggers.deliveries import event_trigger
     from relayflow.triggers.sync import TENANT_FIELD
 
     tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])

@@ -56,8 +56,8 @@ class Workflows(PlaneBase):
         """Run the ticks cron triggers with ``catch_up`` missed (``docs/flow-control.md``).
         A failure is logged, not raised: the workflow is stored, and the next tick catches
         up again."""
+        from relayflow.control.dispatch import catch_up_workflow
         from relayflow.observability import logger
-        from relayflow.triggers.catch_up import catch_up_workflow
 
         try:
             catch_up_workflow(self, tenant, workflow_id, triggers)
