@@ -42,10 +42,10 @@ from relayflow.triggers.deliveries import (
     InvalidDelivery,
     ScheduleDelivery,
     TriggerDelivery,
+    event_tenant,
     event_trigger,
     parse_delivery,
 )
-from relayflow.triggers.sync import TENANT_FIELD
 
 
 class Dispatcher:
@@ -115,8 +115,7 @@ class Dispatcher:
         from relayflow.expressions import evaluate_condition
 
         event = delivery.event
-        detail = event.get("detail")
-        owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+        owner = event_tenant(event)
         if owner != delivery.tenant:
             # The rule pattern already requires the tenant; this guards a misconfigured rule.
             return _result(delivery, "skipped", reason="the event belongs to another tenant")

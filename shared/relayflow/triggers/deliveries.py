@@ -89,6 +89,13 @@ def parse_delivery(event: Mapping[str, Any]) -> ScheduleDelivery | EventDelivery
     return delivery
 
 
+def event_tenant(event: Mapping[str, Any]) -> Any:
+    """The tenant a bus event was published for (the detail field Relayflow adds; ``None``
+    for an event without one). A delivery for another tenant starts and completes nothing."""
+    detail = event.get("detail")
+    return detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+
+
 def event_trigger(event: Mapping[str, Any]) -> dict[str, Any]:
     """The ``trigger`` of a run an event starts (and of its filter): the event's ``id``,
     ``source``, ``detail_type``, ``time``, ``account``, ``region``, ``resources`` and
