@@ -203,7 +203,7 @@ class WaitService:
             )
         _check_storable(data)
         if item.form_schema:
-            _check_form(item.form_schema, {} if data is None else data)
+            check_form(item.form_schema, {} if data is None else data)
         from relayflow.steps.approval import approved
 
         decision = {
@@ -396,7 +396,7 @@ def _check_storable(data: Any) -> None:
         raise Unprocessable(f"the data cannot be stored: {exc.message}", [detail]) from None
 
 
-def _check_form(schema: dict[str, Any], data: Any) -> None:
+def check_form(schema: dict[str, Any], data: Any) -> None:
     """``data`` against the approval's JSON Schema; every violation, with its path."""
     from relayflow.definition.tenant_schema import validator as schema_validator
 
