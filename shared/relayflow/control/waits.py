@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -220,16 +221,14 @@ class WaitService:
             self.waits.expire_approval(tenant, approval_id)
             raise ApprovalExpired(f"approval {approval_id} expired before it was decided")
         output = json.dumps({**decision, "timed_out": False}, separators=(",", ":"))
-        try:
-            self._send(lambda c: c.send_task_success(taskToken=claimed.task_token, output=output))
-        except TokenGone as exc:
-            self.waits.expire_approval(tenant, approval_id)
-            raise ApprovalExpired(
+        self._send_claimed(
+            lambda c: c.send_task_success(taskToken=claimed.task_token, output=output),
+            expire=lambda: self.waits.expire_approval(tenant, approval_id),
+            expired=ApprovalExpired(
                 f"approval {approval_id} expired: its run no longer waits for a decision"
-            ) from exc
-        except Exception:
-            self.waits.release_approval(tenant, approval_id, now)
-            raise
+            ),
+            release=lambda: self.waits.release_approval(tenant, approval_id, now),
+        )
         return approval_view(claimed, now)
 
     def _refuse_closed_approval(self, item: ApprovalItem, now: str) -> None:
@@ -343,16 +342,14 @@ class WaitService:
             self._refuse_closed_waitpoint(self._waitpoint(tenant, waitpoint_id), _now())
             self.waits.expire_waitpoint(tenant, waitpoint_id)
             raise WaitpointExpired(f"waitpoint {waitpoint_id} expired")
-        try:
-            self._send(lambda c: send(c, claimed.task_token))
-        except TokenGone as exc:
-            self.waits.expire_waitpoint(tenant, waitpoint_id)
-            raise WaitpointExpired(
+        self._send_claimed(
+            lambda c: send(c, claimed.task_token),
+            expire=lambda: self.waits.expire_waitpoint(tenant, waitpoint_id),
+            expired=WaitpointExpired(
                 f"waitpoint {waitpoint_id} expired: its run no longer waits for it"
-            ) from exc
-        except Exception:
-            self.waits.release_waitpoint(tenant, waitpoint_id, now)
-            raise
+            ),
+            release=lambda: self.waits.release_waitpoint(tenant, waitpoint_id, now),
+        )
         return waitpoint_view(claimed, now)
 
     def _refuse_closed_waitpoint(self, item: WaitpointItem, now: str) -> None:
@@ -382,6 +379,26 @@ class WaitService:
     def _send(self, call: Any) -> None:
         """One SendTask* call (:func:`send_task`)."""
         send_task(self.machines.client, call)
+
+    def _send_claimed(
+        self,
+        call: Any,
+        *,
+        expire: Callable[[], Any],
+        expired: Conflict,
+        release: Callable[[], Any],
+    ) -> None:
+        """Send a claimed decision or completion: when Step Functions no longer waits on the
+        token the item expires (``expired`` is raised); any other failure hands the claim
+        back, so the same request can be sent again."""
+        try:
+            self._send(call)
+        except TokenGone as exc:
+            expire()
+            raise expired from exc
+        except Exception:
+            release()
+            raise
 
 
 def _check_storable(data: Any) -> None:
