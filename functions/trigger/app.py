@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from relayflow.control.dispatch import handle_trigger
 from relayflow.observability import function_handler
-from relayflow.triggers.dispatch import handle_trigger
 
 
 @function_handler

@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from relayflow.control.webhook_intake import handle_webhook
 from relayflow.observability import function_handler
-from relayflow.triggers.webhook import handle_webhook
 
 
 @function_handler

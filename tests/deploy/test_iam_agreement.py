@@ -36,8 +36,8 @@ from test_handler_samples import lambda_sandbox, load_handler  # noqa: F401 (a f
 
 from relayflow import naming
 from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.control.stepfunctions import state_machine_name
 from relayflow.dal.access import TABLE_ACCESS
+from relayflow.executions.stepfunctions import state_machine_name
 from relayflow.validation import load_workflow
 
 TEMPLATE = load_template()

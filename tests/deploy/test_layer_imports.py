@@ -5,7 +5,7 @@ answer does not depend on what happened to be imported first): from each functio
 through the built layer's ``relayflow`` package, module-level and lazy imports (``import``
 inside a function runs at call time, on the Lambda, where only the layer and the runtime are).
 
-On the code before the history reading moved to ``relayflow.control.history``, this failed:
+On the code before the history reading moved to ``relayflow.executions.history``, this failed:
 ``relayflow.control.timeline`` (``GET /runs/{id}``, the recorder's timeline) and
 ``relayflow.cost.counts`` (the recorder's cost counts on every Standard run end) imported
 ``relayflow.local.history`` lazily, and ``relayflow.cost.logs`` imported

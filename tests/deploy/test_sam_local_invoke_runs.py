@@ -5,7 +5,7 @@ with its step timeline back.
 
 The in-process recorder of ``relayflow serve`` is stopped first, so only the built recorder
 records. Its end event is what Step Functions sends (``status_change_event`` over the
-execution's ``DescribeExecution``). On the code before ``relayflow.control.history`` was in the
+execution's ``DescribeExecution``). On the code before ``relayflow.executions.history`` was in the
 layer, the recorder failed here with ``ModuleNotFoundError: relayflow.local`` (and so did
 ``GET /runs/{id}``): the history fold lived in the local runtime's package.
 
@@ -136,7 +136,7 @@ def test_a_standard_run_end_is_recorded_by_the_built_recorder_and_read_by_the_bu
     # Then it records the end from the execution's history, with the deployed history fold
     assert recorded.get("result", {}).get("recorded") is True, recorded
     assert recorded["result"]["status"] == "succeeded", recorded
-    assert "relayflow.control.history" in recorded["relayflowModules"], recorded
+    assert "relayflow.executions.history" in recorded["relayflowModules"], recorded
     # And the built API reads the closed run with its step timeline
     path = f"/runs/{run_id}"
     answer = call("api", _api_event("get_run.json", path=path, pathParameters={"proxy": path[1:]}))

@@ -26,9 +26,9 @@ import pytest
 from relayflow_testing import FixedClock, eventually
 
 from relayflow.control.admission import key_id
+from relayflow.control.dispatch import handle_trigger
 from relayflow.control.models import StartRunResult
 from relayflow.local.serve import LocalServer
-from relayflow.triggers.dispatch import handle_trigger
 from relayflow.triggers.sync import TENANT_FIELD
 
 pytestmark = pytest.mark.integration

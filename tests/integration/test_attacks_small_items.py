@@ -27,7 +27,7 @@ import httpx
 import pytest
 from relayflow_testing import bootstrap_client
 
-from relayflow.approvals.page import FIELD_PREFIX, FormError, form_to_data
+from relayflow.api.approval_page import FIELD_PREFIX, FormError, form_to_data
 from relayflow.cli import main
 from relayflow.local.serve import LocalServer
 from relayflow.local.serve_http import MAX_REQUEST_BYTES

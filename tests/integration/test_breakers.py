@@ -533,7 +533,7 @@ def test_an_open_workflow_breaker_refuses_starts_with_409_and_when_it_reopens(se
 
 
 def test_a_scheduled_run_of_an_open_workflow_breaker_is_skipped_and_recorded(server, api, metrics):
-    from relayflow.triggers.dispatch import handle_trigger
+    from relayflow.control.dispatch import handle_trigger
 
     open_workflow_breaker(server, api, "hourly")
     before = len(api.get("/workflows/hourly/runs").json()["items"])
@@ -564,8 +564,8 @@ def test_a_scheduled_run_of_an_open_workflow_breaker_is_skipped_and_recorded(ser
 
 
 def test_a_half_open_workflow_breaker_lets_one_scheduled_run_through(server, api):
+    from relayflow.control.dispatch import Dispatcher
     from relayflow.control.service import ControlPlane
-    from relayflow.triggers.dispatch import Dispatcher
 
     open_workflow_breaker(server, api, "daily", cooldown=60)
     # Given the trigger function's clock past the cooldown

@@ -26,8 +26,8 @@ from relayflow.control.recorder import (
 )
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
-from relayflow.control.stepfunctions import Throttled, execution_arn
 from relayflow.dal import RunItem
+from relayflow.executions.stepfunctions import Throttled, execution_arn
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
 from relayflow.settings import get_settings

@@ -16,8 +16,8 @@ import pytest
 from relayflow_testing import HTTP_TIMEOUT, bootstrap_client
 
 from relayflow.adapters.aws import client
+from relayflow.control.dispatch import Dispatcher
 from relayflow.local.serve import LocalServer
-from relayflow.triggers.dispatch import Dispatcher
 
 pytestmark = pytest.mark.integration
 

@@ -208,8 +208,8 @@ def test_a_stored_definition_naming_as_secret_is_refused_when_bs_step_runs(serve
 
 def test_a_stored_webhook_naming_as_secret_never_verifies_with_it(server):
     from relayflow.control.errors import ServiceUnavailable
+    from relayflow.control.webhook_intake import signing_secrets
     from relayflow.definition.step_models import SecretRef
-    from relayflow.triggers.webhook import signing_secrets
 
     # Given B's webhook trigger as stored before names were checked, naming A's key
     ref = SecretRef(name=A_ABSOLUTE)

@@ -291,7 +291,7 @@ def test_a_rotated_secret_accepts_the_previous_and_the_current_version(
     assert run_count(api) == before + 2
     # And after the next rotation, once the values the function keeps have aged out,
     # version 1 is refused
-    from relayflow.triggers import webhook
+    from relayflow.control import webhook_intake as webhook
 
     secrets.put_secret_value(SecretId=stored_name("rotating"), SecretString="rot-secret-v3")
     monkeypatch.setattr(webhook, "SECRET_MAX_AGE_SECONDS", 0)
@@ -547,7 +547,7 @@ def samples_registered(api: httpx.Client) -> None:
 def test_each_sample_event_gets_its_answer_at_the_time_it_was_signed(
     api, samples_registered, case, status
 ):
-    from relayflow.triggers.webhook import handle_webhook
+    from relayflow.control.webhook_intake import handle_webhook
 
     # Given a sample API Gateway event, read at the moment it was signed
     before = run_count(api, SAMPLES_WORKFLOW)

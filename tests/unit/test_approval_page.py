@@ -10,8 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from relayflow.approvals.links import sign_link
-from relayflow.approvals.page import (
+from relayflow.api.approval_page import (
     PAGE_HEADERS,
     FormError,
     form_fields,
@@ -19,6 +18,7 @@ from relayflow.approvals.page import (
     handle_guest,
     render_request,
 )
+from relayflow.approvals.links import sign_link
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
 
 KEY = b"k" * 40

@@ -9,7 +9,7 @@ from typing import Any
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.check import assert_valid_machine
-from relayflow.control.stepfunctions import state_machine_name
+from relayflow.executions.stepfunctions import state_machine_name
 from relayflow.validation import validate_data
 
 ACME = CompileOptions(

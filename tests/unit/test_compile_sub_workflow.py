@@ -8,8 +8,8 @@ from typing import Any
 
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH, START_EXECUTION_SYNC
-from relayflow.control.stepfunctions import state_machine_name
 from relayflow.definition.models import Workflow
+from relayflow.executions.stepfunctions import state_machine_name
 from relayflow.validation import validate_data
 
 CONTROL_PLANE = CompileOptions(

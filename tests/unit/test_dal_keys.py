@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from relayflow.control.service import idempotent_run_id
-from relayflow.control.stepfunctions import execution_arn, state_machine_name
 from relayflow.dal import (
     ApiKeyItem,
     InvalidPageToken,
@@ -19,6 +18,7 @@ from relayflow.dal import (
     schema,
 )
 from relayflow.dal.codec import decode_token, deserialize, encode_token, serialize
+from relayflow.executions.stepfunctions import execution_arn, state_machine_name
 
 ROOT = Path(__file__).resolve().parents[2]
 

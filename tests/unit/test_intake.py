@@ -243,7 +243,7 @@ def test_a_resources_file_with_an_alias_bomb_exits_2(files, capsys):
 
 def test_a_webhook_payload_the_policy_refuses_is_a_4xx_and_text_stays_raw():
     from relayflow.control.errors import BadRequest, Unprocessable
-    from relayflow.triggers.webhook import parse_payload
+    from relayflow.control.webhook_intake import parse_payload
 
     assert parse_payload(b"order=1042&paid=yes") == {"raw": "order=1042&paid=yes"}
     assert parse_payload(b'{"total": 12.5}') == {"total": 12.5}
@@ -266,7 +266,7 @@ def test_a_webhook_payload_the_policy_refuses_is_a_4xx_and_text_stays_raw():
     ],
 )
 def test_the_guest_forms_fields_keep_to_the_policy(schema, raw, reason):
-    from relayflow.approvals.page import FormError, form_to_data
+    from relayflow.api.approval_page import FormError, form_to_data
 
     form_schema = {"type": "object", "properties": {"x": {**schema, "title": "X"}}}
     with pytest.raises(FormError) as caught:

@@ -16,7 +16,7 @@ import pytest
 from test_ai_agent_rules import BASE as AGENT_WORKFLOW
 
 from relayflow.control.errors import Unprocessable
-from relayflow.control.waits import _check_form
+from relayflow.control.waits import check_form
 from relayflow.definition.input_schema import input_violations
 from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema, validator
 from relayflow.validation import validate_data
@@ -111,11 +111,11 @@ def test_the_approval_form_refuses_the_attack_with_its_path(no_backtracking):
     schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": EVIL}}}
     # When a guest submits the attack
     with pytest.raises(Unprocessable) as info:
-        _check_form(schema, {"code": ATTACK})
+        check_form(schema, {"code": ATTACK})
     # Then it is a 422 naming the field, and a matching answer passes
     assert info.value.status == 422
     assert [p["path"] for p in info.value.details] == ["data['code']"]
-    _check_form(schema, {"code": "aaaa"})
+    check_form(schema, {"code": "aaaa"})
 
 
 def test_a_pattern_re2_cannot_compile_fails_every_value_instead_of_running_on_re():

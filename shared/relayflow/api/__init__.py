@@ -5,6 +5,7 @@
 * :mod:`relayflow.api.routes` — the routes and request models, one module per resource.
 * :mod:`relayflow.api.auth` — the REQUEST authorizer: API key → tenant.
 * :mod:`relayflow.api.openapi` — the OpenAPI document the resolver serves.
+* :mod:`relayflow.api.approval_page` — the guest approval page a signed link opens.
 
 Nothing is imported here: ``functions/authorizer`` must not pay for the resolver.
 """

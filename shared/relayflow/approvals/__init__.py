@@ -1,2 +1,3 @@
-"""Approvals for people without an API key: signed guest links (:mod:`.links`) and the
-server-rendered page they open (:mod:`.page`)."""
+"""Signed guest links, so people without an API key can answer an approval (:mod:`.links`).
+The page such a link opens answers through the control plane, so it lives above it
+(:mod:`relayflow.api.approval_page`)."""

@@ -13,7 +13,7 @@ LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 START_EXECUTION_SYNC = "arn:aws:states:::states:startExecution.sync:2"
 #: Deepest nesting of sub_workflow runs: a run at this depth cannot start a child.
 MAX_SUB_WORKFLOW_DEPTH = 5
-#: The alias a sub_workflow without a pinned version starts (control/stepfunctions.LIVE_ALIAS).
+#: The alias a sub_workflow without a pinned version starts (executions/stepfunctions.LIVE_ALIAS).
 LIVE_ALIAS = "live"
 #: Errors of the Lambda service itself (not of the step's code), retried on every Task as AWS
 #: recommends; they do not use up the step's own retry policy.

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from relayflow.control.errors import ApiError, Conflict, Unprocessable
 from relayflow.control.models import StartRunResult
-from relayflow.control.stepfunctions import StepFunctionsError
 from relayflow.dal.admission import AdmissionDal
 from relayflow.dal.errors import DataAccessError
+from relayflow.executions.stepfunctions import StepFunctionsError
 
 if TYPE_CHECKING:
     from relayflow.control.service import ControlPlane

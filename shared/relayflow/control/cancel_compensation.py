@@ -57,7 +57,7 @@ WALK_STEP = "_saga"
 def compensation_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
     """``<the workflow's machine name>.saga`` (workflow ids hold no ``.``, so it names no
     workflow's machine)."""
-    from relayflow.control.stepfunctions import state_machine_name
+    from relayflow.executions.stepfunctions import state_machine_name
 
     return state_machine_name(stage, tenant, f"{workflow_id}{MACHINE_SUFFIX}")
 
@@ -76,10 +76,10 @@ def publish_variant(
     compiler bug (500 ``compiler_bug``; over the size quota 422 ``invalid_definition``), never a
     deployed machine."""
     from relayflow.compiler.compensation_variant import compensation_variant
-    from relayflow.control import stepfunctions as sfn_api
     from relayflow.control.errors import Unprocessable
     from relayflow.control.machine_config import machine_config
     from relayflow.control.plane.common import check_compiled
+    from relayflow.executions import stepfunctions as sfn_api
     from relayflow.settings import get_settings
 
     variant = compensation_variant(asl)
@@ -187,7 +187,7 @@ def start_compensation(
     ARN, or ``None`` when there is nothing to do. Starting twice is harmless (the second start
     of the same name is refused and ignored); any other Step Functions error is raised, so the
     recorder's delivery is retried."""
-    from relayflow.control import stepfunctions as sfn_api
+    from relayflow.executions import stepfunctions as sfn_api
 
     if run.status not in STOPPED_STATUSES or run.version is None:
         return None

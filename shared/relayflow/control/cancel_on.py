@@ -32,14 +32,12 @@ def handle_cancel(
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
-    from relayflow.triggers.dispatch import event_trigger
-    from relayflow.triggers.sync import TENANT_FIELD
+    from relayflow.triggers.deliveries import event_tenant, event_trigger
 
     plane = control or get_control_plane()
     tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
     event = delivery.get("event") or {}
-    detail = event.get("detail")
-    owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+    owner = event_tenant(event)
     answer: dict[str, Any] = {"kind": CANCEL_KIND, "tenant": tenant, "workflow_id": workflow_id}
     if owner != tenant:
         return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}

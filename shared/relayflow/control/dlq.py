@@ -22,12 +22,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from relayflow.causes import public_cause
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import Conflict, NotFound
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 from relayflow.control.plane.common import translated
 from relayflow.dal.dlq import DLQ_STATUSES, RETRYABLE_STATUSES, DlqDal, DlqEntry
 from relayflow.dal.errors import DataAccessError
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.reliability.dlq import WAITING_STEP_TYPES, is_transient, next_auto_retry
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ import functools
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import Unprocessable
 from relayflow.control.models import WorkflowVersionInfo
 from relayflow.dal.express import ExpressDeadlines
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 

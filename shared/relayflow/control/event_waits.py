@@ -26,13 +26,12 @@ def handle_wait_event(delivery: Mapping[str, Any], *, sfn: Any | None = None) ->
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
-    from relayflow.triggers.dispatch import event_trigger
-    from relayflow.triggers.sync import TENANT_FIELD
+    from relayflow.steps.wait_outcomes import TOKEN_GONE
+    from relayflow.triggers.deliveries import event_tenant, event_trigger
 
     tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
     event = delivery.get("event") or {}
-    detail = event.get("detail")
-    owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+    owner = event_tenant(event)
     answer: dict[str, Any] = {"kind": WAIT_EVENT_KIND, "tenant": tenant, "workflow_id": workflow_id}
     if owner != tenant:
         return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}
@@ -62,7 +61,7 @@ def handle_wait_event(delivery: Mapping[str, Any], *, sfn: Any | None = None) ->
             )
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
-            if code not in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+            if code not in TOKEN_GONE:
                 raise
             continue  # the step expired or its run ended meanwhile
         completed.append(str(wait.get("run_id")))

@@ -1,7 +1,7 @@
 """An Express run's steps from its state machine's CloudWatch Logs.
 
 An Express machine logs every state's entry and exit at level ``ALL`` without execution data
-(:func:`relayflow.control.stepfunctions.logging_configuration`), to the stack's
+(:func:`relayflow.executions.stepfunctions.logging_configuration`), to the stack's
 ``StateMachineLogGroup`` (or, for a workflow with ``events: {steps: true}``, to the step-events
 log group). Those records are the only account of an Express run's steps besides what the steps
 recorded themselves; this module reads one execution's records and folds them into timeline

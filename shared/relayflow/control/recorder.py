@@ -59,11 +59,11 @@ from relayflow.control.service import (
     now_iso,
     parse_iso,
 )
-from relayflow.control.stepfunctions import StepFunctionsError
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
 from relayflow.cost.counts import count_history
 from relayflow.dal import DataAccessError, RunItem
+from relayflow.executions.stepfunctions import StepFunctionsError
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 

@@ -4,7 +4,7 @@
 Every method takes the tenant first (except the API-key lookups, which find the tenant) and
 only ever builds keys from it, so another tenant's ids raise :class:`NotFound` exactly like
 ids that do not exist. DynamoDB is reached only through :mod:`relayflow.dal`, Step Functions
-only through :mod:`relayflow.control.stepfunctions`; their failures become
+only through :mod:`relayflow.executions.stepfunctions`; their failures become
 :mod:`relayflow.control.errors`.
 
 Versions: a PUT publishes a state machine version and records it; new runs start on the
@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.engines import check_machine_type, compile_options
 from relayflow.control.errors import Conflict, InvalidDefinition, PayloadTooLarge, Unprocessable
 from relayflow.control.machine_config import machine_config
@@ -78,6 +77,7 @@ from relayflow.control.plane.runs import Runs
 from relayflow.control.plane.workflows import Workflows
 from relayflow.dal import ConditionFailed, VersionItem, WorkflowItem
 from relayflow.engine import ENGINE_VERSION
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.settings import get_settings
 
 #: Kept importable from here: the code and tests import these from this module.

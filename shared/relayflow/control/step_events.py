@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from relayflow.control.history import ATTEMPT_EVENTS, FAILURE_EVENTS
 from relayflow.control.timeline import REFUSAL_ERRORS
+from relayflow.executions.history import ATTEMPT_EVENTS, FAILURE_EVENTS
 from relayflow.observability import logger
 
 #: Source and detail-type prefix of the events on the Relayflow bus.

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def step_through_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
     """The Standard machine that runs the step-through variants of an Express workflow
     (``<workflow_id>.step``: workflow ids hold no ``.``, so it names no workflow's machine)."""
-    from relayflow.control.stepfunctions import state_machine_name
+    from relayflow.executions.stepfunctions import state_machine_name
 
     return state_machine_name(stage, tenant, f"{workflow_id}.step")
 

@@ -14,7 +14,7 @@ only that policy (``template.yaml``), so no role it creates can do more.
 
 The role is created the first time a workflow of the tenant needs it, and reused after. IAM is
 eventually consistent: Step Functions may refuse a role for a few seconds after it was created
-(:func:`relayflow.control.stepfunctions.StateMachines.create` retries that refusal).
+(:func:`relayflow.executions.stepfunctions.StateMachines.create` retries that refusal).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from relayflow.control.stepfunctions import StepFunctionsError
 from relayflow.definition.models import SubWorkflowStep, Workflow
+from relayflow.executions.stepfunctions import StepFunctionsError
 
 #: The tag that names a tenant role's tenant (read by the policy as aws:PrincipalTag).
 TENANT_TAG = "relayflow-tenant"

@@ -2,7 +2,7 @@
 
 One fold serves the local runner (``relayflow run``, from the runtime's record) and the
 control plane (``GET /runs/{id}`` and the recorder, from ``GetExecutionHistory``): history
-events → state runs (:func:`relayflow.control.history.build_state_runs`, pure) → one
+events → state runs (:func:`relayflow.executions.history.build_state_runs`, pure) → one
 :class:`StepRun` per step execution (:func:`fold_steps`).
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from relayflow.causes import public_cause
 
 if TYPE_CHECKING:
-    from relayflow.control.history import StateRun
+    from relayflow.executions.history import StateRun
 
 
 @dataclass
@@ -214,7 +214,7 @@ def history_steps(
 ) -> list[StepRun]:
     """The step timeline of an execution from its history events (as ``GetExecutionHistory``
     returns them, oldest first, all pages)."""
-    from relayflow.control.history import build_state_runs
+    from relayflow.executions.history import build_state_runs
 
     events = list(events)
     status, ended_at = "RUNNING", None

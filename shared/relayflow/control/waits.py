@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
     BadRequest,
     Conflict,
@@ -33,14 +33,19 @@ from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
 from relayflow.control.plane.common import check_limit, check_tenant, translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
+from relayflow.executions import stepfunctions as sfn_api
+from relayflow.steps.wait_outcomes import (
+    TOKEN_GONE,
+    WAITPOINT_FAILED,
+    completion_output,
+    failure_cause,
+    waitpoint_id,
+)
 
 #: Approval and waitpoint ids: uuid4 hex, or (idempotent waitpoints) 32 hex of a sha256.
 WAIT_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 APPROVAL_STATUSES = ("pending", "decided", "expired")
-#: Step Functions' answers for a token it no longer waits on.
-_GONE = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
-MAX_FAILURE_TEXT = 32_768
 
 
 # ----------------------------------------------------------------------------- errors
@@ -107,12 +112,6 @@ def waitpoint_view(item: WaitpointItem, now: str | None = None) -> WaitpointView
     )
 
 
-def failure_cause(error: str | None, message: str | None) -> str:
-    """The ``Cause`` of a failed waitpoint: the caller's message, after its error code."""
-    text = ": ".join(t for t in (error, message) if t) or "the waitpoint was failed"
-    return text[:MAX_FAILURE_TEXT]
-
-
 # ----------------------------------------------------------------------------- service
 
 
@@ -130,7 +129,7 @@ def send_task(client: Any, call: Any) -> None:
         call(client)
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in _GONE:
+        if code in TOKEN_GONE:
             raise TokenGone(code) from exc
         if code in _THROTTLING:
             raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
@@ -205,7 +204,7 @@ class WaitService:
             )
         _check_storable(data)
         if item.form_schema:
-            _check_form(item.form_schema, {} if data is None else data)
+            check_form(item.form_schema, {} if data is None else data)
         from relayflow.steps.approval import approved
 
         decision = {
@@ -222,16 +221,14 @@ class WaitService:
             self.waits.expire_approval(tenant, approval_id)
             raise ApprovalExpired(f"approval {approval_id} expired before it was decided")
         output = json.dumps({**decision, "timed_out": False}, separators=(",", ":"))
-        try:
-            self._send(lambda c: c.send_task_success(taskToken=claimed.task_token, output=output))
-        except TokenGone as exc:
-            self.waits.expire_approval(tenant, approval_id)
-            raise ApprovalExpired(
+        self._send_claimed(
+            lambda c: c.send_task_success(taskToken=claimed.task_token, output=output),
+            expire=lambda: self.waits.expire_approval(tenant, approval_id),
+            expired=ApprovalExpired(
                 f"approval {approval_id} expired: its run no longer waits for a decision"
-            ) from exc
-        except Exception:
-            self.waits.release_approval(tenant, approval_id, now)
-            raise
+            ),
+            release=lambda: self.waits.release_approval(tenant, approval_id, now),
+        )
         return approval_view(claimed, now)
 
     def _refuse_closed_approval(self, item: ApprovalItem, now: str) -> None:
@@ -277,8 +274,6 @@ class WaitService:
     ) -> list[WaitpointView]:
         """The waitpoints of one run (oldest first), or the one an idempotency key names
         (empty when there is none): how a caller learns a waitpoint's id."""
-        from relayflow.steps.waitpoint import waitpoint_id
-
         check_tenant(tenant)
         if (run_id is None) == (idempotency_key is None):
             raise BadRequest("pass exactly one of run_id or idempotency_key")
@@ -294,8 +289,6 @@ class WaitService:
     @translated
     def complete_waitpoint(self, tenant: str, waitpoint_id: str, data: Any = None) -> WaitpointView:
         """Complete the waitpoint: its run resumes with ``data`` as the step's output."""
-        from relayflow.steps.waitpoint import completion_output
-
         _check_storable(data)
         output = completion_output(data)
         return self._finish(
@@ -317,8 +310,6 @@ class WaitService:
     ) -> WaitpointView:
         """Fail the waitpoint: its step fails with ``Relayflow.WaitpointFailed`` (cause: the
         message, after the caller's error code) and the run takes its failure route."""
-        from relayflow.steps.waitpoint import WAITPOINT_FAILED
-
         cause = failure_cause(error, message)
         return self._finish(
             tenant,
@@ -351,16 +342,14 @@ class WaitService:
             self._refuse_closed_waitpoint(self._waitpoint(tenant, waitpoint_id), _now())
             self.waits.expire_waitpoint(tenant, waitpoint_id)
             raise WaitpointExpired(f"waitpoint {waitpoint_id} expired")
-        try:
-            self._send(lambda c: send(c, claimed.task_token))
-        except TokenGone as exc:
-            self.waits.expire_waitpoint(tenant, waitpoint_id)
-            raise WaitpointExpired(
+        self._send_claimed(
+            lambda c: send(c, claimed.task_token),
+            expire=lambda: self.waits.expire_waitpoint(tenant, waitpoint_id),
+            expired=WaitpointExpired(
                 f"waitpoint {waitpoint_id} expired: its run no longer waits for it"
-            ) from exc
-        except Exception:
-            self.waits.release_waitpoint(tenant, waitpoint_id, now)
-            raise
+            ),
+            release=lambda: self.waits.release_waitpoint(tenant, waitpoint_id, now),
+        )
         return waitpoint_view(claimed, now)
 
     def _refuse_closed_waitpoint(self, item: WaitpointItem, now: str) -> None:
@@ -391,6 +380,26 @@ class WaitService:
         """One SendTask* call (:func:`send_task`)."""
         send_task(self.machines.client, call)
 
+    def _send_claimed(
+        self,
+        call: Any,
+        *,
+        expire: Callable[[], Any],
+        expired: Conflict,
+        release: Callable[[], Any],
+    ) -> None:
+        """Send a claimed decision or completion: when Step Functions no longer waits on the
+        token the item expires (``expired`` is raised); any other failure hands the claim
+        back, so the same request can be sent again."""
+        try:
+            self._send(call)
+        except TokenGone as exc:
+            expire()
+            raise expired from exc
+        except Exception:
+            release()
+            raise
+
 
 def _check_storable(data: Any) -> None:
     """The intake policy once more, where the data is about to be stored: callers other than
@@ -404,7 +413,7 @@ def _check_storable(data: Any) -> None:
         raise Unprocessable(f"the data cannot be stored: {exc.message}", [detail]) from None
 
 
-def _check_form(schema: dict[str, Any], data: Any) -> None:
+def check_form(schema: dict[str, Any], data: Any) -> None:
     """``data`` against the approval's JSON Schema; every violation, with its path."""
     from relayflow.definition.tenant_schema import validator as schema_validator
 

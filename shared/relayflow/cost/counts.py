@@ -30,7 +30,7 @@ class ExecutionCounts:
 
 def count_history(events: Iterable[Mapping[str, Any]]) -> ExecutionCounts:
     """Count one execution's history events (oldest first, all pages)."""
-    from relayflow.control.history import build_state_runs, parse_time
+    from relayflow.executions.history import build_state_runs, parse_time
 
     events = list(events)
     retries = sum(max(0, run.attempts - 1) for run in build_state_runs(events, "SUCCEEDED"))
@@ -68,7 +68,7 @@ def real_duration_ms(
     ``JitterStrategy: FULL``, its expected value). A Wait without ``Seconds`` counts its
     measured time divided by ``time_scale``. Every other moment (Lambda round trips, the
     interpreter) counts as measured."""
-    from relayflow.control.history import parse_time
+    from relayflow.executions.history import parse_time
 
     events = list(events)
     if not events:

@@ -1,10 +1,10 @@
 """What a run's state machine writes to CloudWatch Logs, in billed bytes.
 
-Relayflow's machines log without execution data (``relayflow.control.stepfunctions.
+Relayflow's machines log without execution data (``relayflow.executions.stepfunctions.
 logging_configuration``): Express at level ``ALL`` (every history event: Express has no
 execution history, its log is the only record of its states), Standard at ``ERROR`` (only the
 events below: nothing for a run whose steps all succeed at their first attempt). A record is
-what Step Functions writes for one history event (``relayflow.control.history.log_record``,
+what Step Functions writes for one history event (``relayflow.executions.history.log_record``,
 AWS's shape); CloudWatch bills its message bytes plus
 :data:`relayflow.cost.prices.LOGS_EVENT_OVERHEAD_BYTES`.
 """
@@ -72,7 +72,7 @@ def deployed_execution_arn(workflow_id: str, execution_name: str, *, express: bo
     """The ARN a deployed execution of ``workflow_id`` named ``execution_name`` (a run id)
     would have: ``…:execution:<machine>:<name>`` on Standard, ``…:express:<machine>:<name>:
     <uuid>`` on Express, the machine named as the control plane names it."""
-    from relayflow.control.stepfunctions import state_machine_name
+    from relayflow.executions.stepfunctions import state_machine_name
 
     machine = state_machine_name(_MODEL_STAGE, _MODEL_TENANT, workflow_id)
     if express:
@@ -91,7 +91,7 @@ def execution_log_bytes(
 ) -> int:
     """Billed bytes an execution with these history ``events`` (oldest first) writes to
     CloudWatch Logs at ``level``, every record naming ``execution_arn``."""
-    from relayflow.control.history import log_record
+    from relayflow.executions.history import log_record
 
     total = 0
     for event in events:

@@ -7,7 +7,7 @@ moto 5.2.5 carries a CloudWatch Logs writer over from its Step Functions parser
 it cannot store (``LogEvent`` wants ``timestamp`` and ``message``), so a machine with
 ``loggingConfiguration`` level ``ALL`` or ``ERROR`` logs nothing. On AWS every event of the
 configured level becomes one record in the log group, ``includeExecutionData: false`` keeping
-inputs, outputs and causes out (:func:`relayflow.control.history.aws_log_record` has the
+inputs, outputs and causes out (:func:`relayflow.executions.history.aws_log_record` has the
 shape). With this fix each execution (of a state machine, a version or an alias) gets a
 session from its machine's configuration, and each record is written in AWS's shape to the
 stream ``states/<state machine arn>`` of the log group (created on first use; a log group that
@@ -62,7 +62,7 @@ def _publish(session: Any, history_log: dict[str, Any]) -> None:
 def _write(session: Any, history_log: dict[str, Any]) -> None:
     from moto.logs.exceptions import ResourceNotFoundException
 
-    from relayflow.control.history import aws_log_record, epoch_millis
+    from relayflow.executions.history import aws_log_record, epoch_millis
 
     at_ms = epoch_millis(history_log["event_timestamp"])
     record = aws_log_record(

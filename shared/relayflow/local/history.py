@@ -11,7 +11,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from relayflow.control.history import (
+from relayflow.executions.history import (
     StateRun,
     build_state_runs,
     millis_between,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from relayflow.control.history import aws_log_record, epoch_millis, log_record
 from relayflow.control.step_events import encode_subscription
+from relayflow.executions.history import aws_log_record, epoch_millis, log_record
 from relayflow.local.lambda_endpoint import Handler
 from relayflow.local.runtime import LocalRuntime
 

@@ -19,6 +19,7 @@ from typing import Any
 from relayflow.errors import StepThroughOff, TransientError
 from relayflow.steps.approval import iso, lifetime, task_token
 from relayflow.steps.task import parse_task, result
+from relayflow.steps.wait_outcomes import TOKEN_GONE, completion_output
 
 #: The label of a gate's waitpoint (how ``continue`` tells gates from waitpoint steps).
 GATE_LABEL = "step-through"
@@ -84,10 +85,38 @@ def run(event: Any) -> dict[str, Any]:
 
 
 def _release_self(tenant: str, waitpoint_id: str) -> None:
-    """Complete this gate (``to_end`` was set while it was stored); a continue that
-    completed it first wins, and that is as good."""
-    from relayflow.control.errors import ApiError
-    from relayflow.control.waits import WaitService
+    """Complete this gate (``to_end`` was set while it was stored), as ``continue`` would:
+    claim it, then resume the run. A continue that completed it first wins, and that is as
+    good; a token Step Functions no longer waits on expires the gate; any other failure
+    hands the claim back and leaves the gate for a continue (nothing here fails the step)."""
+    from botocore.exceptions import ClientError
 
-    with contextlib.suppress(ApiError):
-        WaitService().complete_waitpoint(tenant, waitpoint_id, None)
+    from relayflow.adapters.aws import client
+    from relayflow.dal.errors import DataAccessError
+    from relayflow.dal.waits import WaitDal
+
+    waits = WaitDal()
+    now = iso(datetime.now(UTC))
+    with contextlib.suppress(DataAccessError):
+        claimed = waits.claim_waitpoint(
+            tenant, waitpoint_id, status="completed", result=None, error=None, now=now
+        )
+        if claimed is None:
+            return
+        try:
+            client("stepfunctions").send_task_success(
+                taskToken=claimed.task_token, output=completion_output(None)
+            )
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in TOKEN_GONE:
+                waits.expire_waitpoint(tenant, waitpoint_id)
+            else:
+                from relayflow.observability import logger
+
+                # The message may quote the token: only the code is logged.
+                logger.error("SendTask call failed", extra={"error": code or "ClientError"})
+                waits.release_waitpoint(tenant, waitpoint_id, now)
+        except Exception:
+            waits.release_waitpoint(tenant, waitpoint_id, now)
+            raise

@@ -2,7 +2,7 @@
 
 A ``lambda:invoke.waitForTaskToken`` Task, like the approval step. The waitpoint gets its own
 id; the task token stays in the table, and callers resume the run through
-``POST /waitpoints/{id}/complete`` or ``/fail`` (:mod:`relayflow.control.waits`).
+``POST /waitpoints/{id}/complete`` or ``/fail`` (the control plane's wait service).
 
 Without an idempotency key the waitpoint's id is derived from the step execution (run id,
 step, item, loop pass), so a run restarted from the DLQ finds the waitpoint its earlier
@@ -21,9 +21,6 @@ first one's id:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,28 +29,14 @@ from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
 from relayflow.steps.approval import iso, lifetime, task_token
 from relayflow.steps.task import parse_task, result
+from relayflow.steps.wait_outcomes import (
+    WAITPOINT_FAILED,
+    completion_output,
+    failure_cause,
+    waitpoint_id,
+)
 
-#: The error a failed waitpoint fails its step with (ASL Catch/Retry match on it).
-WAITPOINT_FAILED = "Relayflow.WaitpointFailed"
 MAX_KEY_LENGTH = 512
-
-
-def waitpoint_id(tenant: str, idempotency_key: str | None, event: Any = None) -> str:
-    """The first 32 hex digits of sha256(tenant, key) for a key; without one, the id of the
-    step execution (:meth:`StepIdentity.wait_id`: the same for a restarted run), or a fresh
-    uuid4 hex for a payload that names no run."""
-    if idempotency_key is None:
-        from relayflow.steps.idempotency import step_identity
-
-        identity = step_identity(event) if event is not None else None
-        return identity.wait_id("waitpoint") if identity else uuid.uuid4().hex
-    return hashlib.sha256(f"{tenant}\n{idempotency_key}".encode()).hexdigest()[:32]
-
-
-def completion_output(data: Any) -> str:
-    """The ``SendTaskSuccess`` output of a completion: the data wrapped, so that any JSON
-    value (not only an object) can be a step's output."""
-    return json.dumps({"data": data}, separators=(",", ":"))
 
 
 def run(event: Any) -> dict[str, Any]:
@@ -137,8 +120,6 @@ def _resume_with(existing: Any, token: str) -> None:
         if existing.status == "completed":
             sfn.send_task_success(taskToken=token, output=completion_output(existing.result))
         else:
-            from relayflow.control.waits import failure_cause
-
             error = existing.error or {}
             sfn.send_task_failure(
                 taskToken=token,

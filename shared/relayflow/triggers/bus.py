@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from relayflow.adapters.port import THROTTLING_CODES, AwsPort
+
 #: The id of the one target every subscription rule has: the trigger function.
 TARGET_ID = "relayflow-trigger"
-
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 
 
 class EventBusError(Exception):
@@ -43,7 +43,7 @@ def _translate(exc: Exception, action: str) -> EventBusError:
     error = getattr(exc, "response", {}).get("Error", {})
     code = str(error.get("Code", ""))
     message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in _THROTTLING:
+    if code in THROTTLING_CODES:
         return EventBusThrottled(message)
     if code == "InvalidEventPatternException":
         return InvalidPattern(message)
@@ -67,28 +67,17 @@ class RuleSpec:
     dead_letter_arn: str | None = None
 
 
-class EventBus:
+class EventBus(AwsPort):
     """The rules of one bus (``name``, e.g. ``settings.event_bus_name``) and publishing to it."""
 
+    service = "events"
+
     def __init__(self, name: str, client: Any | None = None) -> None:
+        super().__init__(client)
         self.name = name
-        self._client = client
 
-    @property
-    def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        from relayflow.adapters.aws import client
-
-        return client("events")
-
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
-        from botocore.exceptions import ClientError
-
-        try:
-            return dict(getattr(self.client, action)(**params))
-        except ClientError as exc:
-            raise _translate(exc, action) from exc
+    def translate(self, exc: Exception, action: str) -> EventBusError:
+        return _translate(exc, action)
 
     # -- rules -------------------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from relayflow.adapters.port import THROTTLING_CODES, AwsPort
+
 #: What :meth:`Schedules.put` did.
 PutOutcome = Literal["created", "updated", "unchanged"]
-
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 
 
 class SchedulerError(Exception):
@@ -43,7 +43,7 @@ def _translate(exc: Exception, action: str) -> SchedulerError:
     error = getattr(exc, "response", {}).get("Error", {})
     code = str(error.get("Code", ""))
     message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in _THROTTLING:
+    if code in THROTTLING_CODES:
         return SchedulerThrottled(message)
     if code == "ResourceNotFoundException":
         return ScheduleMissing(message)
@@ -121,28 +121,17 @@ def _same_json(found: Any, wanted: str) -> bool:
         return False
 
 
-class Schedules:
+class Schedules(AwsPort):
     """The schedules of one schedule group (``group``, e.g. ``settings.schedule_group_name``)."""
 
+    service = "scheduler"
+
     def __init__(self, group: str, client: Any | None = None) -> None:
+        super().__init__(client)
         self.group = group
-        self._client = client
 
-    @property
-    def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        from relayflow.adapters.aws import client
-
-        return client("scheduler")
-
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
-        from botocore.exceptions import ClientError
-
-        try:
-            return dict(getattr(self.client, action)(**params))
-        except ClientError as exc:
-            raise _translate(exc, action) from exc
+    def translate(self, exc: Exception, action: str) -> SchedulerError:
+        return _translate(exc, action)
 
     def get(self, name: str) -> dict[str, Any] | None:
         try:

@@ -191,8 +191,8 @@ def fail_waitpoint(
 
 @router.route("/guest/approvals/<approval_id>", method=["GET", "POST"], include_in_schema=False)
 def guest_approval(approval_id: str) -> Response[str]:
-    """The guest approval page (text/html, no API key; see relayflow.approvals.page)."""
-    from relayflow.approvals.page import handle_guest
+    """The guest approval page (text/html, no API key; see relayflow.api.approval_page)."""
+    from relayflow.api.approval_page import handle_guest
 
     event = app.current_event
     page = handle_guest(

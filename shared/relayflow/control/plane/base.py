@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import BadRequest, NotFound
 from relayflow.dal import Dal, RunItem, VersionItem, WorkflowItem, get_dal
 from relayflow.dal.breakers import BreakerDal
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.reliability.breakers import Breakers
 
 if TYPE_CHECKING:

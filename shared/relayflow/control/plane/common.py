@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.errors import (
     ApiError,
     BadRequest,
@@ -37,6 +36,7 @@ from relayflow.dal import (
     WorkflowItem,
 )
 from relayflow.dal import Throttled as DalThrottled
+from relayflow.executions import stepfunctions as sfn_api
 
 P = ParamSpec("P")
 R = TypeVar("R")

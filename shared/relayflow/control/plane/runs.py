@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from relayflow.causes import public_cause, public_document
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.engines import start_execution
 from relayflow.control.errors import BadRequest, Conflict, PayloadTooLarge
 from relayflow.control.express_timeline import (
@@ -46,6 +45,7 @@ from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
 from relayflow.dal import RUN_STATUSES, DataAccessError, RunItem, WorkflowItem
 from relayflow.errors import CircuitOpen
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.reliability.breakers import (
     WORKFLOW_TRIAL_LEASE_SECONDS,
     Admission,

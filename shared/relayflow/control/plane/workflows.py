@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.engines import version_info
 from relayflow.control.errors import ApiError
 from relayflow.control.models import Page, PutWorkflowResult, WorkflowDetail, WorkflowSummary
 from relayflow.dal import DataAccessError, WorkflowItem
+from relayflow.executions import stepfunctions as sfn_api
 
 if TYPE_CHECKING:
     from relayflow.triggers.sync import TriggerPlan
@@ -56,8 +56,8 @@ class Workflows(PlaneBase):
         """Run the ticks cron triggers with ``catch_up`` missed (``docs/flow-control.md``).
         A failure is logged, not raised: the workflow is stored, and the next tick catches
         up again."""
+        from relayflow.control.dispatch import catch_up_workflow
         from relayflow.observability import logger
-        from relayflow.triggers.catch_up import catch_up_workflow
 
         try:
             catch_up_workflow(self, tenant, workflow_id, triggers)

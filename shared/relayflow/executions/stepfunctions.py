@@ -1,11 +1,13 @@
-"""The control plane's Step Functions calls: state machines, versions, the ``live`` alias and
-executions. The only control-plane module that talks to the Step Functions API; every
-``ClientError`` becomes one of the exceptions below."""
+"""The Step Functions port: state machines, versions, the ``live`` alias and executions.
+The only module of the control plane (and of what it builds on) that talks to the Step
+Functions API; every ``ClientError`` becomes one of the exceptions below."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import Any
+
+from relayflow.adapters.port import THROTTLING_CODES, AwsPort
 
 #: The alias every workflow's state machine carries; it points at the live version.
 LIVE_ALIAS = "live"
@@ -50,7 +52,6 @@ class RoleNotAssumable(StepFunctionsError):
 ROLE_RETRY_SECONDS = (1.0, 2.0, 4.0, 4.0)
 
 
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 _DEFINITION = frozenset({"InvalidDefinition", "StateMachineLimitExceeded"})
 
 
@@ -58,7 +59,7 @@ def _translate(exc: Exception, action: str) -> StepFunctionsError:
     error = getattr(exc, "response", {}).get("Error", {})
     code = str(error.get("Code", ""))
     message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in _THROTTLING:
+    if code in THROTTLING_CODES:
         return Throttled(message)
     if code in _DEFINITION:
         return DefinitionRejected(message)
@@ -119,28 +120,14 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
     return ":".join([*parts[:5], "execution", parts[6], name])
 
 
-class StateMachines:
+class StateMachines(AwsPort):
     """Calls into Step Functions. ``client`` is a boto3 ``stepfunctions`` client (default:
     ``adapters.aws.client("stepfunctions")``, looked up at each call)."""
 
-    def __init__(self, client: Any | None = None) -> None:
-        self._client = client
+    service = "stepfunctions"
 
-    @property
-    def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        from relayflow.adapters.aws import client
-
-        return client("stepfunctions")
-
-    def _call(self, action: str, **params: Any) -> dict[str, Any]:
-        from botocore.exceptions import ClientError
-
-        try:
-            return dict(getattr(self.client, action)(**params))
-        except ClientError as exc:
-            raise _translate(exc, action) from exc
+    def translate(self, exc: Exception, action: str) -> StepFunctionsError:
+        return _translate(exc, action)
 
     def _call_with_role(self, action: str, **params: Any) -> dict[str, Any]:
         """:meth:`_call`, tried again while Step Functions cannot assume the role yet."""

@@ -31,101 +31,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from datetime import UTC, datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from relayflow.triggers.sync import TENANT_FIELD
-
-DispatchStatus = Literal[
-    "started",
-    "duplicate",
-    "filtered",
-    "filter_error",
-    "skipped",
-    "queued",
-    "debounced",
-    "batched",
-    "invalid_input",
-]
-
-
-class InvalidDelivery(ValueError):
-    """The trigger function received something that is not a schedule or event delivery."""
-
-
-class _Delivery(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    tenant: str = Field(min_length=1)
-    workflow_id: str = Field(min_length=1)
-    trigger_index: int = Field(ge=0)
-
-
-class ScheduleDelivery(_Delivery):
-    """What a schedule sends (its input, with Scheduler's scheduled time filled in)."""
-
-    kind: Literal["schedule"]
-    scheduled_time: str = Field(description="When the schedule was due (ISO-8601).")
-    input: Any = Field(None, description="The trigger's declared input.")
-
-
-class EventDelivery(_Delivery):
-    """What a subscription rule's input transformer sends."""
-
-    kind: Literal["event"]
-    event: dict[str, Any] = Field(description="The whole EventBridge event.")
-
-
-Delivery = Annotated[ScheduleDelivery | EventDelivery, Field(discriminator="kind")]
-
-
-class DispatchResult(BaseModel):
-    """The trigger function's answer: what happened to one delivery."""
-
-    status: DispatchStatus
-    tenant: str
-    workflow_id: str
-    trigger_index: int
-    run_id: str | None = None
-    reason: str | None = None
-
-
-def parse_delivery(event: Mapping[str, Any]) -> ScheduleDelivery | EventDelivery:
-    from pydantic import TypeAdapter
-
-    try:
-        delivery = TypeAdapter(Delivery).validate_python(event)
-    except ValidationError as exc:
-        raise InvalidDelivery(f"not a schedule or event delivery: {exc}") from exc
-    if isinstance(delivery, ScheduleDelivery):
-        try:
-            datetime.fromisoformat(delivery.scheduled_time.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidDelivery(
-                f"scheduled_time {delivery.scheduled_time!r} is not an ISO-8601 time"
-            ) from exc
-    return delivery
-
-
-def event_trigger(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``trigger`` of a run an event starts (and of its filter): the event's ``id``,
-    ``source``, ``detail_type``, ``time``, ``account``, ``region``, ``resources`` and
-    ``detail`` as published (without the tenant field Relayflow adds)."""
-    detail = event.get("detail")
-    if isinstance(detail, Mapping):
-        detail = {k: v for k, v in detail.items() if k != TENANT_FIELD}
-    return {
-        "id": event.get("id"),
-        "source": event.get("source"),
-        "detail_type": event.get("detail-type"),
-        "time": event.get("time"),
-        "account": event.get("account"),
-        "region": event.get("region"),
-        "resources": event.get("resources") or [],
-        "detail": detail,
-    }
+from relayflow.control.catch_up import catch_up, parse_tick
+from relayflow.triggers.deliveries import (
+    DispatchResult,
+    DispatchStatus,
+    EventDelivery,
+    InvalidDelivery,
+    ScheduleDelivery,
+    TriggerDelivery,
+    event_tenant,
+    event_trigger,
+    parse_delivery,
+)
 
 
 class Dispatcher:
@@ -158,8 +78,6 @@ class Dispatcher:
         trigger = trigger or {}
         if trigger.get("type") == "cron" and trigger.get("catch_up"):
             # Ticks missed before this one (an open breaker, a gap) run first, oldest first.
-            from relayflow.triggers.catch_up import catch_up, parse_tick
-
             upto = parse_tick(delivery.scheduled_time)
             catch_up(
                 self,
@@ -197,8 +115,7 @@ class Dispatcher:
         from relayflow.expressions import evaluate_condition
 
         event = delivery.event
-        detail = event.get("detail")
-        owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
+        owner = event_tenant(event)
         if owner != delivery.tenant:
             # The rule pattern already requires the tenant; this guards a misconfigured rule.
             return _result(delivery, "skipped", reason="the event belongs to another tenant")
@@ -220,7 +137,7 @@ class Dispatcher:
         return self._start(delivery, payload, f"event:{event_id}", "event")
 
     def _live_trigger(
-        self, delivery: _Delivery, kinds: tuple[str, ...]
+        self, delivery: TriggerDelivery, kinds: tuple[str, ...]
     ) -> tuple[dict[str, Any] | None, DispatchResult | None]:
         """The trigger the live version declares at ``trigger_index``, or the result that
         says why nothing starts."""
@@ -245,7 +162,7 @@ class Dispatcher:
 
     def _start(
         self,
-        delivery: _Delivery,
+        delivery: TriggerDelivery,
         payload: Any,
         key: str,
         trigger_type: str,
@@ -293,7 +210,9 @@ class Dispatcher:
             status = started.admission
         return _result(delivery, status, run_id=started.run_id)
 
-    def _record_skip(self, delivery: _Delivery, key: str, trigger_type: str, exc: Any) -> None:
+    def _record_skip(
+        self, delivery: TriggerDelivery, key: str, trigger_type: str, exc: Any
+    ) -> None:
         """Keep a record of a run the open breaker did not let start (an item next to the
         breaker, keyed by the idempotency key so a redelivery writes it once) and count it in
         the ``RunSkipped`` metric. A failed write raises, and the delivery is retried."""
@@ -321,8 +240,24 @@ class Dispatcher:
         record_metric("RunSkipped", 1, Reason="BreakerOpen")
 
 
+def catch_up_workflow(control: Any, tenant: str, workflow_id: str, triggers: list[Any]) -> int:
+    """The workflow is enabled again: catch up each cron trigger with ``catch_up`` up to now.
+    Returns how many runs were asked for."""
+    dispatcher = Dispatcher(control)
+    now = datetime.fromtimestamp(control.admission.clock(), UTC)
+    asked = 0
+    for index, trigger in enumerate(triggers):
+        if getattr(trigger, "type", None) != "cron" or getattr(trigger, "catch_up", None) is None:
+            continue
+        raw = trigger.model_dump(mode="json")
+        asked += len(
+            catch_up(dispatcher, tenant, workflow_id, index, raw, upto=now, include_upto=True)
+        )
+    return asked
+
+
 def _result(
-    delivery: _Delivery,
+    delivery: TriggerDelivery,
     status: DispatchStatus,
     *,
     run_id: str | None = None,

@@ -6,7 +6,7 @@ trigger with ``catch_up``, the trigger function records the latest tick that sta
 (a mark per trigger, :meth:`AdmissionDal.advance_tick`). Missed ticks are caught up
 
 * when the workflow is enabled again (a PUT or rollback syncs its triggers):
-  :func:`catch_up_workflow` runs the ticks after the mark up to now;
+  :func:`relayflow.control.dispatch.catch_up_workflow` runs the ticks after the mark up to now;
 * when the next tick arrives (after an open breaker or a gap): the ticks between the mark
   and that tick run before it.
 
@@ -18,10 +18,9 @@ beside the workflow's breaker (``GET /breakers``' skipped runs), naming how many
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from relayflow.triggers.dispatch import Dispatcher, DispatchResult
+from relayflow.triggers.deliveries import DispatchResult, ScheduleDelivery
 
 #: The most ticks one catch-up looks at (an every-minute schedule missed for 10 weeks).
 MAX_TICKS = 100_000
@@ -55,8 +54,21 @@ def missed_ticks(
     return found
 
 
+class TickStarter(Protocol):
+    """What starts a tick's run (:class:`relayflow.control.dispatch.Dispatcher`)."""
+
+    @property
+    def control(self) -> Any:
+        """The ControlPlane the runs start on."""
+        ...
+
+    def start_tick(self, delivery: ScheduleDelivery, trigger: dict[str, Any]) -> DispatchResult:
+        """Start the run of one scheduled tick."""
+        ...
+
+
 def catch_up(
-    dispatcher: Dispatcher,
+    dispatcher: TickStarter,
     tenant: str,
     workflow_id: str,
     index: int,
@@ -68,7 +80,6 @@ def catch_up(
     """Run the ticks of cron trigger ``index`` missed since its mark (none without a mark:
     a trigger that never started a run has nothing to catch up)."""
     from relayflow.definition.admission import CatchUpSettings
-    from relayflow.triggers.dispatch import ScheduleDelivery
 
     control = dispatcher.control
     store = control.admission.store
@@ -109,21 +120,3 @@ def catch_up(
         )
         results.append(dispatcher.start_tick(delivery, trigger))
     return results
-
-
-def catch_up_workflow(control: Any, tenant: str, workflow_id: str, triggers: list[Any]) -> int:
-    """The workflow is enabled again: catch up each cron trigger with ``catch_up`` up to now.
-    Returns how many runs were asked for."""
-    from relayflow.triggers.dispatch import Dispatcher
-
-    dispatcher = Dispatcher(control)
-    now = datetime.fromtimestamp(control.admission.clock(), UTC)
-    asked = 0
-    for index, trigger in enumerate(triggers):
-        if getattr(trigger, "type", None) != "cron" or getattr(trigger, "catch_up", None) is None:
-            continue
-        raw = trigger.model_dump(mode="json")
-        asked += len(
-            catch_up(dispatcher, tenant, workflow_id, index, raw, upto=now, include_upto=True)
-        )
-    return asked

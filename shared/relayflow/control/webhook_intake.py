@@ -376,7 +376,7 @@ class _Delivery:
     def _wait(self, endpoint: Endpoint, run_id: str) -> tuple[int, dict[str, Any]]:
         """Poll the run's execution until it ends or the bounded wait is over."""
         from relayflow.control.service import RUN_STATUS
-        from relayflow.control.stepfunctions import StepFunctionsError
+        from relayflow.executions.stepfunctions import StepFunctionsError
 
         budget = float(endpoint.trigger.sync_timeout_seconds)
         remaining_ms = getattr(self.context, "get_remaining_time_in_millis", None)
