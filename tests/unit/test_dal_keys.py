@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relayflow.control.service import idempotent_run_id
+from relayflow.control.limits import idempotent_run_id
 from relayflow.control.stepfunctions import execution_arn, state_machine_name
 from relayflow.dal import (
     ApiKeyItem,

@@ -1,8 +1,8 @@
 """Run admission: what a trigger does when it asks for a run (``docs/flow-control.md``).
 
-:meth:`ControlPlane.start_run` is the one door every run comes through (API, events, webhooks,
-schedules), and it asks :class:`Admission` first. A workflow's rules are read from the version
-the run would start on:
+:func:`relayflow.control.run_start.start_run` is the one door every run comes through (API,
+events, webhooks, schedules), and it asks :class:`Admission` first. A workflow's rules are
+read from the version the run would start on:
 
 * ``debounce`` and ``batch`` *fold* triggers: the trigger is stored and the answer names the
   run that will start later (``pending`` / ``batched``), with a run id stable for the key. A
@@ -28,16 +28,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from relayflow.control.errors import ApiError, Conflict, Unprocessable
+from relayflow.control.limits import idempotent_run_id
 from relayflow.control.models import StartRunResult
+from relayflow.control.ports import Ports, RunControl
+from relayflow.control.run_records import create_queued_run, fail_queued_run, start_queued_run
 from relayflow.control.stepfunctions import StepFunctionsError
+from relayflow.control.times import iso_of_epoch
 from relayflow.dal.admission import AdmissionDal
 from relayflow.dal.errors import DataAccessError
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
     from relayflow.dal import RunItem, WorkflowItem
 
 #: What a deferred delivery carries as ``kind`` (the trigger function routes on it).
@@ -112,11 +115,6 @@ def render_key(template: str, trigger: Any, rule: str) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _iso(epoch_seconds: float) -> str:
-    moment = datetime.fromtimestamp(epoch_seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class Deferrals:
     """Deliveries to the trigger function at a later time: one-time (``at``) EventBridge
     Scheduler schedules that delete themselves once they have fired."""
@@ -155,25 +153,46 @@ def deferral_name(*parts: str) -> str:
     return f"rf-adm-{digest}"
 
 
+@dataclass(frozen=True)
+class Gate:
+    """The slot key a gate rule renders for one trigger: ``kid`` (:func:`key_id`) and the
+    ``flow_key`` a run holding one of its slots records (``<rule>:<kid>``)."""
+
+    rule: str
+    kid: str
+
+    @property
+    def flow_key(self) -> str:
+        return f"{self.rule}:{self.kid}"
+
+    @classmethod
+    def of(cls, rule: dict[str, Any], trigger: Any, rule_name: str) -> Gate:
+        return cls(rule_name, key_id(render_key(rule["key"], trigger, rule_name)))
+
+
 class Admission:
-    """The admission rules of one control plane. ``clock`` gives epoch seconds (tests pass a
-    controllable one); ``deferrals`` schedules the deadlines of debounce and batch."""
+    """The admission rules over ``ports``; ``runs`` starts and cancels the runs admission
+    decides on itself (a singleton's cancelled holder, a debounced or batched run).
+    ``clock`` gives epoch seconds (tests pass a controllable one); ``deferrals`` schedules
+    the deadlines of debounce and batch."""
 
     def __init__(
         self,
-        control: ControlPlane,
+        ports: Ports,
+        runs: RunControl,
         *,
         clock: Callable[[], float] = time.time,
         deferrals: Deferrals | None = None,
     ) -> None:
-        self.control = control
+        self.ports = ports
+        self.runs = runs
         self.clock = clock
         self.deferrals = deferrals or Deferrals()
         self._rules: dict[tuple[str, str, int], Rules] = {}
 
     @property
     def store(self) -> AdmissionDal:
-        return AdmissionDal(self.control.dal)
+        return AdmissionDal(self.ports.dal)
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -182,7 +201,7 @@ class Admission:
         cache_key = (tenant, workflow_id, version)
         rules = self._rules.get(cache_key)
         if rules is None:
-            item = self.control.dal.get_version(tenant, workflow_id, version)
+            item = self.ports.dal.get_version(tenant, workflow_id, version)
             rules = Rules() if item is None else _rules_of(item.definition)
             if item is not None:
                 self._rules[cache_key] = rules
@@ -267,8 +286,8 @@ class Admission:
         rule_name: str = "singleton",
     ) -> Decision:
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, rule_name))
-        flow_key = f"{rule_name}:{kid}"
+        gate = Gate.of(rule, trigger, rule_name)
+        kid, flow_key = gate.kid, gate.flow_key
         for _ in range(20):
             now = int(self.clock())
             if self.store.take_slot(tenant, workflow_id, kid, run_id, limit=1, now=now):
@@ -283,7 +302,7 @@ class Admission:
                 if repeat is not None:
                     return Decision(answer=_answer(repeat, admission=None, created=False))
                 continue  # the repeat gave the slot up: try again
-            running = self.control.dal.get_run(tenant, holders[0])
+            running = self.ports.dal.get_run(tenant, holders[0])
             if running is not None and running.status not in ("running", "parked"):
                 # Its end was recorded but the slot was never freed (a lost status change).
                 self._release(tenant, workflow_id, running.run_id, flow_key)
@@ -293,7 +312,7 @@ class Admission:
                     continue
                 return Decision(answer=_answer(running, admission="skipped", created=False))
             with contextlib.suppress(Conflict):  # it ended meanwhile
-                self.control.cancel_run(tenant, holders[0])
+                self.runs.cancel_run(tenant, holders[0])
             if self.store.hand_over(tenant, workflow_id, kid, holders[0], run_id, now=now):
                 return Decision(flow_key=flow_key)
         raise _contended(rule_name, workflow_id)
@@ -302,7 +321,7 @@ class Admission:
         """The run a concurrent repeat of this start is recording (it holds the slot and
         writes the run next); ``None`` when it did not appear (the repeat gave up)."""
         for attempt in range(AWAIT_ROUNDS):
-            run = self.control.dal.get_run(tenant, run_id)
+            run = self.ports.dal.get_run(tenant, run_id)
             if run is not None:
                 return run
             time.sleep(min(0.05, 0.001 * 2**attempt))
@@ -322,8 +341,8 @@ class Admission:
         step_through: bool = False,
     ) -> Decision:
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, rule_name))
-        flow_key = f"{rule_name}:{kid}"
+        gate = Gate.of(rule, trigger, rule_name)
+        kid, flow_key = gate.kid, gate.flow_key
         limit = int(rule["limit"])
         queued: RunItem | None = None
         for _ in range(MAX_ROUNDS):
@@ -332,11 +351,12 @@ class Admission:
                 if queued is not None:
                     # Queued a moment ago, then a slot freed before the queue entry was written.
                     self._start_queued(queued)
-                    started = self.control.dal.get_run(tenant, run_id) or queued
+                    started = self.ports.dal.get_run(tenant, run_id) or queued
                     return Decision(answer=_answer(started, admission=None, created=True))
                 return Decision(flow_key=flow_key)
             if queued is None:
-                queued, created = self.control.create_queued_run(
+                queued, created = create_queued_run(
+                    self.ports.dal,
                     head,
                     run_id,
                     trigger,
@@ -363,9 +383,9 @@ class Admission:
                 gate = self.store.gate(tenant, workflow_id, kid)
                 if int(gate["queued"]) >= max_queued:
                     # The buffer is taken: this one is skipped, naming the running run.
-                    self.control.dal.delete_run(tenant, run_id)
+                    self.ports.dal.delete_run(tenant, run_id)
                     holders = self.store.holders(tenant, workflow_id, kid)
-                    running = self.control.dal.get_run(tenant, holders[0]) if holders else None
+                    running = self.ports.dal.get_run(tenant, holders[0]) if holders else None
                     return Decision(
                         answer=_answer(running or queued, admission="skipped", created=False)
                     )
@@ -386,18 +406,18 @@ class Admission:
             )
             if not freed or successor is None:
                 return
-            queued = self.control.dal.get_run(tenant, successor)
+            queued = self.ports.dal.get_run(tenant, successor)
             if queued is not None and queued.status == "queued":
                 try:
                     self._start_queued(queued)
                     return
                 except Exception as exc:
-                    self.control.fail_queued_run(queued, f"could not start: {exc}")
+                    fail_queued_run(self.ports.dal, queued, f"could not start: {exc}")
             # The successor cannot run: its slot passes on to the next in line.
             ending = successor
 
     def _start_queued(self, run: RunItem) -> None:
-        self.control.start_queued_run(run)
+        start_queued_run(self.ports, run)
 
     def cancel_queued(self, run: RunItem) -> bool:
         """Take a queued run out of its queue (it is being cancelled)."""
@@ -416,8 +436,6 @@ class Admission:
         trigger_type: str,
         rule: dict[str, Any],
     ) -> StartRunResult:
-        from relayflow.control.service import idempotent_run_id
-
         tenant, workflow_id = head.tenant, head.workflow_id
         kid = key_id(render_key(rule["key"], trigger, "debounce"))
         period, max_wait = int(rule["period"]), rule.get("max_wait")
@@ -457,10 +475,10 @@ class Admission:
                 workflow_id=workflow_id,
                 version=version,
                 status="pending",
-                started_at=_iso(first),
+                started_at=iso_of_epoch(first),
                 created=created,
                 admission="debounced",
-                starts_at=_iso(due),
+                starts_at=iso_of_epoch(due),
             )
         raise _contended("debounce", workflow_id)
 
@@ -490,14 +508,14 @@ class Admission:
             due = float(pending["due_at"])
             if self.clock() < due:
                 self._defer_debounce(tenant, workflow_id, kid, generation, due)
-                return {"status": "deferred", "due_at": _iso(due)}
+                return {"status": "deferred", "due_at": iso_of_epoch(due)}
             if self.store.close_pending(tenant, workflow_id, kid, generation, int(pending["seq"])):
                 break
         else:
             raise _contended("debounce", workflow_id)
         trigger = json.loads(pending["trigger"])
         try:
-            started = self.control.start_run(
+            started = self.runs.start_run(
                 tenant,
                 workflow_id,
                 trigger,
@@ -530,8 +548,6 @@ class Admission:
         """Add the trigger to its key's open batch. A trigger with an ``idempotency_key``
         (an event id, a webhook delivery id) joins one batch once: a repeat, even one racing
         the first, is answered with the batch it joined."""
-        from relayflow.control.service import idempotent_run_id
-
         tenant, workflow_id = head.tenant, head.workflow_id
         kid = key_id(render_key(rule["key"], trigger, "batch"))
         max_size, timeout = int(rule["max_size"]), int(rule["timeout"])
@@ -576,7 +592,7 @@ class Admission:
             workflow_id=workflow_id,
             version=version,
             status="pending" if count < max_size else "running",
-            started_at=_iso(now),
+            started_at=iso_of_epoch(now),
             created=count == 1,
             admission="batched",
             batch_size=count,
@@ -592,8 +608,6 @@ class Admission:
         max_size: int,
     ) -> StartRunResult:
         """The answer to a trigger that joined batch ``joined["batch_id"]`` already."""
-        from relayflow.control.service import idempotent_run_id
-
         tenant, workflow_id = head.tenant, head.workflow_id
         batch_id = str(joined["batch_id"])
         current = self.store.open_batch(tenant, workflow_id, kid)
@@ -607,7 +621,7 @@ class Admission:
             workflow_id=workflow_id,
             version=version,
             status="pending" if still_open else "running",
-            started_at=_iso(now),
+            started_at=iso_of_epoch(now),
             created=False,
             admission="batched",
             batch_size=int(current["count"]) if still_open else int(joined["position"]),
@@ -635,7 +649,7 @@ class Admission:
         self, tenant: str, workflow_id: str, kid: str, batch_id: str
     ) -> StartRunResult:
         triggers = self.store.batch_triggers(tenant, workflow_id, kid, batch_id)
-        return self.control.start_run(
+        return self.runs.start_run(
             tenant,
             workflow_id,
             triggers,
@@ -690,13 +704,16 @@ def _rules_of(definition: str) -> Rules:
     return Rules.of(json.loads(definition))
 
 
-def handle_deferred(
-    event: dict[str, Any], *, control: ControlPlane | None = None
-) -> dict[str, Any]:
-    """What the trigger function does with a deferred delivery (debounce or batch deadline)."""
-    from relayflow.control.service import get_control_plane
+class AdmissionOwner(Protocol):
+    """What holds the run admission (the control plane)."""
 
-    plane = control or get_control_plane()
+    @property
+    def admission(self) -> Admission: ...
+
+
+def handle_deferred(event: dict[str, Any], *, control: AdmissionOwner) -> dict[str, Any]:
+    """What the trigger function does with a deferred delivery (debounce or batch deadline)."""
+    plane = control
     tenant, workflow_id, kid = event["tenant"], event["workflow_id"], event["key_id"]
     if event.get("action") == "debounce":
         return plane.admission.flush_debounce(tenant, workflow_id, kid, event["generation"])

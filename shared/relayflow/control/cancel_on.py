@@ -19,23 +19,20 @@ from typing import TYPE_CHECKING, Any
 from relayflow.control.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
+    from relayflow.control.ports import RunControl
 
 CANCEL_KIND = "cancel"
 
 
-def handle_cancel(
-    delivery: Mapping[str, Any], *, control: ControlPlane | None = None
-) -> dict[str, Any]:
+def handle_cancel(delivery: Mapping[str, Any], *, control: RunControl) -> dict[str, Any]:
     """Cancel the runs one ``cancel_on`` event matches; says which (and why none)."""
-    from relayflow.control.service import get_control_plane
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
     from relayflow.triggers.dispatch import event_trigger
     from relayflow.triggers.sync import TENANT_FIELD
 
-    plane = control or get_control_plane()
+    plane = control
     tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
     event = delivery.get("event") or {}
     detail = event.get("detail")
@@ -72,7 +69,7 @@ def handle_cancel(
     return {**answer, "status": "cancelled" if cancelled else "no_match", "run_ids": cancelled}
 
 
-def _entry(plane: ControlPlane, tenant: str, workflow_id: str, index: int) -> dict[str, Any] | None:
+def _entry(plane: RunControl, tenant: str, workflow_id: str, index: int) -> dict[str, Any] | None:
     head = plane.dal.get_workflow(tenant, workflow_id)
     if head is None:
         return None
@@ -81,7 +78,7 @@ def _entry(plane: ControlPlane, tenant: str, workflow_id: str, index: int) -> di
     return entries[index] if 0 <= index < len(entries) else None
 
 
-def _active_runs(plane: ControlPlane, tenant: str, workflow_id: str) -> list[Any]:
+def _active_runs(plane: RunControl, tenant: str, workflow_id: str) -> list[Any]:
     runs: list[Any] = []
     for status in ("running", "parked", "queued"):
         token: str | None = None

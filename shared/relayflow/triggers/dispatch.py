@@ -252,9 +252,8 @@ class Dispatcher:
         *,
         overlap: tuple[str, str] | None = None,
     ) -> DispatchResult:
-        from relayflow.control.errors import ApiError, Conflict, NotFound
+        from relayflow.control.errors import ApiError, BreakerOpen, Conflict, NotFound
         from relayflow.control.run_input import InvalidInput, record_refused_run
-        from relayflow.control.service import BreakerOpen
 
         # Only a schedule with an overlap rule passes one (docs/flow-control.md).
         extra = {"overlap": overlap} if overlap is not None else {}
@@ -364,9 +363,9 @@ def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> d
     from relayflow.control.event_waits import WAIT_EVENT_KIND, handle_wait_event
 
     if event.get("kind") == DEFERRED_KIND:
-        return handle_deferred(dict(event), control=control)
+        return handle_deferred(dict(event), control=Dispatcher(control).control)
     if event.get("kind") == CANCEL_KIND:
-        return handle_cancel(event, control=control)
+        return handle_cancel(event, control=Dispatcher(control).control)
     if event.get("kind") == WAIT_EVENT_KIND:
         return handle_wait_event(event)
     return Dispatcher(control).dispatch(event).model_dump(mode="json")

@@ -375,7 +375,7 @@ class _Delivery:
 
     def _wait(self, endpoint: Endpoint, run_id: str) -> tuple[int, dict[str, Any]]:
         """Poll the run's execution until it ends or the bounded wait is over."""
-        from relayflow.control.service import RUN_STATUS
+        from relayflow.control.limits import RUN_STATUS
         from relayflow.control.stepfunctions import StepFunctionsError
 
         budget = float(endpoint.trigger.sync_timeout_seconds)
@@ -425,7 +425,7 @@ class _Delivery:
     ) -> dict[str, Any]:
         """Store the answer for repeats under each of ``keys`` (the delivery id, the signed
         digest); when a racing copy stored one first, give that."""
-        from relayflow.control.service import now_iso
+        from relayflow.control.times import now_iso
         from relayflow.dal.webhooks import DeliveryItem, delivery_expiry
 
         body = _dumps(answer)
