@@ -579,7 +579,6 @@ class Admission:
         else:
             raise _contended("batch", workflow_id)
         batch_id, count = added
-        run_id = idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}")
         if count == 1 and max_size > 1:
             payload = _batch_deadline(tenant, workflow_id, kid, batch_id)
             self.deferrals.defer(
@@ -587,15 +586,14 @@ class Admission:
             )
         if count >= max_size:
             self._start_batch(tenant, workflow_id, kid, batch_id)
-        return StartRunResult(
-            run_id=run_id,
-            workflow_id=workflow_id,
-            version=version,
-            status="pending" if count < max_size else "running",
-            started_at=iso_of_epoch(now),
+        return _batch_answer(
+            head,
+            version,
+            batch_id,
+            pending=count < max_size,
+            now=now,
             created=count == 1,
-            admission="batched",
-            batch_size=count,
+            size=count,
         )
 
     def _batch_repeat(
@@ -616,15 +614,11 @@ class Admission:
             and current.get("batch_id") == batch_id
             and int(current["count"]) < max_size
         )
-        return StartRunResult(
-            run_id=idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}"),
-            workflow_id=workflow_id,
-            version=version,
-            status="pending" if still_open else "running",
-            started_at=iso_of_epoch(now),
-            created=False,
-            admission="batched",
-            batch_size=int(current["count"]) if still_open else int(joined["position"]),
+        size = (
+            int(current["count"]) if current is not None and still_open else int(joined["position"])
+        )
+        return _batch_answer(
+            head, version, batch_id, pending=still_open, now=now, created=False, size=size
         )
 
     def flush_batch(self, tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:
@@ -657,6 +651,30 @@ class Admission:
             trigger_type="batch",
             collapse=False,
         )
+
+
+def _batch_answer(
+    head: WorkflowItem,
+    version: int,
+    batch_id: str,
+    *,
+    pending: bool,
+    now: float,
+    created: bool,
+    size: int,
+) -> StartRunResult:
+    """The answer to a trigger a batch holds: the batch's run (``pending`` while the batch is
+    open), with the number of triggers it holds."""
+    return StartRunResult(
+        run_id=idempotent_run_id(head.tenant, head.workflow_id, f"batch:{batch_id}"),
+        workflow_id=head.workflow_id,
+        version=version,
+        status="pending" if pending else "running",
+        started_at=iso_of_epoch(now),
+        created=created,
+        admission="batched",
+        batch_size=size,
+    )
 
 
 def _batch_deadline(tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:

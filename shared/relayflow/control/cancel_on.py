@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from relayflow.control.bus_deliveries import BusDelivery
 from relayflow.control.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -30,16 +31,14 @@ def handle_cancel(delivery: Mapping[str, Any], *, control: RunControl) -> dict[s
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
     from relayflow.triggers.dispatch import event_trigger
-    from relayflow.triggers.sync import TENANT_FIELD
 
     plane = control
-    tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
-    event = delivery.get("event") or {}
-    detail = event.get("detail")
-    owner = detail.get(TENANT_FIELD) if isinstance(detail, Mapping) else None
-    answer: dict[str, Any] = {"kind": CANCEL_KIND, "tenant": tenant, "workflow_id": workflow_id}
-    if owner != tenant:
-        return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}
+    received = BusDelivery.of(delivery, CANCEL_KIND)
+    tenant, workflow_id, event = received.tenant, received.workflow_id, received.event
+    answer = received.answer
+    skipped = received.foreign()
+    if skipped is not None:
+        return skipped
     entry = _entry(plane, tenant, workflow_id, int(delivery.get("index", -1)))
     if entry is None:
         return {

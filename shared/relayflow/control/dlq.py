@@ -178,13 +178,7 @@ class Dlq:
         the run ended (failed, timed out, or a retry cancelled); ``BreakerOpen`` (409) while
         the workflow's circuit breaker is open."""
         now = now or _now()
-        entry = self._entry(tenant, run_id)
-        if entry.status not in RETRYABLE_STATUSES:
-            raise DlqNotRetryable(
-                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
-                "can be retried",
-                {"status": entry.status},
-            )
+        entry = self._open_entry(tenant, run_id, "retried")
         dal = self.ports.dal
         run = find_run(dal, tenant, run_id)
         if run.status not in RETRYABLE_RUN_STATUSES:
@@ -228,13 +222,7 @@ class Dlq:
     @translated
     def discard(self, tenant: str, run_id: str, *, now: datetime | None = None) -> DlqEntryInfo:
         """Give up on an entry (``pending`` or ``exhausted``): no more automatic retries."""
-        entry = self._entry(tenant, run_id)
-        if entry.status not in RETRYABLE_STATUSES:
-            raise DlqNotRetryable(
-                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
-                "can be discarded",
-                {"status": entry.status},
-            )
+        entry = self._open_entry(tenant, run_id, "discarded")
         if not self.store.discard(entry, now_iso=iso(now or _now())):
             raise DlqNotRetryable(f"run {run_id}'s entry changed meanwhile; read it again")
         return entry_info(self._entry(tenant, run_id))
@@ -290,6 +278,18 @@ class Dlq:
         entry = self.store.get(tenant, run_id)
         if entry is None:
             raise NotFound(f"run {run_id} is not in the DLQ")
+        return entry
+
+    def _open_entry(self, tenant: str, run_id: str, done: str) -> DlqEntry:
+        """The run's entry while it may still be acted on (``pending`` or ``exhausted``);
+        :class:`DlqNotRetryable` naming what cannot be ``done`` to it otherwise."""
+        entry = self._entry(tenant, run_id)
+        if entry.status not in RETRYABLE_STATUSES:
+            raise DlqNotRetryable(
+                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
+                f"can be {done}",
+                {"status": entry.status},
+            )
         return entry
 
     def _drop_due(self, due: Any) -> None:

@@ -3,6 +3,9 @@ tenant's or missing is :class:`NotFound` alike."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from relayflow.control.errors import BadRequest, NotFound
 from relayflow.control.limits import RUN_ID_PATTERN, WORKFLOW_ID_PATTERN, check_tenant
 from relayflow.dal import Dal, RunItem, VersionItem, WorkflowItem
@@ -10,12 +13,7 @@ from relayflow.dal import Dal, RunItem, VersionItem, WorkflowItem
 
 def find_workflow(dal: Dal, tenant: str, workflow_id: str) -> WorkflowItem:
     """The tenant's workflow head."""
-    check_tenant(tenant)
-    head = (
-        dal.get_workflow(tenant, workflow_id)
-        if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
-        else None
-    )
+    head = dal.get_workflow(tenant, workflow_id) if _valid(tenant, workflow_id) else None
     if head is None:
         raise NotFound(f"workflow {workflow_id} not found")
     return head
@@ -25,10 +23,9 @@ def find_workflow_and_versions(
     dal: Dal, tenant: str, workflow_id: str
 ) -> tuple[WorkflowItem, list[VersionItem]]:
     """The tenant's workflow head and every version of it."""
-    check_tenant(tenant)
     head, versions = (
         dal.get_workflow_with_versions(tenant, workflow_id)
-        if isinstance(workflow_id, str) and WORKFLOW_ID_PATTERN.match(workflow_id)
+        if _valid(tenant, workflow_id)
         else (None, [])
     )
     if head is None:
@@ -48,12 +45,13 @@ def find_version(dal: Dal, tenant: str, workflow_id: str, version: int) -> Versi
 
 def find_run(dal: Dal, tenant: str, run_id: str) -> RunItem:
     """The tenant's run."""
-    check_tenant(tenant)
-    run = (
-        dal.get_run(tenant, run_id)
-        if isinstance(run_id, str) and RUN_ID_PATTERN.match(run_id)
-        else None
-    )
+    run = dal.get_run(tenant, run_id) if _valid(tenant, run_id, RUN_ID_PATTERN) else None
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run
+
+
+def _valid(tenant: str, item_id: Any, pattern: re.Pattern[str] = WORKFLOW_ID_PATTERN) -> bool:
+    """Whether ``item_id`` may name an item (:class:`BadRequest` for a bad ``tenant``)."""
+    check_tenant(tenant)
+    return isinstance(item_id, str) and bool(pattern.match(item_id))
