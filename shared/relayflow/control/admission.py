@@ -90,6 +90,19 @@ class Rules:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """One start admission decides on: the run it would be, and how it was asked for."""
+
+    head: WorkflowItem
+    version: int
+    run_id: str
+    trigger: Any
+    trigger_type: str
+    idempotency_key: str | None = None
+    step_through: bool = False
+
+
+@dataclass(frozen=True)
 class Decision:
     """The admission's answer: ``answer`` ends the start (folded, queued or skipped);
     otherwise the run starts, holding the gate slot named by ``flow_key`` if any."""
@@ -154,9 +167,9 @@ def deferral_name(*parts: str) -> str:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """The slot key a gate rule renders for one trigger: ``kid`` (:func:`key_id`) and the
-    ``flow_key`` a run holding one of its slots records (``<rule>:<kid>``)."""
+class RuleKey:
+    """The key a rule renders for one trigger: ``kid`` (:func:`key_id`), and for a gate rule
+    the ``flow_key`` a run holding one of its slots records (``<rule>:<kid>``)."""
 
     rule: str
     kid: str
@@ -166,7 +179,7 @@ class Gate:
         return f"{self.rule}:{self.kid}"
 
     @classmethod
-    def of(cls, rule: dict[str, Any], trigger: Any, rule_name: str) -> Gate:
+    def of(cls, rule: dict[str, Any], trigger: Any, rule_name: str) -> RuleKey:
         return cls(rule_name, key_id(render_key(rule["key"], trigger, rule_name)))
 
 
@@ -225,47 +238,23 @@ class Admission:
         """Decide a start: fold it (debounce, batch), queue or skip it (concurrency,
         singleton, a schedule's ``overlap`` given as ``(mode, key)``), or let it start,
         holding a slot. A queued ``step_through`` run starts in that mode."""
+        ask = Ask(head, version, run_id, trigger, trigger_type, idempotency_key, step_through)
         rules = self.rules(head.tenant, head.workflow_id, version)
         if collapse and rules.debounce is not None:
-            return Decision(
-                answer=self._debounce(head, version, trigger, trigger_type, rules.debounce)
-            )
+            return Decision(answer=self._debounce(ask, rules.debounce))
         if collapse and rules.batch is not None and trigger_type in BATCHED_TRIGGER_TYPES:
-            return Decision(
-                answer=self._batch(head, version, trigger, rules.batch, idempotency_key)
-            )
+            return Decision(answer=self._batch(ask, rules.batch))
         if rules.singleton is not None:
-            return self._singleton(head, version, run_id, trigger, trigger_type, rules.singleton)
+            return self._singleton(ask, rules.singleton)
         if rules.concurrency is not None:
-            return self._concurrency(
-                head,
-                version,
-                run_id,
-                trigger,
-                trigger_type,
-                rules.concurrency,
-                idempotency_key=idempotency_key,
-                step_through=step_through,
-            )
+            return self._concurrency(ask, rules.concurrency)
         if overlap is not None and overlap[0] == "skip":
             # A schedule's own overlap rule: a singleton of its ticks (the workflow's
             # singleton or concurrency, when declared, governs instead).
-            rule = {"key": overlap[1], "mode": "skip"}
-            return self._singleton(head, version, run_id, trigger, trigger_type, rule, "overlap")
+            return self._singleton(ask, {"key": overlap[1], "mode": "skip"}, "overlap")
         if overlap is not None and overlap[0] == "buffer_one":
             rule = {"key": overlap[1], "limit": 1}
-            return self._concurrency(
-                head,
-                version,
-                run_id,
-                trigger,
-                trigger_type,
-                rule,
-                "overlap",
-                max_queued=1,
-                idempotency_key=idempotency_key,
-                step_through=step_through,
-            )
+            return self._concurrency(ask, rule, "overlap", max_queued=1)
         return Decision()
 
     def abandon(self, tenant: str, workflow_id: str, run_id: str, flow_key: str | None) -> None:
@@ -275,19 +264,10 @@ class Admission:
 
     # -- gates -------------------------------------------------------------------------------
 
-    def _singleton(
-        self,
-        head: WorkflowItem,
-        version: int,
-        run_id: str,
-        trigger: Any,
-        trigger_type: str,
-        rule: dict[str, Any],
-        rule_name: str = "singleton",
-    ) -> Decision:
-        tenant, workflow_id = head.tenant, head.workflow_id
-        gate = Gate.of(rule, trigger, rule_name)
-        kid, flow_key = gate.kid, gate.flow_key
+    def _singleton(self, ask: Ask, rule: dict[str, Any], rule_name: str = "singleton") -> Decision:
+        tenant, workflow_id, run_id = ask.head.tenant, ask.head.workflow_id, ask.run_id
+        slot = RuleKey.of(rule, ask.trigger, rule_name)
+        kid, flow_key = slot.kid, slot.flow_key
         for _ in range(20):
             now = int(self.clock())
             if self.store.take_slot(tenant, workflow_id, kid, run_id, limit=1, now=now):
@@ -329,20 +309,15 @@ class Admission:
 
     def _concurrency(
         self,
-        head: WorkflowItem,
-        version: int,
-        run_id: str,
-        trigger: Any,
-        trigger_type: str,
+        ask: Ask,
         rule: dict[str, Any],
         rule_name: str = "concurrency",
         max_queued: int | None = None,
-        idempotency_key: str | None = None,
-        step_through: bool = False,
     ) -> Decision:
+        head, run_id = ask.head, ask.run_id
         tenant, workflow_id = head.tenant, head.workflow_id
-        gate = Gate.of(rule, trigger, rule_name)
-        kid, flow_key = gate.kid, gate.flow_key
+        slot = RuleKey.of(rule, ask.trigger, rule_name)
+        kid, flow_key = slot.kid, slot.flow_key
         limit = int(rule["limit"])
         queued: RunItem | None = None
         for _ in range(MAX_ROUNDS):
@@ -359,12 +334,12 @@ class Admission:
                     self.ports.dal,
                     head,
                     run_id,
-                    trigger,
-                    version,
-                    trigger_type,
+                    ask.trigger,
+                    ask.version,
+                    ask.trigger_type,
                     flow_key,
-                    idempotency_key,
-                    step_through=step_through,
+                    ask.idempotency_key,
+                    step_through=ask.step_through,
                 )
                 if not created:
                     # A concurrent repeat of the same key recorded it: that request queues it.
@@ -428,16 +403,10 @@ class Admission:
 
     # -- debounce ----------------------------------------------------------------------------
 
-    def _debounce(
-        self,
-        head: WorkflowItem,
-        version: int,
-        trigger: Any,
-        trigger_type: str,
-        rule: dict[str, Any],
-    ) -> StartRunResult:
+    def _debounce(self, ask: Ask, rule: dict[str, Any]) -> StartRunResult:
+        head, version, trigger, trigger_type = ask.head, ask.version, ask.trigger, ask.trigger_type
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "debounce"))
+        kid = RuleKey.of(rule, trigger, "debounce").kid
         period, max_wait = int(rule["period"]), rule.get("max_wait")
         trigger_json = json.dumps(trigger, separators=(",", ":"))
         for _ in range(MAX_ROUNDS):
@@ -537,19 +506,18 @@ class Admission:
 
     # -- batches -----------------------------------------------------------------------------
 
-    def _batch(
-        self,
-        head: WorkflowItem,
-        version: int,
-        trigger: Any,
-        rule: dict[str, Any],
-        idempotency_key: str | None = None,
-    ) -> StartRunResult:
+    def _batch(self, ask: Ask, rule: dict[str, Any]) -> StartRunResult:
         """Add the trigger to its key's open batch. A trigger with an ``idempotency_key``
         (an event id, a webhook delivery id) joins one batch once: a repeat, even one racing
         the first, is answered with the batch it joined."""
+        head, version, trigger, idempotency_key = (
+            ask.head,
+            ask.version,
+            ask.trigger,
+            ask.idempotency_key,
+        )
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "batch"))
+        kid = RuleKey.of(rule, trigger, "batch").kid
         max_size, timeout = int(rule["max_size"]), int(rule["timeout"])
         member = key_id(idempotency_key) if idempotency_key is not None else None
         for _ in range(MAX_ROUNDS):

@@ -27,7 +27,7 @@ from relayflow.control.errors import ApiError, BadRequest, BreakerOpen, Conflict
 from relayflow.control.lookups import find_run, find_version, find_workflow
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 from relayflow.control.ports import Ports
-from relayflow.control.records import to_json
+from relayflow.control.records import loads_or_none, to_json
 from relayflow.control.run_records import stored_document
 from relayflow.control.times import epoch, iso, parse_iso
 from relayflow.control.translate import translated
@@ -381,20 +381,11 @@ class Dlq:
 
 def entry_info(entry: DlqEntry) -> DlqEntryInfo:
     data = entry.model_dump(include=set(DlqEntryInfo.model_fields))
-    data["input"] = _parse(entry.input)
-    data["outputs"] = _parse(entry.outputs)
+    data["input"] = loads_or_none(entry.input)
+    data["outputs"] = loads_or_none(entry.outputs)
     if "cause" in data:  # entries archived before causes were made public on record
         data["cause"] = public_cause(data["cause"])
     return DlqEntryInfo.model_validate(data)
-
-
-def _parse(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _outputs_json(steps: list[StepRun]) -> str | None:

@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from relayflow.control import stepfunctions as sfn_api
 from relayflow.control.models import RunSummary, StartRunResult
-from relayflow.control.records import RerunSeed
 from relayflow.dal import Dal, get_dal
 from relayflow.dal.breakers import BreakerDal
 from relayflow.reliability.breakers import Breakers
@@ -64,19 +63,10 @@ class RunControl(Protocol):
     def dal(self) -> Dal: ...
 
     def start_run(
-        self,
-        tenant: str,
-        workflow_id: str,
-        input: Any,
-        *,
-        version: int | None = None,
-        idempotency_key: str | None = None,
-        trigger_type: str = "api",
-        dry_run: bool = False,
-        step_through: bool = False,
-        collapse: bool = True,
-        overlap: tuple[str, str] | None = None,
-        rerun: RerunSeed | None = None,
-    ) -> StartRunResult: ...
+        self, tenant: str, workflow_id: str, input: Any, **options: Any
+    ) -> StartRunResult:
+        """Start a run; ``options`` are those of :func:`relayflow.control.run_start.start_run`
+        (``version``, ``idempotency_key``, ``trigger_type``, ``collapse``, ``rerun``, …)."""
+        ...
 
     def cancel_run(self, tenant: str, run_id: str) -> RunSummary: ...

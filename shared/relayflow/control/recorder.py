@@ -55,6 +55,7 @@ from relayflow.control.limits import (
     TENANT_PATTERN,
 )
 from relayflow.control.ports import Ports
+from relayflow.control.records import loads_or_none
 from relayflow.control.status_events import DETAIL_TYPE, SOURCE
 from relayflow.control.stepfunctions import StepFunctionsError
 from relayflow.control.timeline import StepRun, history_steps
@@ -262,21 +263,12 @@ def _ignored(reason: str) -> dict[str, Any]:
     return {"recorded": False, "run_id": None, "status": None, "published": None, "reason": reason}
 
 
-def _parse_input(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
 def _run_ref(detail: StatusChangeDetail, control: RecordingPlane) -> _RunRef | None:
     """The run the execution serves, from ``$.run`` of its input."""
-    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    document = loads_or_none(detail.input) if _included(detail.input_details) else None
     if document is None:
         described = control.ports.machines.describe(detail.execution_arn) or {}
-        document = _parse_input(described.get("input"))
+        document = loads_or_none(described.get("input"))
     return _ref_of(document)
 
 
@@ -314,7 +306,7 @@ def _run_item(control: RecordingPlane, ref: _RunRef, detail: StatusChangeDetail)
     if run is not None:
         return run
     started_at = ref.started_at or _epoch_ms_iso(detail.start_date) or now_iso()
-    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    document = loads_or_none(detail.input) if _included(detail.input_details) else None
     trigger = document.get("trigger") if isinstance(document, dict) else None
     info = document.get("run") if isinstance(document, dict) else None
     parent = info.get("parent") if isinstance(info, dict) else None

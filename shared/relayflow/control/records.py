@@ -31,6 +31,16 @@ def loads_optional(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def loads_or_none(text: str | None) -> Any:
+    """JSON text as a value; ``None`` for no text and for text that is not JSON."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class RerunSeed:
     """What a rerun's execution input carries besides the trigger: the run it reruns, the
