@@ -34,11 +34,10 @@ def handle_cancel(delivery: Mapping[str, Any], *, control: RunControl) -> dict[s
 
     plane = control
     received = BusDelivery.of(delivery, CANCEL_KIND)
+    if (skipped := received.foreign()) is not None:
+        return skipped
     tenant, workflow_id, event = received.tenant, received.workflow_id, received.event
     answer = received.answer
-    skipped = received.foreign()
-    if skipped is not None:
-        return skipped
     entry = _entry(plane, tenant, workflow_id, int(delivery.get("index", -1)))
     if entry is None:
         return {

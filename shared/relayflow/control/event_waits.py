@@ -31,11 +31,10 @@ def handle_wait_event(delivery: Mapping[str, Any], *, sfn: Any | None = None) ->
     from relayflow.triggers.dispatch import event_trigger
 
     received = BusDelivery.of(delivery, WAIT_EVENT_KIND)
+    if (skipped := received.foreign()) is not None:
+        return skipped
     tenant, workflow_id, event = received.tenant, received.workflow_id, received.event
     answer = received.answer
-    skipped = received.foreign()
-    if skipped is not None:
-        return skipped
     payload = event_trigger(event)
     store = EventWaitDal()
     completed: list[str] = []
