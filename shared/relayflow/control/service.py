@@ -7,7 +7,7 @@ ids that do not exist. DynamoDB is reached only through :mod:`relayflow.dal`, St
 only through :mod:`relayflow.control.stepfunctions`; their failures become
 :mod:`relayflow.control.errors` (:func:`relayflow.control.translate.translated`).
 
-Each method is one use case's module (``docs/architecture``: one module per use case):
+Each method hands over to one use case's module:
 workflows (:mod:`.workflow_publish`, :mod:`.workflows`), runs (:mod:`.run_start`,
 :mod:`.run_reads`, :mod:`.run_cancel`, :mod:`.rerun`, :mod:`.resume`, :mod:`.step_through`),
 run admission (:mod:`.admission`), the DLQ (:mod:`.dlq`), circuit breakers
