@@ -103,7 +103,7 @@ def measure_platform(calls: Callable[[], list[Any]]) -> Platform:
         _wait_ended(server, express_runs)
         express_ms = _durations(server, "express")
         express_log = _log_bytes(server, "express")
-        from relayflow.control.engines import sweep_express_runs
+        from relayflow.control.express_sweep import sweep_express_runs
 
         before = len(calls())
         started = time.perf_counter()

@@ -1,9 +1,9 @@
 """The maintenance function: every minute, start the DLQ's automatic retries that are due and
-settle the Express runs whose deadline passed (relayflow.control.engines)."""
+settle the Express runs whose deadline passed (relayflow.control.express_sweep)."""
 
 from typing import Any
 
-from relayflow.control.engines import sweep_express_runs
+from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.service import get_control_plane
 from relayflow.observability import function_handler
 

@@ -3,9 +3,10 @@
 from typing import Any
 
 from relayflow.control.dispatch import handle_trigger
+from relayflow.control.service import get_control_plane
 from relayflow.observability import function_handler
 
 
 @function_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle_trigger(event)
+    return handle_trigger(event, control=get_control_plane())

@@ -534,6 +534,7 @@ def test_an_open_workflow_breaker_refuses_starts_with_409_and_when_it_reopens(se
 
 def test_a_scheduled_run_of_an_open_workflow_breaker_is_skipped_and_recorded(server, api, metrics):
     from relayflow.control.dispatch import handle_trigger
+    from relayflow.control.service import get_control_plane
 
     open_workflow_breaker(server, api, "hourly")
     before = len(api.get("/workflows/hourly/runs").json()["items"])
@@ -546,8 +547,8 @@ def test_a_scheduled_run_of_an_open_workflow_breaker_is_skipped_and_recorded(ser
         "input": {"zero": 0},
     }
     # When the schedule fires (and its delivery is repeated)
-    result = handle_trigger(delivery)
-    again = handle_trigger(delivery)
+    result = handle_trigger(delivery, control=get_control_plane())
+    again = handle_trigger(delivery, control=get_control_plane())
     # Then no run starts: the result says why
     assert result["status"] == again["status"] == "skipped"
     assert "circuit breaker is open" in result["reason"]

@@ -487,8 +487,8 @@ def test_runs_started_in_parallel_with_one_key_converge_on_one_execution(runtime
 
 def test_an_aws_failure_is_a_503_that_names_no_infrastructure():
     # Given a data layer whose table is gone
-    from relayflow.control import ControlPlane
     from relayflow.control.errors import ServiceUnavailable
+    from relayflow.control.service import ControlPlane
     from relayflow.dal.errors import DataAccessError
 
     class BrokenDal:

@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 from relayflow_testing import allowed_server
 
 from relayflow.control.dlq import Dlq
-from relayflow.control.engines import sweep_express_runs
 from relayflow.control.express_logs import ExecutionLogs
+from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.express_timeline import express_timeline
 from relayflow.control.service import ControlPlane
 from relayflow.dal.dlq import DlqDal
@@ -184,7 +184,7 @@ def test_a_dlq_retry_of_an_express_run_is_settled_by_the_sweep_again(runtime, pl
     later = datetime.now(UTC) + timedelta(minutes=10)
     sweep_express_runs(plane, now=later)
     # When it is retried from the DLQ and fails again
-    result = Dlq(plane).retry(tenant, run_id)
+    result = Dlq(plane.ports).retry(tenant, run_id)
     assert result.attempt == 2
     run = plane.dal.get_run(tenant, run_id)
     assert run.execution_arn.endswith(f"{run_id}_r2")

@@ -15,8 +15,8 @@ import pytest
 from botocore.exceptions import ClientError
 from relayflow_testing import allowed_server, load_handler
 
-from relayflow.control.engines import sweep_express_runs
 from relayflow.control.errors import InvalidDefinition, Unprocessable
+from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.service import ControlPlane
 from relayflow.dal.dlq import DlqDal
 from relayflow.dal.express import ExpressDeadlines

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from relayflow_testing import Server, allowed_server
 
-from relayflow.control.engines import sweep_express_runs
+from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.models import RunDetail
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane

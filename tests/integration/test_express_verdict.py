@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from relayflow_testing import Server, allowed_server
 
-from relayflow.control.engines import sweep_express_runs
+from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.service import ControlPlane
 from relayflow.local import LocalRuntime
 

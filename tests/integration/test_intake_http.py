@@ -264,14 +264,14 @@ def test_a_body_that_is_not_utf8_is_a_400(client):
 
 def test_the_idempotency_key_limit_is_one_number_everywhere():
     from relayflow.api.app import MAX_IDEMPOTENCY_KEY
-    from relayflow.control.service import MAX_IDEMPOTENCY_KEY as SERVICE_LIMIT
+    from relayflow.control.limits import MAX_IDEMPOTENCY_KEY as SERVICE_LIMIT
     from relayflow.control.webhook_intake import MAX_IDEMPOTENCY_KEY as WEBHOOK_LIMIT
 
     assert MAX_IDEMPOTENCY_KEY == SERVICE_LIMIT == WEBHOOK_LIMIT == 256
 
 
 def test_a_256_character_idempotency_key_starts_one_run_and_257_is_a_400(client):
-    from relayflow.control.service import idempotent_run_id
+    from relayflow.control.limits import idempotent_run_id
 
     # Given the longest key the docs allow
     key = "k" * 256

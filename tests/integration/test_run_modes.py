@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from relayflow.adapters.aws import client
-from relayflow.control import service
+from relayflow.control import workflow_publish
 from relayflow.control.errors import InvalidDefinition
 from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
@@ -61,7 +61,7 @@ def test_every_run_records_the_engine_that_compiled_its_version(
     runtime, plane, tenant, monkeypatch
 ):
     # Given version 1 compiled by an older engine, and version 2 by this one
-    monkeypatch.setattr(service, "ENGINE_VERSION", "0.0.9")
+    monkeypatch.setattr(workflow_publish, "ENGINE_VERSION", "0.0.9")
     plane.put_workflow(tenant, "greet", greet("v1"))
     monkeypatch.undo()
     plane.put_workflow(tenant, "greet", greet("v2", requires=f">={ENGINE_VERSION}"))

@@ -547,13 +547,14 @@ def samples_registered(api: httpx.Client) -> None:
 def test_each_sample_event_gets_its_answer_at_the_time_it_was_signed(
     api, samples_registered, case, status
 ):
+    from relayflow.control.service import get_control_plane
     from relayflow.control.webhook_intake import handle_webhook
 
     # Given a sample API Gateway event, read at the moment it was signed
     before = run_count(api, SAMPLES_WORKFLOW)
     event = load_event("webhook", case)
     # When the webhook logic answers it
-    result = handle_webhook(event, clock=lambda: SAMPLE_TIME + 5.0)
+    result = handle_webhook(event, control=get_control_plane(), clock=lambda: SAMPLE_TIME + 5.0)
     # Then it gets the sample's status in the API's shapes, and a run only when accepted
     assert result["statusCode"] == status, result
     body = json.loads(result["body"])

@@ -23,8 +23,8 @@ from relayflow.compiler.size import (
     SIZING_OPTIONS,
     definition_bytes,
 )
+from relayflow.control.compiled import check_compiled, check_quotas
 from relayflow.control.errors import CompilerBug, InvalidDefinition
-from relayflow.control.plane.common import check_compiled, check_quotas
 from relayflow.definition.input_schema import MAX_INPUT_SCHEMA_BYTES
 from relayflow.definition.models import Workflow
 from relayflow.definition.problems import DefinitionError

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relayflow.control.service import idempotent_run_id
+from relayflow.control.limits import idempotent_run_id
 from relayflow.dal import (
     ApiKeyItem,
     InvalidPageToken,

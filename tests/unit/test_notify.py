@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from relayflow.compiler import CompileOptions, compile_workflow
-from relayflow.control.service import _same_triggers
+from relayflow.control.workflow_publish import same_triggers
 from relayflow.dal import RunItem
 from relayflow.definition.models import NotificationSettings
 from relayflow.notify import (
@@ -133,9 +133,9 @@ def test_notifications_are_not_compiled_but_still_make_a_new_version():
     # And yet the control plane does not take one for the other
     one_hook = {**BASE, "notifications": {"webhook": HOOK}}
     other_hook = {**BASE, "notifications": {"webhook": HOOK, "on": ["aborted"]}}
-    assert not _same_triggers(json.dumps(BASE), json.dumps(one_hook))
-    assert not _same_triggers(json.dumps(one_hook), json.dumps(other_hook))
-    assert _same_triggers(json.dumps(other_hook), json.dumps(other_hook))
+    assert not same_triggers(json.dumps(BASE), json.dumps(one_hook))
+    assert not same_triggers(json.dumps(one_hook), json.dumps(other_hook))
+    assert same_triggers(json.dumps(other_hook), json.dumps(other_hook))
 
 
 def test_the_json_schema_documents_the_field():

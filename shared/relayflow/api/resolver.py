@@ -38,7 +38,7 @@ MAX_BODY_BYTES = 256 * 1024
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 #: Run ids are uuid4 hex, or the first 32 hex digits of a sha256 (Idempotency-Key).
 RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
-#: ``relayflow.control.service.MAX_IDEMPOTENCY_KEY`` (a test keeps them equal). The key is
+#: ``relayflow.control.limits.MAX_IDEMPOTENCY_KEY`` (a test keeps them equal). The key is
 #: never the execution name itself (Step Functions allows 80 characters there): the run id
 #: and execution name are 32 hex digits of its sha256, so the limit is only the stored key's.
 MAX_IDEMPOTENCY_KEY = 256

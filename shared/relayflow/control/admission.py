@@ -1,8 +1,8 @@
 """Run admission: what a trigger does when it asks for a run (``docs/flow-control.md``).
 
-:meth:`ControlPlane.start_run` is the one door every run comes through (API, events, webhooks,
-schedules), and it asks :class:`Admission` first. A workflow's rules are read from the version
-the run would start on:
+:func:`relayflow.control.run_start.start_run` is the one door every run comes through (API,
+events, webhooks, schedules), and it asks :class:`Admission` first. A workflow's rules are
+read from the version the run would start on:
 
 * ``debounce`` and ``batch`` *fold* triggers: the trigger is stored and the answer names the
   run that will start later (``pending`` / ``batched``), with a run id stable for the key. A
@@ -28,16 +28,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from relayflow.control.errors import ApiError, Conflict, Unprocessable
+from relayflow.control.limits import idempotent_run_id
 from relayflow.control.models import StartRunResult
+from relayflow.control.ports import Ports, RunControl
+from relayflow.control.run_records import create_queued_run, fail_queued_run, start_queued_run
+from relayflow.control.times import iso_of_epoch
 from relayflow.dal.admission import AdmissionDal
 from relayflow.dal.errors import DataAccessError
 from relayflow.executions.stepfunctions import StepFunctionsError
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
     from relayflow.dal import RunItem, WorkflowItem
 
 #: What a deferred delivery carries as ``kind`` (the trigger function routes on it).
@@ -87,6 +90,19 @@ class Rules:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """One start admission decides on: the run it would be, and how it was asked for."""
+
+    head: WorkflowItem
+    version: int
+    run_id: str
+    trigger: Any
+    trigger_type: str
+    idempotency_key: str | None = None
+    step_through: bool = False
+
+
+@dataclass(frozen=True)
 class Decision:
     """The admission's answer: ``answer`` ends the start (folded, queued or skipped);
     otherwise the run starts, holding the gate slot named by ``flow_key`` if any."""
@@ -110,11 +126,6 @@ def render_key(template: str, trigger: Any, rule: str) -> str:
     except ExpressionError as exc:
         raise Unprocessable(f"{rule}.key {template!r} could not be rendered: {exc}") from exc
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _iso(epoch_seconds: float) -> str:
-    moment = datetime.fromtimestamp(epoch_seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Deferrals:
@@ -155,25 +166,46 @@ def deferral_name(*parts: str) -> str:
     return f"rf-adm-{digest}"
 
 
+@dataclass(frozen=True)
+class RuleKey:
+    """The key a rule renders for one trigger: ``kid`` (:func:`key_id`), and for a gate rule
+    the ``flow_key`` a run holding one of its slots records (``<rule>:<kid>``)."""
+
+    rule: str
+    kid: str
+
+    @property
+    def flow_key(self) -> str:
+        return f"{self.rule}:{self.kid}"
+
+    @classmethod
+    def of(cls, rule: dict[str, Any], trigger: Any, rule_name: str) -> RuleKey:
+        return cls(rule_name, key_id(render_key(rule["key"], trigger, rule_name)))
+
+
 class Admission:
-    """The admission rules of one control plane. ``clock`` gives epoch seconds (tests pass a
-    controllable one); ``deferrals`` schedules the deadlines of debounce and batch."""
+    """The admission rules over ``ports``; ``runs`` starts and cancels the runs admission
+    decides on itself (a singleton's cancelled holder, a debounced or batched run).
+    ``clock`` gives epoch seconds (tests pass a controllable one); ``deferrals`` schedules
+    the deadlines of debounce and batch."""
 
     def __init__(
         self,
-        control: ControlPlane,
+        ports: Ports,
+        runs: RunControl,
         *,
         clock: Callable[[], float] = time.time,
         deferrals: Deferrals | None = None,
     ) -> None:
-        self.control = control
+        self.ports = ports
+        self.runs = runs
         self.clock = clock
         self.deferrals = deferrals or Deferrals()
         self._rules: dict[tuple[str, str, int], Rules] = {}
 
     @property
     def store(self) -> AdmissionDal:
-        return AdmissionDal(self.control.dal)
+        return AdmissionDal(self.ports.dal)
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -182,7 +214,7 @@ class Admission:
         cache_key = (tenant, workflow_id, version)
         rules = self._rules.get(cache_key)
         if rules is None:
-            item = self.control.dal.get_version(tenant, workflow_id, version)
+            item = self.ports.dal.get_version(tenant, workflow_id, version)
             rules = Rules() if item is None else _rules_of(item.definition)
             if item is not None:
                 self._rules[cache_key] = rules
@@ -206,47 +238,23 @@ class Admission:
         """Decide a start: fold it (debounce, batch), queue or skip it (concurrency,
         singleton, a schedule's ``overlap`` given as ``(mode, key)``), or let it start,
         holding a slot. A queued ``step_through`` run starts in that mode."""
+        ask = Ask(head, version, run_id, trigger, trigger_type, idempotency_key, step_through)
         rules = self.rules(head.tenant, head.workflow_id, version)
         if collapse and rules.debounce is not None:
-            return Decision(
-                answer=self._debounce(head, version, trigger, trigger_type, rules.debounce)
-            )
+            return Decision(answer=self._debounce(ask, rules.debounce))
         if collapse and rules.batch is not None and trigger_type in BATCHED_TRIGGER_TYPES:
-            return Decision(
-                answer=self._batch(head, version, trigger, rules.batch, idempotency_key)
-            )
+            return Decision(answer=self._batch(ask, rules.batch))
         if rules.singleton is not None:
-            return self._singleton(head, version, run_id, trigger, trigger_type, rules.singleton)
+            return self._singleton(ask, rules.singleton)
         if rules.concurrency is not None:
-            return self._concurrency(
-                head,
-                version,
-                run_id,
-                trigger,
-                trigger_type,
-                rules.concurrency,
-                idempotency_key=idempotency_key,
-                step_through=step_through,
-            )
+            return self._concurrency(ask, rules.concurrency)
         if overlap is not None and overlap[0] == "skip":
             # A schedule's own overlap rule: a singleton of its ticks (the workflow's
             # singleton or concurrency, when declared, governs instead).
-            rule = {"key": overlap[1], "mode": "skip"}
-            return self._singleton(head, version, run_id, trigger, trigger_type, rule, "overlap")
+            return self._singleton(ask, {"key": overlap[1], "mode": "skip"}, "overlap")
         if overlap is not None and overlap[0] == "buffer_one":
             rule = {"key": overlap[1], "limit": 1}
-            return self._concurrency(
-                head,
-                version,
-                run_id,
-                trigger,
-                trigger_type,
-                rule,
-                "overlap",
-                max_queued=1,
-                idempotency_key=idempotency_key,
-                step_through=step_through,
-            )
+            return self._concurrency(ask, rule, "overlap", max_queued=1)
         return Decision()
 
     def abandon(self, tenant: str, workflow_id: str, run_id: str, flow_key: str | None) -> None:
@@ -256,19 +264,10 @@ class Admission:
 
     # -- gates -------------------------------------------------------------------------------
 
-    def _singleton(
-        self,
-        head: WorkflowItem,
-        version: int,
-        run_id: str,
-        trigger: Any,
-        trigger_type: str,
-        rule: dict[str, Any],
-        rule_name: str = "singleton",
-    ) -> Decision:
-        tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, rule_name))
-        flow_key = f"{rule_name}:{kid}"
+    def _singleton(self, ask: Ask, rule: dict[str, Any], rule_name: str = "singleton") -> Decision:
+        tenant, workflow_id, run_id = ask.head.tenant, ask.head.workflow_id, ask.run_id
+        slot = RuleKey.of(rule, ask.trigger, rule_name)
+        kid, flow_key = slot.kid, slot.flow_key
         for _ in range(20):
             now = int(self.clock())
             if self.store.take_slot(tenant, workflow_id, kid, run_id, limit=1, now=now):
@@ -283,7 +282,7 @@ class Admission:
                 if repeat is not None:
                     return Decision(answer=_answer(repeat, admission=None, created=False))
                 continue  # the repeat gave the slot up: try again
-            running = self.control.dal.get_run(tenant, holders[0])
+            running = self.ports.dal.get_run(tenant, holders[0])
             if running is not None and running.status not in ("running", "parked"):
                 # Its end was recorded but the slot was never freed (a lost status change).
                 self._release(tenant, workflow_id, running.run_id, flow_key)
@@ -293,7 +292,7 @@ class Admission:
                     continue
                 return Decision(answer=_answer(running, admission="skipped", created=False))
             with contextlib.suppress(Conflict):  # it ended meanwhile
-                self.control.cancel_run(tenant, holders[0])
+                self.runs.cancel_run(tenant, holders[0])
             if self.store.hand_over(tenant, workflow_id, kid, holders[0], run_id, now=now):
                 return Decision(flow_key=flow_key)
         raise _contended(rule_name, workflow_id)
@@ -302,7 +301,7 @@ class Admission:
         """The run a concurrent repeat of this start is recording (it holds the slot and
         writes the run next); ``None`` when it did not appear (the repeat gave up)."""
         for attempt in range(AWAIT_ROUNDS):
-            run = self.control.dal.get_run(tenant, run_id)
+            run = self.ports.dal.get_run(tenant, run_id)
             if run is not None:
                 return run
             time.sleep(min(0.05, 0.001 * 2**attempt))
@@ -310,20 +309,15 @@ class Admission:
 
     def _concurrency(
         self,
-        head: WorkflowItem,
-        version: int,
-        run_id: str,
-        trigger: Any,
-        trigger_type: str,
+        ask: Ask,
         rule: dict[str, Any],
         rule_name: str = "concurrency",
         max_queued: int | None = None,
-        idempotency_key: str | None = None,
-        step_through: bool = False,
     ) -> Decision:
+        head, run_id = ask.head, ask.run_id
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, rule_name))
-        flow_key = f"{rule_name}:{kid}"
+        slot = RuleKey.of(rule, ask.trigger, rule_name)
+        kid, flow_key = slot.kid, slot.flow_key
         limit = int(rule["limit"])
         queued: RunItem | None = None
         for _ in range(MAX_ROUNDS):
@@ -332,19 +326,20 @@ class Admission:
                 if queued is not None:
                     # Queued a moment ago, then a slot freed before the queue entry was written.
                     self._start_queued(queued)
-                    started = self.control.dal.get_run(tenant, run_id) or queued
+                    started = self.ports.dal.get_run(tenant, run_id) or queued
                     return Decision(answer=_answer(started, admission=None, created=True))
                 return Decision(flow_key=flow_key)
             if queued is None:
-                queued, created = self.control.create_queued_run(
+                queued, created = create_queued_run(
+                    self.ports.dal,
                     head,
                     run_id,
-                    trigger,
-                    version,
-                    trigger_type,
+                    ask.trigger,
+                    ask.version,
+                    ask.trigger_type,
                     flow_key,
-                    idempotency_key,
-                    step_through=step_through,
+                    ask.idempotency_key,
+                    step_through=ask.step_through,
                 )
                 if not created:
                     # A concurrent repeat of the same key recorded it: that request queues it.
@@ -363,9 +358,9 @@ class Admission:
                 gate = self.store.gate(tenant, workflow_id, kid)
                 if int(gate["queued"]) >= max_queued:
                     # The buffer is taken: this one is skipped, naming the running run.
-                    self.control.dal.delete_run(tenant, run_id)
+                    self.ports.dal.delete_run(tenant, run_id)
                     holders = self.store.holders(tenant, workflow_id, kid)
-                    running = self.control.dal.get_run(tenant, holders[0]) if holders else None
+                    running = self.ports.dal.get_run(tenant, holders[0]) if holders else None
                     return Decision(
                         answer=_answer(running or queued, admission="skipped", created=False)
                     )
@@ -386,18 +381,18 @@ class Admission:
             )
             if not freed or successor is None:
                 return
-            queued = self.control.dal.get_run(tenant, successor)
+            queued = self.ports.dal.get_run(tenant, successor)
             if queued is not None and queued.status == "queued":
                 try:
                     self._start_queued(queued)
                     return
                 except Exception as exc:
-                    self.control.fail_queued_run(queued, f"could not start: {exc}")
+                    fail_queued_run(self.ports.dal, queued, f"could not start: {exc}")
             # The successor cannot run: its slot passes on to the next in line.
             ending = successor
 
     def _start_queued(self, run: RunItem) -> None:
-        self.control.start_queued_run(run)
+        start_queued_run(self.ports, run)
 
     def cancel_queued(self, run: RunItem) -> bool:
         """Take a queued run out of its queue (it is being cancelled)."""
@@ -408,18 +403,10 @@ class Admission:
 
     # -- debounce ----------------------------------------------------------------------------
 
-    def _debounce(
-        self,
-        head: WorkflowItem,
-        version: int,
-        trigger: Any,
-        trigger_type: str,
-        rule: dict[str, Any],
-    ) -> StartRunResult:
-        from relayflow.control.service import idempotent_run_id
-
+    def _debounce(self, ask: Ask, rule: dict[str, Any]) -> StartRunResult:
+        head, version, trigger, trigger_type = ask.head, ask.version, ask.trigger, ask.trigger_type
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "debounce"))
+        kid = RuleKey.of(rule, trigger, "debounce").kid
         period, max_wait = int(rule["period"]), rule.get("max_wait")
         trigger_json = json.dumps(trigger, separators=(",", ":"))
         for _ in range(MAX_ROUNDS):
@@ -457,10 +444,10 @@ class Admission:
                 workflow_id=workflow_id,
                 version=version,
                 status="pending",
-                started_at=_iso(first),
+                started_at=iso_of_epoch(first),
                 created=created,
                 admission="debounced",
-                starts_at=_iso(due),
+                starts_at=iso_of_epoch(due),
             )
         raise _contended("debounce", workflow_id)
 
@@ -490,14 +477,14 @@ class Admission:
             due = float(pending["due_at"])
             if self.clock() < due:
                 self._defer_debounce(tenant, workflow_id, kid, generation, due)
-                return {"status": "deferred", "due_at": _iso(due)}
+                return {"status": "deferred", "due_at": iso_of_epoch(due)}
             if self.store.close_pending(tenant, workflow_id, kid, generation, int(pending["seq"])):
                 break
         else:
             raise _contended("debounce", workflow_id)
         trigger = json.loads(pending["trigger"])
         try:
-            started = self.control.start_run(
+            started = self.runs.start_run(
                 tenant,
                 workflow_id,
                 trigger,
@@ -519,21 +506,18 @@ class Admission:
 
     # -- batches -----------------------------------------------------------------------------
 
-    def _batch(
-        self,
-        head: WorkflowItem,
-        version: int,
-        trigger: Any,
-        rule: dict[str, Any],
-        idempotency_key: str | None = None,
-    ) -> StartRunResult:
+    def _batch(self, ask: Ask, rule: dict[str, Any]) -> StartRunResult:
         """Add the trigger to its key's open batch. A trigger with an ``idempotency_key``
         (an event id, a webhook delivery id) joins one batch once: a repeat, even one racing
         the first, is answered with the batch it joined."""
-        from relayflow.control.service import idempotent_run_id
-
+        head, version, trigger, idempotency_key = (
+            ask.head,
+            ask.version,
+            ask.trigger,
+            ask.idempotency_key,
+        )
         tenant, workflow_id = head.tenant, head.workflow_id
-        kid = key_id(render_key(rule["key"], trigger, "batch"))
+        kid = RuleKey.of(rule, trigger, "batch").kid
         max_size, timeout = int(rule["max_size"]), int(rule["timeout"])
         member = key_id(idempotency_key) if idempotency_key is not None else None
         for _ in range(MAX_ROUNDS):
@@ -563,7 +547,6 @@ class Admission:
         else:
             raise _contended("batch", workflow_id)
         batch_id, count = added
-        run_id = idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}")
         if count == 1 and max_size > 1:
             payload = _batch_deadline(tenant, workflow_id, kid, batch_id)
             self.deferrals.defer(
@@ -571,15 +554,14 @@ class Admission:
             )
         if count >= max_size:
             self._start_batch(tenant, workflow_id, kid, batch_id)
-        return StartRunResult(
-            run_id=run_id,
-            workflow_id=workflow_id,
-            version=version,
-            status="pending" if count < max_size else "running",
-            started_at=_iso(now),
+        return _batch_answer(
+            head,
+            version,
+            batch_id,
+            pending=count < max_size,
+            now=now,
             created=count == 1,
-            admission="batched",
-            batch_size=count,
+            size=count,
         )
 
     def _batch_repeat(
@@ -592,8 +574,6 @@ class Admission:
         max_size: int,
     ) -> StartRunResult:
         """The answer to a trigger that joined batch ``joined["batch_id"]`` already."""
-        from relayflow.control.service import idempotent_run_id
-
         tenant, workflow_id = head.tenant, head.workflow_id
         batch_id = str(joined["batch_id"])
         current = self.store.open_batch(tenant, workflow_id, kid)
@@ -602,15 +582,11 @@ class Admission:
             and current.get("batch_id") == batch_id
             and int(current["count"]) < max_size
         )
-        return StartRunResult(
-            run_id=idempotent_run_id(tenant, workflow_id, f"batch:{batch_id}"),
-            workflow_id=workflow_id,
-            version=version,
-            status="pending" if still_open else "running",
-            started_at=_iso(now),
-            created=False,
-            admission="batched",
-            batch_size=int(current["count"]) if still_open else int(joined["position"]),
+        size = (
+            int(current["count"]) if current is not None and still_open else int(joined["position"])
+        )
+        return _batch_answer(
+            head, version, batch_id, pending=still_open, now=now, created=False, size=size
         )
 
     def flush_batch(self, tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:
@@ -635,7 +611,7 @@ class Admission:
         self, tenant: str, workflow_id: str, kid: str, batch_id: str
     ) -> StartRunResult:
         triggers = self.store.batch_triggers(tenant, workflow_id, kid, batch_id)
-        return self.control.start_run(
+        return self.runs.start_run(
             tenant,
             workflow_id,
             triggers,
@@ -643,6 +619,30 @@ class Admission:
             trigger_type="batch",
             collapse=False,
         )
+
+
+def _batch_answer(
+    head: WorkflowItem,
+    version: int,
+    batch_id: str,
+    *,
+    pending: bool,
+    now: float,
+    created: bool,
+    size: int,
+) -> StartRunResult:
+    """The answer to a trigger a batch holds: the batch's run (``pending`` while the batch is
+    open), with the number of triggers it holds."""
+    return StartRunResult(
+        run_id=idempotent_run_id(head.tenant, head.workflow_id, f"batch:{batch_id}"),
+        workflow_id=head.workflow_id,
+        version=version,
+        status="pending" if pending else "running",
+        started_at=iso_of_epoch(now),
+        created=created,
+        admission="batched",
+        batch_size=size,
+    )
 
 
 def _batch_deadline(tenant: str, workflow_id: str, kid: str, batch_id: str) -> dict[str, Any]:
@@ -690,13 +690,16 @@ def _rules_of(definition: str) -> Rules:
     return Rules.of(json.loads(definition))
 
 
-def handle_deferred(
-    event: dict[str, Any], *, control: ControlPlane | None = None
-) -> dict[str, Any]:
-    """What the trigger function does with a deferred delivery (debounce or batch deadline)."""
-    from relayflow.control.service import get_control_plane
+class AdmissionOwner(Protocol):
+    """What holds the run admission (the control plane)."""
 
-    plane = control or get_control_plane()
+    @property
+    def admission(self) -> Admission: ...
+
+
+def handle_deferred(event: dict[str, Any], *, control: AdmissionOwner) -> dict[str, Any]:
+    """What the trigger function does with a deferred delivery (debounce or batch deadline)."""
+    plane = control
     tenant, workflow_id, kid = event["tenant"], event["workflow_id"], event["key_id"]
     if event.get("action") == "debounce":
         return plane.admission.flush_debounce(tenant, workflow_id, kid, event["generation"])

@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from relayflow.causes import public_cause
 from relayflow.control.compensation import PARTIALLY_COMPENSATED, compensation_record
+from relayflow.executions import stepfunctions as sfn_api
 from relayflow.observability import logger
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
-    from relayflow.dal import RunItem
+    from relayflow.control.ports import Ports
+    from relayflow.dal import Dal, RunItem
     from relayflow.definition.models import Workflow
 
 #: The sibling machine of a workflow that holds its compensation variants.
@@ -63,7 +64,7 @@ def compensation_machine_name(stage: str, tenant: str, workflow_id: str) -> str:
 
 
 def publish_variant(
-    control: ControlPlane,
+    ports: Ports,
     tenant: str,
     machine_arn: str,
     workflow: Workflow,
@@ -76,10 +77,9 @@ def publish_variant(
     compiler bug (500 ``compiler_bug``; over the size quota 422 ``invalid_definition``), never a
     deployed machine."""
     from relayflow.compiler.compensation_variant import compensation_variant
+    from relayflow.control.compiled import check_compiled
     from relayflow.control.errors import Unprocessable
     from relayflow.control.machine_config import machine_config
-    from relayflow.control.plane.common import check_compiled
-    from relayflow.executions import stepfunctions as sfn_api
     from relayflow.settings import get_settings
 
     variant = compensation_variant(asl)
@@ -96,10 +96,10 @@ def publish_variant(
     arn = f"{machine_arn.rsplit(':', 1)[0]}:{name}"
     try:
         try:
-            return control.machines.update(arn, definition, **config, description=description)
+            return ports.machines.update(arn, definition, **config, description=description)
         except sfn_api.ResourceMissing:  # the first saga version of this workflow
             tags = {"relayflow:tenant": tenant, "relayflow:workflow": workflow.id}
-            _, version_arn = control.machines.create(
+            _, version_arn = ports.machines.create(
                 name, definition, **config, description=description, tags=tags
             )
             return version_arn
@@ -166,18 +166,18 @@ def compensation_input(
     }
 
 
-def compensates_on_stop(control: ControlPlane, run: RunItem) -> bool:
+def compensates_on_stop(dal: Dal, run: RunItem) -> bool:
     """Whether a stop (cancel, ``cancel_on``, run timeout) of ``run`` may start its version's
     compensation variant: :func:`start_compensation` then needs the execution's history, and
     a stop recorded without it would leave the saga's steps undone for good."""
     if run.engine == "express" or run.version is None:
         return False
-    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    version = dal.get_version(run.tenant, run.workflow_id, run.version)
     return bool(version is not None and version.compensation_version_arn)
 
 
 def start_compensation(
-    control: ControlPlane,
+    ports: Ports,
     run: RunItem,
     execution_name: str,
     history: list[dict[str, Any]] | None,
@@ -187,15 +187,13 @@ def start_compensation(
     ARN, or ``None`` when there is nothing to do. Starting twice is harmless (the second start
     of the same name is refused and ignored); any other Step Functions error is raised, so the
     recorder's delivery is retried."""
-    from relayflow.executions import stepfunctions as sfn_api
-
     if run.status not in STOPPED_STATUSES or run.version is None:
         return None
     if run.engine == "express":
         # Cannot be stopped, keeps no history, and a saga that can time out is Standard
         # (relayflow.compiler.engine): an Express end has nothing to compensate here.
         return None
-    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    version = ports.dal.get_version(run.tenant, run.workflow_id, run.version)
     target = version.compensation_version_arn if version is not None else None
     if not target:
         return None
@@ -206,7 +204,7 @@ def start_compensation(
         return None
     name = f"{execution_name}{EXECUTION_SUFFIX}"
     try:
-        arn = control.machines.start(target, name, json.dumps(payload, separators=(",", ":")))
+        arn = ports.machines.start(target, name, json.dumps(payload, separators=(",", ":")))
     except sfn_api.ExecutionExists:
         logger.info("compensation already started", extra={"execution": name})
         return None
@@ -217,7 +215,7 @@ def start_compensation(
 
 
 def record_compensation_end(
-    control: ControlPlane,
+    dal: Dal,
     tenant: str,
     run_id: str,
     *,
@@ -233,7 +231,7 @@ def record_compensation_end(
     as ``partially_compensated`` with its error: what it undid before is not known."""
     from relayflow.control.outcome import outcome_of
 
-    run = control.dal.get_run(tenant, run_id)
+    run = dal.get_run(tenant, run_id)
     if run is None or run.status not in STOPPED_STATUSES or not run.execution_arn:
         return False
     if f"{run.execution_arn.rsplit(':', 1)[-1]}{EXECUTION_SUFFIX}" != execution_name:
@@ -256,7 +254,7 @@ def record_compensation_end(
     if record is None:
         return False
     outcome = outcome_of(run.status, fallbacks_used=False, compensation=record["status"])
-    written = control.dal.update_run(
+    written = dal.update_run(
         tenant,
         run_id,
         {"compensation": record, "outcome": outcome},

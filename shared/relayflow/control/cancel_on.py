@@ -16,31 +16,28 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from relayflow.control.bus_deliveries import BusDelivery
 from relayflow.control.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
+    from relayflow.control.ports import RunControl
 
 CANCEL_KIND = "cancel"
 
 
-def handle_cancel(
-    delivery: Mapping[str, Any], *, control: ControlPlane | None = None
-) -> dict[str, Any]:
+def handle_cancel(delivery: Mapping[str, Any], *, control: RunControl) -> dict[str, Any]:
     """Cancel the runs one ``cancel_on`` event matches; says which (and why none)."""
-    from relayflow.control.service import get_control_plane
     from relayflow.errors import ExpressionError
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
-    from relayflow.triggers.deliveries import event_tenant, event_trigger
+    from relayflow.triggers.deliveries import event_trigger
 
-    plane = control or get_control_plane()
-    tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
-    event = delivery.get("event") or {}
-    owner = event_tenant(event)
-    answer: dict[str, Any] = {"kind": CANCEL_KIND, "tenant": tenant, "workflow_id": workflow_id}
-    if owner != tenant:
-        return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}
+    plane = control
+    received = BusDelivery.of(delivery, CANCEL_KIND)
+    if (skipped := received.foreign()) is not None:
+        return skipped
+    tenant, workflow_id, event = received.tenant, received.workflow_id, received.event
+    answer = received.answer
     entry = _entry(plane, tenant, workflow_id, int(delivery.get("index", -1)))
     if entry is None:
         return {
@@ -70,7 +67,7 @@ def handle_cancel(
     return {**answer, "status": "cancelled" if cancelled else "no_match", "run_ids": cancelled}
 
 
-def _entry(plane: ControlPlane, tenant: str, workflow_id: str, index: int) -> dict[str, Any] | None:
+def _entry(plane: RunControl, tenant: str, workflow_id: str, index: int) -> dict[str, Any] | None:
     head = plane.dal.get_workflow(tenant, workflow_id)
     if head is None:
         return None
@@ -79,7 +76,7 @@ def _entry(plane: ControlPlane, tenant: str, workflow_id: str, index: int) -> di
     return entries[index] if 0 <= index < len(entries) else None
 
 
-def _active_runs(plane: ControlPlane, tenant: str, workflow_id: str) -> list[Any]:
+def _active_runs(plane: RunControl, tenant: str, workflow_id: str) -> list[Any]:
     runs: list[Any] = []
     for status in ("running", "parked", "queued"):
         token: str | None = None

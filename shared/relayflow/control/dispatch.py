@@ -49,18 +49,11 @@ from relayflow.triggers.deliveries import (
 
 
 class Dispatcher:
-    """Starts runs for deliveries. ``control`` is a ControlPlane (default: the process's)."""
+    """Starts runs for deliveries through ``control`` (a ControlPlane, wired by the caller: the
+    trigger function passes the process's)."""
 
-    def __init__(self, control: Any | None = None) -> None:
-        self._control = control
-
-    @property
-    def control(self) -> Any:
-        if self._control is not None:
-            return self._control
-        from relayflow.control.service import get_control_plane
-
-        return get_control_plane()
+    def __init__(self, control: Any) -> None:
+        self.control = control
 
     def dispatch(self, event: Mapping[str, Any]) -> DispatchResult:
         delivery = parse_delivery(event)
@@ -169,9 +162,8 @@ class Dispatcher:
         *,
         overlap: tuple[str, str] | None = None,
     ) -> DispatchResult:
-        from relayflow.control.errors import ApiError, Conflict, NotFound
+        from relayflow.control.errors import ApiError, BreakerOpen, Conflict, NotFound
         from relayflow.control.run_input import InvalidInput, record_refused_run
-        from relayflow.control.service import BreakerOpen
 
         # Only a schedule with an overlap rule passes one (docs/flow-control.md).
         extra = {"overlap": overlap} if overlap is not None else {}
@@ -287,7 +279,7 @@ def _log(result: DispatchResult) -> None:
         logger.info(f"trigger {result.status}", extra=extra)
 
 
-def handle_trigger(event: Mapping[str, Any], *, control: Any | None = None) -> dict[str, Any]:
+def handle_trigger(event: Mapping[str, Any], *, control: Any) -> dict[str, Any]:
     """Dispatch one schedule or event delivery (what ``functions/trigger`` does); returns
     :class:`DispatchResult` as a dict. Raises :class:`InvalidDelivery` for anything else.
     A run admission deadline (debounce, batch) goes to

@@ -22,16 +22,21 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from relayflow.causes import public_cause
-from relayflow.control.errors import Conflict, NotFound
+from relayflow.control.errors import ApiError, BadRequest, BreakerOpen, Conflict, NotFound
+from relayflow.control.lookups import find_run, find_version, find_workflow
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
-from relayflow.control.plane.common import translated
+from relayflow.control.ports import Ports
+from relayflow.control.records import loads_or_none, to_json
+from relayflow.control.run_records import stored_document
+from relayflow.control.times import epoch, iso, parse_iso
+from relayflow.control.translate import translated
+from relayflow.control.workflow_breakers import admit_workflow_run
 from relayflow.dal.dlq import DLQ_STATUSES, RETRYABLE_STATUSES, DlqDal, DlqEntry
 from relayflow.dal.errors import DataAccessError
 from relayflow.executions import stepfunctions as sfn_api
 from relayflow.reliability.dlq import WAITING_STEP_TYPES, is_transient, next_auto_retry
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
     from relayflow.control.timeline import StepRun
     from relayflow.dal import RunItem
 
@@ -48,12 +53,6 @@ class DlqNotRetryable(Conflict):
     code = "dlq_entry_not_retryable"
 
 
-def _iso(moment: datetime) -> str:
-    from relayflow.control.plane.common import iso
-
-    return iso(moment)
-
-
 def _now() -> datetime:
     from datetime import UTC
 
@@ -61,11 +60,11 @@ def _now() -> datetime:
 
 
 class Dlq:
-    """The DLQ operations, over the control plane's table and Step Functions client."""
+    """The DLQ operations, over the control plane's ``ports``."""
 
-    def __init__(self, control: ControlPlane, store: DlqDal | None = None) -> None:
-        self.control = control
-        self.store = store or DlqDal(control._dal)
+    def __init__(self, ports: Ports, store: DlqDal | None = None) -> None:
+        self.ports = ports
+        self.store = store or DlqDal(ports.given_dal)
 
     # -- recorder side -----------------------------------------------------------------------
 
@@ -75,7 +74,6 @@ class Dlq:
         """Archive a run that ended ``failed`` or ``timed_out`` — or, when it was a retry,
         settle its entry (``pending`` with the next automatic retry, or ``exhausted``).
         Idempotent: a repeat for the same execution changes nothing (``None``)."""
-        from relayflow.control.plane.common import epoch, parse_iso
         from relayflow.settings import get_settings
 
         now = now or _now()
@@ -99,9 +97,9 @@ class Dlq:
                     "failing_step": run.failing_step,
                     "outputs": outputs,
                     "transient": transient,
-                    "last_failed_at": _iso(failed_at),
-                    "next_retry_at": _iso(due) if due else None,
-                    "updated_at": _iso(now),
+                    "last_failed_at": iso(failed_at),
+                    "next_retry_at": iso(due) if due else None,
+                    "updated_at": iso(now),
                 }
             )
             if not self.store.record_failure(settled, execution_arn=run.execution_arn or ""):
@@ -122,11 +120,11 @@ class Dlq:
             failing_step=run.failing_step,
             outputs=outputs,
             transient=transient,
-            archived_at=_iso(now),
-            updated_at=_iso(now),
-            last_failed_at=_iso(failed_at),
+            archived_at=iso(now),
+            updated_at=iso(now),
+            last_failed_at=iso(failed_at),
             last_execution_arn=run.execution_arn,
-            next_retry_at=_iso(due) if due else None,
+            next_retry_at=iso(due) if due else None,
             # As long as the recorded step results a retry replays (after that a retry would
             # act again on every step).
             expires_at=epoch(now + timedelta(days=get_settings().step_result_ttl_days)),
@@ -141,7 +139,7 @@ class Dlq:
             run.tenant,
             run.run_id,
             execution_arn=run.execution_arn,
-            now_iso=_iso(now or _now()),
+            now_iso=iso(now or _now()),
         )
 
     # -- API side ----------------------------------------------------------------------------
@@ -156,8 +154,6 @@ class Dlq:
         next_token: str | None = None,
     ) -> Page[DlqEntryInfo]:
         if status is not None and status not in DLQ_STATUSES:
-            from relayflow.control.errors import BadRequest
-
             raise BadRequest(f"status must be one of {', '.join(DLQ_STATUSES)}")
         items, token = self.store.list_entries(
             tenant, status=status, limit=limit, next_token=next_token
@@ -182,14 +178,9 @@ class Dlq:
         the run ended (failed, timed out, or a retry cancelled); ``BreakerOpen`` (409) while
         the workflow's circuit breaker is open."""
         now = now or _now()
-        entry = self._entry(tenant, run_id)
-        if entry.status not in RETRYABLE_STATUSES:
-            raise DlqNotRetryable(
-                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
-                "can be retried",
-                {"status": entry.status},
-            )
-        run = self.control._run(tenant, run_id)
+        entry = self._open_entry(tenant, run_id, "retried")
+        dal = self.ports.dal
+        run = find_run(dal, tenant, run_id)
         if run.status not in RETRYABLE_RUN_STATUSES:
             raise DlqNotRetryable(f"run {run_id} is {run.status}", {"run_status": run.status})
         if run.version is None:
@@ -202,15 +193,15 @@ class Dlq:
                 "start a new run with the same input instead",
                 {"compensation": run.compensation.get("status")},
             )
-        head = self.control._workflow(tenant, run.workflow_id)
+        head = find_workflow(dal, tenant, run.workflow_id)
         if not head.enabled:
             raise DlqNotRetryable(f"workflow {run.workflow_id} is disabled")
-        target = self.control._version(tenant, run.workflow_id, run.version)
+        target = find_version(dal, tenant, run.workflow_id, run.version)
         attempt = run.attempt + 1
         name = f"{run_id}_r{attempt}"
         execution = sfn_api.execution_arn(head.state_machine_arn, name)
-        admission = self.control._admit_run(tenant, run.workflow_id, run.version, run_id)
-        claimed = self.store.claim_retry(entry, execution_arn=execution, by=by, now_iso=_iso(now))
+        admission = admit_workflow_run(self.ports, tenant, run.workflow_id, run.version, run_id)
+        claimed = self.store.claim_retry(entry, execution_arn=execution, by=by, now_iso=iso(now))
         if claimed is None:
             self._abstain(admission)
             raise DlqNotRetryable(f"run {run_id} is being retried by another request")
@@ -231,14 +222,8 @@ class Dlq:
     @translated
     def discard(self, tenant: str, run_id: str, *, now: datetime | None = None) -> DlqEntryInfo:
         """Give up on an entry (``pending`` or ``exhausted``): no more automatic retries."""
-        entry = self._entry(tenant, run_id)
-        if entry.status not in RETRYABLE_STATUSES:
-            raise DlqNotRetryable(
-                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
-                "can be discarded",
-                {"status": entry.status},
-            )
-        if not self.store.discard(entry, now_iso=_iso(now or _now())):
+        entry = self._open_entry(tenant, run_id, "discarded")
+        if not self.store.discard(entry, now_iso=iso(now or _now())):
             raise DlqNotRetryable(f"run {run_id}'s entry changed meanwhile; read it again")
         return entry_info(self._entry(tenant, run_id))
 
@@ -250,13 +235,11 @@ class Dlq:
     ) -> dict[str, Any]:
         """Start the automatic retries that are due (all tenants). Returns counts and emits
         ``DlqDepth``. A retry the workflow's open breaker refuses stays due."""
-        from relayflow.control.errors import ApiError
-        from relayflow.control.plane.common import BreakerOpen
         from relayflow.observability import logger, record_metric
 
         now = now or _now()
         started, postponed, dropped = [], [], []
-        for due in self.store.due(_iso(now), limit):
+        for due in self.store.due(iso(now), limit):
             try:
                 result = self.retry(due.tenant, due.run_id, by="auto", now=now)
             except BreakerOpen:
@@ -297,6 +280,18 @@ class Dlq:
             raise NotFound(f"run {run_id} is not in the DLQ")
         return entry
 
+    def _open_entry(self, tenant: str, run_id: str, done: str) -> DlqEntry:
+        """The run's entry while it may still be acted on (``pending`` or ``exhausted``);
+        :class:`DlqNotRetryable` naming what cannot be ``done`` to it otherwise."""
+        entry = self._entry(tenant, run_id)
+        if entry.status not in RETRYABLE_STATUSES:
+            raise DlqNotRetryable(
+                f"run {run_id} is {entry.status} in the DLQ; only pending or exhausted entries "
+                f"can be {done}",
+                {"status": entry.status},
+            )
+        return entry
+
     def _drop_due(self, due: Any) -> None:
         with contextlib.suppress(DataAccessError):
             self.store.dal.call(
@@ -308,26 +303,15 @@ class Dlq:
     def _abstain(self, admission: Any) -> None:
         if admission is not None:
             with contextlib.suppress(DataAccessError):
-                self.control.breakers.abstained(admission)
+                self.ports.breakers.abstained(admission)
 
     def _restart(self, run: RunItem, attempt: int, execution: str, target_arn: str) -> RunItem:
         """The run item back to ``running`` on the new execution, then the execution
         started with the run's original document (same run id, version, trigger payload and
         start time)."""
-        from relayflow.control.plane.common import loads_optional, to_json
-        from relayflow.document import execution_input
-
-        document = execution_input(
-            run.workflow_id,
-            loads_optional(run.input),
-            run_id=run.run_id,
-            version=run.version,
-            tenant=run.tenant,
-            # Dry runs are never archived; should one be restarted, it stays dry.
-            dry_run=run.dry_run,
-        )
-        document["run"]["started_at"] = run.started_at
-        updated = self.control.dal.update_run(
+        # Dry runs are never archived; should one be restarted, it stays dry.
+        document = stored_document(run)
+        updated = self.ports.dal.update_run(
             run.tenant,
             run.run_id,
             {"status": "running", "execution_arn": execution, "attempt": attempt},
@@ -352,13 +336,13 @@ class Dlq:
             self._mark_express_retry(run)
         name = execution.rsplit(":", 1)[-1]
         try:
-            arn = self.control.machines.start(target_arn, name, to_json(document))
+            arn = self.ports.machines.start(target_arn, name, to_json(document))
         except sfn_api.ExecutionExists as exc:
             # Started already (a concurrent retry that won a race the claim should have
             # prevented): it is running, so the run item stays as it is now.
             raise DlqNotRetryable(f"run {run.run_id} is being retried already") from exc
         except Exception:
-            self.control.dal.update_run(
+            self.ports.dal.update_run(
                 run.tenant,
                 run.run_id,
                 {
@@ -379,8 +363,7 @@ class Dlq:
             raise
         if arn != execution:
             updated = (
-                self.control.dal.update_run(run.tenant, run.run_id, {"execution_arn": arn})
-                or updated
+                self.ports.dal.update_run(run.tenant, run.run_id, {"execution_arn": arn}) or updated
             )
         return updated
 
@@ -392,26 +375,17 @@ class Dlq:
         from relayflow.control.engines import deadline_of
         from relayflow.dal.express import ExpressDeadlines
 
-        deadline = deadline_of(run, EXPRESS_MAX_SECONDS, started_at=_iso(_now()))
-        ExpressDeadlines(self.control.dal).add(deadline, run.tenant, run.run_id)
+        deadline = deadline_of(run, EXPRESS_MAX_SECONDS, started_at=iso(_now()))
+        ExpressDeadlines(self.ports.dal).add(deadline, run.tenant, run.run_id)
 
 
 def entry_info(entry: DlqEntry) -> DlqEntryInfo:
     data = entry.model_dump(include=set(DlqEntryInfo.model_fields))
-    data["input"] = _parse(entry.input)
-    data["outputs"] = _parse(entry.outputs)
+    data["input"] = loads_or_none(entry.input)
+    data["outputs"] = loads_or_none(entry.outputs)
     if "cause" in data:  # entries archived before causes were made public on record
         data["cause"] = public_cause(data["cause"])
     return DlqEntryInfo.model_validate(data)
-
-
-def _parse(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _outputs_json(steps: list[StepRun]) -> str | None:

@@ -47,6 +47,15 @@ class Conflict(ApiError):
     status, code = 409, "conflict"
 
 
+class BreakerOpen(Conflict):
+    """409: the workflow's circuit breaker is open; ``details`` name the breaker and when it
+    lets a run through (``reopens_at``), and ``Retry-After`` says the same in seconds."""
+
+    def __init__(self, message: str, details: dict[str, Any], retry_after: int | None) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
+
 class PayloadTooLarge(ApiError):
     status, code = 413, "payload_too_large"
 

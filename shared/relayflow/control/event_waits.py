@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from relayflow.control.bus_deliveries import BusDelivery
+
 WAIT_EVENT_KIND = "wait_event"
 
 
@@ -27,14 +29,13 @@ def handle_wait_event(delivery: Mapping[str, Any], *, sfn: Any | None = None) ->
     from relayflow.expressions import evaluate_condition
     from relayflow.observability import logger
     from relayflow.steps.wait_outcomes import TOKEN_GONE
-    from relayflow.triggers.deliveries import event_tenant, event_trigger
+    from relayflow.triggers.deliveries import event_trigger
 
-    tenant, workflow_id = str(delivery["tenant"]), str(delivery["workflow_id"])
-    event = delivery.get("event") or {}
-    owner = event_tenant(event)
-    answer: dict[str, Any] = {"kind": WAIT_EVENT_KIND, "tenant": tenant, "workflow_id": workflow_id}
-    if owner != tenant:
-        return {**answer, "status": "skipped", "reason": "the event belongs to another tenant"}
+    received = BusDelivery.of(delivery, WAIT_EVENT_KIND)
+    if (skipped := received.foreign()) is not None:
+        return skipped
+    tenant, workflow_id, event = received.tenant, received.workflow_id, received.event
+    answer = received.answer
     payload = event_trigger(event)
     store = EventWaitDal()
     completed: list[str] = []

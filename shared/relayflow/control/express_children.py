@@ -81,7 +81,7 @@ def child_status_changes(child: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _event(arn: str, parts: list[str], detail: dict[str, Any]) -> dict[str, Any]:
-    from relayflow.control.recorder import DETAIL_TYPE, SOURCE
+    from relayflow.control.status_events import DETAIL_TYPE, SOURCE
 
     stamp = detail["stopDate"] or detail["startDate"]
     time = datetime.fromtimestamp(stamp / 1000, UTC) if stamp else datetime.now(UTC)
@@ -120,7 +120,7 @@ def _millis(value: Any) -> int | None:
     if isinstance(value, int | float):
         return int(value)
     if isinstance(value, str):
-        from relayflow.control.plane.common import parse_iso
+        from relayflow.control.times import parse_iso
 
         try:
             return int(parse_iso(value).timestamp() * 1000)

@@ -7,7 +7,7 @@ verdict, such as a cancelled queued run).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 Outcome = Literal[
     "succeeded",
@@ -18,15 +18,7 @@ Outcome = Literal[
     "timed_out",
     "cancelled",
 ]
-OUTCOMES: tuple[str, ...] = (
-    "succeeded",
-    "succeeded_with_fallbacks",
-    "failed",
-    "compensated",
-    "partially_compensated",
-    "timed_out",
-    "cancelled",
-)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 #: ``compensation.status`` values (saga compensation) that name the verdict of a failed run.
 COMPENSATION_OUTCOMES = ("compensated", "partially_compensated")
 

@@ -31,11 +31,12 @@ from __future__ import annotations
 import contextlib
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.causes import public_cause, run_error_name
+from relayflow.control.admission import Admission
 from relayflow.control.cancel_compensation import (
     STOPPED_STATUSES,
     compensates_on_stop,
@@ -44,31 +45,28 @@ from relayflow.control.cancel_compensation import (
     start_compensation,
 )
 from relayflow.control.compensation import split_cause
+from relayflow.control.dlq import Dlq
 from relayflow.control.express_children import child_executions, child_status_changes
-from relayflow.control.service import (
+from relayflow.control.limits import (
     MAX_STORED_OUTPUT_BYTES,
     RUN_MAX_AGE,
     RUN_RETENTION,
     RUN_STATUS,
     TENANT_PATTERN,
-    ControlPlane,
-    elapsed_ms,
-    epoch,
-    get_control_plane,
-    iso,
-    now_iso,
-    parse_iso,
 )
+from relayflow.control.ports import Ports
+from relayflow.control.records import loads_or_none
+from relayflow.control.status_events import DETAIL_TYPE, SOURCE
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
+from relayflow.control.times import elapsed_ms, epoch, iso_of_epoch, now_iso, parse_iso
+from relayflow.control.workflow_breakers import workflow_breaker_policy
 from relayflow.cost.counts import count_history
 from relayflow.dal import DataAccessError, RunItem
 from relayflow.executions.stepfunctions import StepFunctionsError
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 
-SOURCE = "aws.states"
-DETAIL_TYPE = "Step Functions Execution Status Change"
 #: Source of the lifecycle events on the Relayflow bus.
 LIFECYCLE_SOURCE = "relayflow"
 LIFECYCLE_TYPES = {
@@ -90,6 +88,17 @@ RUN_METRICS = {
 EXTERNAL_TRIGGER = "external"
 #: ... and children a ``sub_workflow`` step started (their input names the parent run).
 SUB_WORKFLOW_TRIGGER = "sub_workflow"
+
+
+class RecordingPlane(Protocol):
+    """What the recorder takes of a control plane: its ports, and the run admission whose
+    slot a run's end frees."""
+
+    @property
+    def ports(self) -> Ports: ...
+
+    @property
+    def admission(self) -> Admission: ...
 
 
 class LifecycleEventNotPublished(Exception):
@@ -153,13 +162,12 @@ class _RunRef(BaseModel):
 def record_status_change(
     event: dict[str, Any],
     *,
-    control: ControlPlane | None = None,
+    control: RecordingPlane,
     events: Any | None = None,
 ) -> dict[str, Any]:
     """Record one status-change event (see the module docstring). Returns what it did:
     ``{"recorded": bool, "run_id", "status", "published": detail-type | None, "reason"}``.
     Events that are not status changes of Relayflow runs are ignored (``recorded`` false)."""
-    control = control or get_control_plane()
     try:
         change = StatusChangeEvent.model_validate(event)
     except ValidationError:
@@ -255,21 +263,12 @@ def _ignored(reason: str) -> dict[str, Any]:
     return {"recorded": False, "run_id": None, "status": None, "published": None, "reason": reason}
 
 
-def _parse_input(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _run_ref(detail: StatusChangeDetail, control: ControlPlane) -> _RunRef | None:
+def _run_ref(detail: StatusChangeDetail, control: RecordingPlane) -> _RunRef | None:
     """The run the execution serves, from ``$.run`` of its input."""
-    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    document = loads_or_none(detail.input) if _included(detail.input_details) else None
     if document is None:
-        described = control.machines.describe(detail.execution_arn) or {}
-        document = _parse_input(described.get("input"))
+        described = control.ports.machines.describe(detail.execution_arn) or {}
+        document = loads_or_none(described.get("input"))
     return _ref_of(document)
 
 
@@ -298,18 +297,16 @@ def _stale(run: RunItem, detail: StatusChangeDetail) -> bool:
 
 
 def _epoch_ms_iso(value: int | None) -> str | None:
-    if value is None:
-        return None
-    return iso(datetime.fromtimestamp(value / 1000.0, tz=UTC))
+    return None if value is None else iso_of_epoch(value / 1000.0)
 
 
-def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -> RunItem:
+def _run_item(control: RecordingPlane, ref: _RunRef, detail: StatusChangeDetail) -> RunItem:
     """The run item, created from the event when no starter wrote one."""
-    run = control.dal.get_run(ref.tenant, ref.id)
+    run = control.ports.dal.get_run(ref.tenant, ref.id)
     if run is not None:
         return run
     started_at = ref.started_at or _epoch_ms_iso(detail.start_date) or now_iso()
-    document = _parse_input(detail.input) if _included(detail.input_details) else None
+    document = loads_or_none(detail.input) if _included(detail.input_details) else None
     trigger = document.get("trigger") if isinstance(document, dict) else None
     info = document.get("run") if isinstance(document, dict) else None
     parent = info.get("parent") if isinstance(info, dict) else None
@@ -328,9 +325,9 @@ def _run_item(control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail) -
         dry_run=isinstance(info, dict) and info.get("dry_run") is True,
         engine=_engine_of(control, detail.execution_arn, ref),
     )
-    if control.dal.create_run(run):
+    if control.ports.dal.create_run(run):
         return run
-    return control.dal.get_run(ref.tenant, ref.id) or run
+    return control.ports.dal.get_run(ref.tenant, ref.id) or run
 
 
 def _version_of(detail: StatusChangeDetail) -> int | None:
@@ -340,9 +337,9 @@ def _version_of(detail: StatusChangeDetail) -> int | None:
 
 
 def _record_start(
-    control: ControlPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
+    control: RecordingPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
 ) -> str | None:
-    claimed = control.dal.update_run(
+    claimed = control.ports.dal.update_run(
         run.tenant, run.run_id, {"started_event_at": now_iso()}, unless_set="started_event_at"
     )
     if claimed is None:
@@ -351,13 +348,13 @@ def _record_start(
     try:
         _publish(events, detail_type, claimed, change)
     except Exception:
-        control.dal.update_run(run.tenant, run.run_id, {}, remove=("started_event_at",))
+        control.ports.dal.update_run(run.tenant, run.run_id, {}, remove=("started_event_at",))
         raise
     return detail_type
 
 
 def _record_end(
-    control: ControlPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
+    control: RecordingPlane, run: RunItem, change: StatusChangeEvent, events: Any | None
 ) -> str | None:
     detail = change.detail
     status = RUN_STATUS[detail.status]
@@ -383,7 +380,11 @@ def _record_end(
     # step records and its machine's logs.
     express = run.engine == "express"
     history = None if express else _history(control, detail.execution_arn)
-    if history is None and status in STOPPED_STATUSES and compensates_on_stop(control, run):
+    if (
+        history is None
+        and status in STOPPED_STATUSES
+        and compensates_on_stop(control.ports.dal, run)
+    ):
         raise HistoryNotRead(
             f"the history of stopped run {run.run_id} was not read; its compensation needs it"
         )
@@ -416,7 +417,7 @@ def _record_end(
         ),
         "parked": None,
     }
-    updated = control.dal.update_run(
+    updated = control.ports.dal.update_run(
         run.tenant,
         run.run_id,
         values,
@@ -424,7 +425,7 @@ def _record_end(
         unless_set="recorded_status",
     )
     if updated is None:
-        current = control.dal.get_run(run.tenant, run.run_id)
+        current = control.ports.dal.get_run(run.tenant, run.run_id)
         if current is not None and current.recorded_status is None:
             logger.warning(
                 "status change conflicts with the recorded status; left as is",
@@ -436,7 +437,7 @@ def _record_end(
         _settle_dlq(control, updated, steps)
         # A cancelled or timed-out saga run is compensated by its version's variant (once:
         # the execution is named after the run's).
-        start_compensation(control, updated, detail.name, history)
+        start_compensation(control.ports, updated, detail.name, history)
         # The run's admission slot passes to its key's next queued run (once: repeats find
         # the slot freed).
         control.admission.release(updated)
@@ -444,7 +445,7 @@ def _record_end(
         # Express children send no status changes of their own (express_children.py).
         _record_express_children(control, history, events)
     except Exception:
-        control.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
+        control.ports.dal.update_run(run.tenant, run.run_id, {}, remove=("recorded_status",))
         raise
     # One line per run end: the dashboard's "latest failed runs" table and the saved
     # "failures of one tenant" query read these fields (template.yaml). The error's name only:
@@ -470,7 +471,7 @@ def _record_end(
 
 
 def _record_compensation(
-    control: ControlPlane, ref: _RunRef, detail: StatusChangeDetail
+    control: RecordingPlane, ref: _RunRef, detail: StatusChangeDetail
 ) -> dict[str, Any]:
     """The end of a cancelled or timed-out run's compensation execution
     (:mod:`relayflow.control.cancel_compensation`): the run's ``compensation`` and outcome."""
@@ -478,9 +479,9 @@ def _record_compensation(
         return _ignored("a compensation execution started")
     output = detail.output
     if detail.status == "SUCCEEDED" and (output is None or not _included(detail.output_details)):
-        output = (control.machines.describe(detail.execution_arn) or {}).get("output")
+        output = (control.ports.machines.describe(detail.execution_arn) or {}).get("output")
     written = record_compensation_end(
-        control,
+        control.ports.dal,
         ref.tenant,
         ref.id,
         execution_name=detail.name,
@@ -499,7 +500,7 @@ def _record_compensation(
 
 
 def _record_express_children(
-    control: ControlPlane, history: list[dict[str, Any]] | None, events: Any | None
+    control: RecordingPlane, history: list[dict[str, Any]] | None, events: Any | None
 ) -> None:
     """Record the end of each Express child the run's ``sub_workflow`` steps ran, from the
     run's history (:mod:`relayflow.control.express_children`)."""
@@ -511,50 +512,50 @@ def _record_express_children(
             record_status_change(event, control=control, events=events)
 
 
-def _engine_of(control: ControlPlane, execution_arn: str, ref: _RunRef | None) -> str:
+def _engine_of(control: RecordingPlane, execution_arn: str, ref: _RunRef | None) -> str:
     """The engine of an execution the control plane did not start: an Express execution's
     ARN says so on AWS (``…:express:<machine>:…``); otherwise its workflow's machine type."""
     if execution_arn.split(":")[5:6] == ["express"]:
         return "express"
     if ref is None:
         return "standard"
-    head = control.dal.get_workflow(ref.tenant, ref.workflow_id)
+    head = control.ports.dal.get_workflow(ref.tenant, ref.workflow_id)
     return head.engine if head is not None else "standard"
 
 
-def _history(control: ControlPlane, execution_arn: str) -> list[dict[str, Any]] | None:
+def _history(control: RecordingPlane, execution_arn: str) -> list[dict[str, Any]] | None:
     """The execution's history events; ``None`` when Step Functions did not answer (the run is
     still recorded, without its counts or failing step)."""
     try:
-        return control.machines.history(execution_arn)
+        return control.ports.machines.history(execution_arn)
     except StepFunctionsError as exc:
         logger.warning("execution history not read", extra={"reason": str(exc)})
         return None
 
 
 def _steps(
-    control: ControlPlane, run: RunItem, events: list[dict[str, Any]] | None
+    control: RecordingPlane, run: RunItem, events: list[dict[str, Any]] | None
 ) -> list[StepRun]:
     """The run's step timeline from its history, with the step types of its version."""
     if not events or run.version is None:
         return []
-    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    version = control.ports.dal.get_version(run.tenant, run.workflow_id, run.version)
     if version is None:
         return []
     return history_steps(version.step_types, version.step_runners, events)
 
 
-def _express_steps(control: ControlPlane, run: RunItem) -> list[StepRun]:
+def _express_steps(control: RecordingPlane, run: RunItem) -> list[StepRun]:
     """An Express run's step timeline from its records and logs (the sweep settling its end);
     without the logs no step is known to have failed, so no failing step is found."""
     from relayflow.control.express_timeline import express_timeline
 
     if run.version is None or not run.execution_arn:
         return []
-    version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+    version = control.ports.dal.get_version(run.tenant, run.workflow_id, run.version)
     if version is None:
         return []
-    return express_timeline(control.dal, run, version).steps
+    return express_timeline(control.ports.dal, run, version).steps
 
 
 def _counts(events: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -584,34 +585,32 @@ def _outcome(status: str, output: str | None, run: RunItem) -> str:
     return outcome_of(status, fallbacks_used=fallbacks_used(document), compensation=compensation)
 
 
-def _settle_dlq(control: ControlPlane, run: RunItem, steps: list[StepRun]) -> None:
+def _settle_dlq(control: RecordingPlane, run: RunItem, steps: list[StepRun]) -> None:
     """Archive a failed or timed-out run in the DLQ, or settle the entry of a retried run.
     Raises when the table cannot be reached (the end's claim is released and the delivery
     retried, so no failed run goes unarchived)."""
-    from relayflow.control.dlq import Dlq
-
     if run.trigger_type == SUB_WORKFLOW_TRIGGER:
         return  # its parent fails with it and is archived; a retry of the parent starts anew
     if run.dry_run:
         return  # a dry run is a rehearsal: there is nothing to retry or to keep
     if run.status in ("failed", "timed_out") or (run.status == "aborted" and run.attempt > 1):
-        entry = Dlq(control).archive(run, steps)
+        entry = Dlq(control.ports).archive(run, steps)
         if entry is not None and run.attempt == 1:
             logger.info(
                 "run archived in the DLQ",
                 extra={"transient": entry.transient, "next_retry_at": entry.next_retry_at},
             )
     elif run.status == "succeeded" and run.attempt > 1:
-        Dlq(control).settle_success(run)
+        Dlq(control.ports).settle_success(run)
 
 
-def _notify(control: ControlPlane, run: RunItem) -> None:
+def _notify(control: RecordingPlane, run: RunItem) -> None:
     """Send the failure notifications the run's version declares. Never raises: the end is
     recorded and published by now. A dry run notifies no one."""
     if run.status == "succeeded" or run.version is None or run.dry_run:
         return
     try:
-        version = control.dal.get_version(run.tenant, run.workflow_id, run.version)
+        version = control.ports.dal.get_version(run.tenant, run.workflow_id, run.version)
         config = json.loads(version.definition).get("notifications") if version else None
         if not config:
             return
@@ -624,7 +623,7 @@ def _notify(control: ControlPlane, run: RunItem) -> None:
         )
 
 
-def _settle_breaker(control: ControlPlane, run: RunItem) -> None:
+def _settle_breaker(control: RecordingPlane, run: RunItem) -> None:
     """Record the run's end on its workflow's circuit breaker, when the version it ran
     declares one. The end is recorded and published by now, and a redelivery would find it
     claimed: a breaker that cannot be reached is logged, never raised. A dry run never
@@ -633,14 +632,16 @@ def _settle_breaker(control: ControlPlane, run: RunItem) -> None:
         return
     version = run.version
     try:
-        control.breakers.settle_run(
+        control.ports.breakers.settle_run(
             run.tenant,
             run.workflow_id,
             run_id=run.run_id,
             status=run.status,
             error=run.error,
             cause=run.cause,
-            policy=lambda: control.workflow_breaker_policy(run.tenant, run.workflow_id, version),
+            policy=lambda: workflow_breaker_policy(
+                control.ports, run.tenant, run.workflow_id, version
+            ),
         )
     except DataAccessError as exc:
         logger.warning("workflow circuit breaker not updated", extra={"reason": str(exc)})

@@ -25,17 +25,18 @@ and a step-through or dry-run mode is not carried over.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from relayflow.control.errors import ApiError, Conflict
+from relayflow.control.lookups import find_run, find_version, find_workflow
 from relayflow.control.models import StartRunResult
-from relayflow.dal import RunItem, VersionItem, WorkflowItem
-
-if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
-    from relayflow.definition.graph import StepGraph
+from relayflow.control.ports import Ports, RunControl
+from relayflow.control.records import RerunSeed, loads_optional
+from relayflow.control.run_reads import run_timeline
+from relayflow.control.variants import main_flow_steps, step_graph
+from relayflow.dal import RunItem, VersionItem
 
 #: Runs that are still under way: a rerun would race them.
 _UNDER_WAY = ("queued", "pending", "running", "parked")
@@ -71,123 +72,66 @@ class OutputsNotRecorded(ApiError):
     status, code = 409, "outputs_not_recorded"
 
 
-class Reruns:
-    """Reruns from a step, for one control plane."""
-
-    def __init__(self, control: ControlPlane) -> None:
-        self.control = control
-
-    def rerun(self, tenant: str, run_id: str, from_step: str, *, version: str) -> StartRunResult:
-        """Start the rerun (see the module docstring)."""
-        from relayflow.control.plane.common import RerunSeed, loads_optional
-
-        control = self.control
-        earlier = control._run(tenant, run_id)
-        if earlier.status in _UNDER_WAY:
-            raise Conflict(
-                f"run {run_id} is {earlier.status}: cancel it (or resume it) before a rerun"
-            )
-        head = control._workflow(tenant, earlier.workflow_id)
-        number = head.live_version if version == "current" else earlier.version
-        number = number or head.live_version
-        item = control._version(tenant, head.workflow_id, number)
-        main = main_flow_steps(item)
-        if from_step not in main:
-            raise UnknownStep(_unknown_step_message(item, from_step, main), {"steps": main})
-        outputs, unknown = self._outputs(earlier, set(main))
-        lost = sorted(unknown - _reachable(item, from_step))
-        if lost:
-            raise OutputsNotRecorded(
-                f"run {run_id} ran on Express, which records no output of native steps, so "
-                f"the output of {', '.join(lost)} is unknown and a rerun from {from_step!r} "
-                "would run without it: rerun from an earlier step (or the start), or give the "
-                "workflow engine: standard (docs/engines.md)",
-                {"steps": lost},
-            )
-        seed = RerunSeed(of=run_id, from_step=from_step, steps=outputs)
-        return control.start_run(
-            tenant,
-            head.workflow_id,
-            loads_optional(earlier.input),
-            version=number,
-            trigger_type="rerun",
-            rerun=seed,
+def rerun(
+    ports: Ports, runs: RunControl, tenant: str, run_id: str, from_step: str, *, version: str
+) -> StartRunResult:
+    """Start the rerun (see the module docstring) through ``runs``."""
+    dal = ports.dal
+    earlier = find_run(dal, tenant, run_id)
+    if earlier.status in _UNDER_WAY:
+        raise Conflict(f"run {run_id} is {earlier.status}: cancel it (or resume it) before a rerun")
+    head = find_workflow(dal, tenant, earlier.workflow_id)
+    number = head.live_version if version == "current" else earlier.version
+    number = number or head.live_version
+    item = find_version(dal, tenant, head.workflow_id, number)
+    main = main_flow_steps(item)
+    if from_step not in main:
+        raise UnknownStep(_unknown_step_message(item, from_step, main), {"steps": main})
+    outputs, unknown = _outputs(ports, earlier, set(main))
+    lost = sorted(unknown - step_graph(item).reachable(from_step))
+    if lost:
+        raise OutputsNotRecorded(
+            f"run {run_id} ran on Express, which records no output of native steps, so "
+            f"the output of {', '.join(lost)} is unknown and a rerun from {from_step!r} "
+            "would run without it: rerun from an earlier step (or the start), or give the "
+            "workflow engine: standard (docs/engines.md)",
+            {"steps": lost},
         )
-
-    def _outputs(self, run: RunItem, keys: set[str]) -> tuple[dict[str, Any], set[str]]:
-        """``$.steps`` records of the main-flow steps ``run`` (and the runs it reran)
-        finished, the newest run's winning; and the finished steps whose output was not
-        recorded (native steps of an Express run: its timeline comes from step records)."""
-        chain: list[RunItem] = [run]
-        while chain[-1].rerun_of and len(chain) < _MAX_CHAIN:
-            origin = self.control.dal.get_run(run.tenant, chain[-1].rerun_of)
-            if origin is None:
-                break
-            chain.append(origin)
-        records: dict[str, Any] = {}
-        unknown: set[str] = set()
-        for item in reversed(chain):
-            steps, source, _ = self.control.run_timeline(item)
-            for step in steps:
-                if step.key not in keys or step.status != "succeeded":
-                    continue
-                if source != "history" and step.runner == "native" and step.output is None:
-                    unknown.add(step.key)
-                    records.pop(step.key, None)
-                    continue
-                unknown.discard(step.key)
-                records[step.key] = {"output": step.output, "status": "succeeded"}
-        return records, unknown
-
-    def target(self, head: WorkflowItem, version: int) -> str:
-        """The version ARN of ``version``'s rerun variant, published on first use."""
-        item = self.control._version(head.tenant, head.workflow_id, version)
-        if item.rerun_version_arn:
-            return item.rerun_version_arn
-        return self._publish(head, item)
-
-    def _publish(self, head: WorkflowItem, item: VersionItem) -> str:
-        from relayflow.compiler import compile_workflow
-        from relayflow.compiler.rerun import rerun_variant
-        from relayflow.control.engines import compile_options
-        from relayflow.control.machine_config import machine_config
-        from relayflow.control.plane.common import check_compiled
-        from relayflow.control.step_through import stored_workflow
-
-        workflow = stored_workflow(item)
-        options = compile_options(head.tenant, head)
-        compiled = compile_workflow(workflow, options)
-        variant = rerun_variant(compiled.asl, main_flow_steps(item))
-        check_compiled(variant, what="the rerun variant (a Choice that starts at a step)")
-        arn = self.control.machines.update(
-            head.state_machine_arn,
-            json.dumps(variant, separators=(",", ":")),
-            **machine_config(head.tenant, workflow),
-            description=f"Relayflow {head.tenant}/{head.workflow_id} version {item.version} "
-            "(rerun from a step)",
-        )
-        self.control.dal.set_rerun_version(head.tenant, head.workflow_id, item.version, arn)
-        return arn
+    seed = RerunSeed(of=run_id, from_step=from_step, steps=outputs)
+    return runs.start_run(
+        tenant,
+        head.workflow_id,
+        loads_optional(earlier.input),
+        version=number,
+        trigger_type="rerun",
+        rerun=seed,
+    )
 
 
-def main_flow_steps(item: VersionItem) -> list[str]:
-    """The steps of a version's main flow (the ones a rerun may start at), in flow order."""
-    scopes, _ = _graph(item).scopes()
-    return list(scopes[0].steps) if scopes else []
-
-
-def _reachable(item: VersionItem, from_step: str) -> set[str]:
-    """The steps a run started at ``from_step`` can reach (and so runs again itself)."""
-    return _graph(item).reachable(from_step)
-
-
-def _graph(item: VersionItem) -> StepGraph:
-    """The step graph of a stored version's definition."""
-    from relayflow.definition.graph import StepGraph
-
-    definition = json.loads(item.definition)
-    on_failure = (definition.get("errors") or {}).get("on_failure")
-    return StepGraph(definition.get("steps") or {}, str(definition.get("start") or ""), on_failure)
+def _outputs(ports: Ports, run: RunItem, keys: set[str]) -> tuple[dict[str, Any], set[str]]:
+    """``$.steps`` records of the main-flow steps ``run`` (and the runs it reran)
+    finished, the newest run's winning; and the finished steps whose output was not
+    recorded (native steps of an Express run: its timeline comes from step records)."""
+    chain: list[RunItem] = [run]
+    while chain[-1].rerun_of and len(chain) < _MAX_CHAIN:
+        origin = ports.dal.get_run(run.tenant, chain[-1].rerun_of)
+        if origin is None:
+            break
+        chain.append(origin)
+    records: dict[str, Any] = {}
+    unknown: set[str] = set()
+    for item in reversed(chain):
+        steps, source, _ = run_timeline(ports, item)
+        for step in steps:
+            if step.key not in keys or step.status != "succeeded":
+                continue
+            if source != "history" and step.runner == "native" and step.output is None:
+                unknown.add(step.key)
+                records.pop(step.key, None)
+                continue
+            unknown.discard(step.key)
+            records[step.key] = {"output": step.output, "status": "succeeded"}
+    return records, unknown
 
 
 def _unknown_step_message(item: VersionItem, from_step: str, main: list[str]) -> str:

@@ -30,13 +30,14 @@ from relayflow.control.errors import (
     Conflict,
     Unprocessable,
 )
+from relayflow.control.lookups import find_run
 from relayflow.control.models import Page, RunSummary
+from relayflow.control.ports import Ports
 from relayflow.control.waits import TokenGone, send_task
 from relayflow.dal.items import TERMINAL_STATUSES
 from relayflow.document import ROOTS
 
 if TYPE_CHECKING:
-    from relayflow.control.service import ControlPlane
     from relayflow.dal.items import RunItem
 
 ResumeAction = Literal["retry", "skip", "fail"]
@@ -84,13 +85,13 @@ def reserved_keys(context: dict[str, Any] | None) -> list[str]:
 
 
 class Parks:
-    """Parked runs of one control plane."""
+    """Parked runs, over the control plane's ``ports``."""
 
-    def __init__(self, control: ControlPlane) -> None:
+    def __init__(self, ports: Ports) -> None:
         from relayflow.dal.parks import ParkDal
 
-        self.control = control
-        self.parks = ParkDal(control.dal)
+        self.ports = ports
+        self.parks = ParkDal(ports.dal)
 
     def list_parked(
         self, tenant: str, *, limit: int = 20, next_token: str | None = None
@@ -101,7 +102,7 @@ class Parks:
         parks, token = self.parks.list_parked(tenant, limit=limit, next_token=next_token)
         runs: list[RunSummary] = []
         for park in parks:
-            run = self.control.dal.get_run(tenant, park.run_id)
+            run = self.ports.dal.get_run(tenant, park.run_id)
             if run is not None and run.status == "parked" and _park_of(run) == park.park_id:
                 runs.append(RunSummary.model_validate(_summary_fields(run)))
             elif run is None or run.status in TERMINAL_STATUSES:
@@ -113,7 +114,7 @@ class Parks:
         """Answer the park of a parked run (see the module docstring)."""
         from relayflow.steps.approval import iso
 
-        run = self.control._run(tenant, run_id)
+        run = find_run(self.ports.dal, tenant, run_id)
         _check_request(request)
         park_id = _park_of(run)
         if run.status != "parked" or park_id is None:
@@ -131,7 +132,7 @@ class Parks:
         park = self.parks.claim(tenant, park_id, decision, iso(datetime.now(UTC)))
         if park is None:
             raise Conflict(f"run {run_id} was resumed by another call")
-        self.control.dal.update_run(
+        self.ports.dal.update_run(
             tenant, run_id, {"status": "running", "parked": None}, if_status=("parked",)
         )
         try:
@@ -145,7 +146,7 @@ class Parks:
             # The token was not answered: the run still waits, so the same request can be
             # sent again.
             self.parks.release(tenant, park_id)
-            self.control.dal.update_run(
+            self.ports.dal.update_run(
                 tenant, run_id, {"status": "parked", "parked": park.info()}, if_status=("running",)
             )
             raise
@@ -158,7 +159,7 @@ class Parks:
     def _send(self, token: str, decision: dict[str, Any]) -> None:
         output = json.dumps(decision, separators=(",", ":"))
         send_task(
-            self.control.machines.client,
+            self.ports.machines.client,
             lambda client: client.send_task_success(taskToken=token, output=output),
         )
 

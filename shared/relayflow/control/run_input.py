@@ -2,11 +2,11 @@
 (:mod:`relayflow.definition.input_schema`), and the schemas a parent's agents offer for the
 workflows they run as tools, resolved when the parent is published.
 
-Every start goes through :meth:`ControlPlane.start_run`, which calls :func:`check_run_input`
-before admission: an input that breaks the schema of the version being started raises
-:class:`InvalidInput` (422 ``invalid_input``) and nothing is queued, recorded or started. (A
-debounced or batched run's own deferred start is not checked again: each trigger it holds
-was checked when it arrived, and a batch's input is their list.) What each trigger makes of
+Every start goes through :func:`relayflow.control.run_start.start_run`, which calls
+:func:`check_run_input` before admission: an input that breaks the schema of the version being
+started raises :class:`InvalidInput` (422 ``invalid_input``) and nothing is queued, recorded or
+started. (A debounced or batched run's own deferred start is not checked again: each trigger
+it holds was checked when it arrived, and a batch's input is their list.) What each trigger makes of
 that refusal (docs/api.md#invalid-input):
 
 * API: the 422 answer, ``details`` listing ``{pointer, rule, message}``;
@@ -29,6 +29,7 @@ from relayflow.definition.input_schema import describe, input_violations
 
 if TYPE_CHECKING:
     from relayflow.compiler import CompileOptions
+    from relayflow.control.ports import HasDal
     from relayflow.dal import Dal
     from relayflow.dal.items import WorkflowItem
 
@@ -89,7 +90,7 @@ def with_child_schemas(
 
 
 def record_refused_run(
-    control: Any,
+    control: HasDal,
     tenant: str,
     workflow_id: str,
     run_input: Any,
@@ -102,20 +103,16 @@ def record_refused_run(
     runs, holds the trigger payload and names each violation in its cause, so no delivery is
     lost silently. Keyed by ``idempotency_key``: a redelivery records it once. Returns the
     run id."""
-    from relayflow.control.service import (
-        RUN_RETENTION,
-        RunMode,
-        epoch,
-        idempotent_run_id,
-        now_iso,
-        parse_iso,
-    )
+    from relayflow.control.limits import RUN_RETENTION, idempotent_run_id
+    from relayflow.control.records import RunMode
+    from relayflow.control.run_records import new_run
+    from relayflow.control.times import epoch, now_iso, parse_iso
     from relayflow.errors import InvalidRunInput
 
     head = control.dal.get_workflow(tenant, workflow_id)
     run_id = idempotent_run_id(tenant, workflow_id, idempotency_key)
     mode = RunMode(engine_version=None, dry_run=False, step_through=False)
-    run, _ = control._new_run(
+    run, _ = new_run(
         head,
         run_id,
         run_input,

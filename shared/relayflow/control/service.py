@@ -1,342 +1,277 @@
-"""The control plane: workflows and their versions, runs, and API keys.
+"""The control plane's composition root: :class:`ControlPlane` wires the use cases to one set
+of ports and is what the HTTP API, the CLI, the local runtime and the Lambda handlers call.
 
-:class:`ControlPlane` is the use-case layer behind the HTTP API, the CLI and the recorder.
 Every method takes the tenant first (except the API-key lookups, which find the tenant) and
 only ever builds keys from it, so another tenant's ids raise :class:`NotFound` exactly like
 ids that do not exist. DynamoDB is reached only through :mod:`relayflow.dal`, Step Functions
 only through :mod:`relayflow.executions.stepfunctions`; their failures become
-:mod:`relayflow.control.errors`.
+:mod:`relayflow.control.errors` (:func:`relayflow.control.translate.translated`).
 
-Versions: a PUT publishes a state machine version and records it; new runs start on the
-*version ARN* of the live version read with the workflow item (the ``live`` alias is kept
-pointing at the same version for callers outside Relayflow). A run therefore records exactly
-the version it runs, even while a PUT or a rollback races with its start.
-
-:class:`ControlPlane` is composed of one part per resource (:mod:`relayflow.control.plane`:
-workflows, runs, breakers and keys); publishing a definition (:meth:`ControlPlane.put_workflow`)
-stays here. Every name the parts share stays importable from this module.
+Each method hands over to one use case's module:
+workflows (:mod:`.workflow_publish`, :mod:`.workflows`), runs (:mod:`.run_start`,
+:mod:`.run_reads`, :mod:`.run_cancel`, :mod:`.rerun`, :mod:`.resume`, :mod:`.step_through`),
+run admission (:mod:`.admission`), the DLQ (:mod:`.dlq`), circuit breakers
+(:mod:`.workflow_breakers`) and API keys (:mod:`.api_keys`). Nothing in
+:mod:`relayflow.control` imports this module.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from relayflow.control.engines import check_machine_type, compile_options
-from relayflow.control.errors import Conflict, InvalidDefinition, PayloadTooLarge, Unprocessable
-from relayflow.control.machine_config import machine_config
-from relayflow.control.models import PutWorkflowResult
-from relayflow.control.plane.access import Access
-from relayflow.control.plane.common import (
-    _OUTSIDE_ASL,
-    CANCEL_ERROR,
-    KEY_ID_PATTERN,
-    MAX_DEFINITION_BYTES,
-    MAX_IDEMPOTENCY_KEY,
-    MAX_INPUT_BYTES,
-    MAX_PAGE,
-    MAX_STORED_OUTPUT_BYTES,
-    RUN_ID_PATTERN,
-    RUN_MAX_AGE,
-    RUN_RETENTION,
-    RUN_STATUS,
-    TENANT_PATTERN,
-    WORKFLOW_ID_PATTERN,
-    BreakerOpen,
-    RunMode,
-    _document_size_warnings,
-    _engine_of,
-    _json_default,
-    _key_info,
-    _run_summary,
-    _same_triggers,
-    _step_entry,
-    _trigger_errors,
-    _workflow_summary,
-    _z,
-    check_compiled,
-    check_limit,
-    check_quotas,
-    check_tenant,
-    elapsed_ms,
-    epoch,
-    hash_secret,
-    idempotent_run_id,
-    iso,
-    loads_optional,
-    now_iso,
-    parse_iso,
-    subscriptions,
-    to_json,
-    translated,
+from relayflow.control import (
+    api_keys,
+    run_cancel,
+    run_reads,
+    run_start,
+    workflow_breakers,
+    workflow_publish,
+    workflows,
 )
-from relayflow.control.plane.runs import Runs
-from relayflow.control.plane.workflows import Workflows
-from relayflow.dal import ConditionFailed, VersionItem, WorkflowItem
-from relayflow.engine import ENGINE_VERSION
-from relayflow.executions import stepfunctions as sfn_api
-from relayflow.settings import get_settings
-
-#: Kept importable from here: the code and tests import these from this module.
-__all__ = [
-    "CANCEL_ERROR",
-    "ENGINE_VERSION",
-    "KEY_ID_PATTERN",
-    "MAX_DEFINITION_BYTES",
-    "MAX_IDEMPOTENCY_KEY",
-    "MAX_INPUT_BYTES",
-    "MAX_PAGE",
-    "MAX_STORED_OUTPUT_BYTES",
-    "RUN_ID_PATTERN",
-    "RUN_MAX_AGE",
-    "RUN_RETENTION",
-    "RUN_STATUS",
-    "TENANT_PATTERN",
-    "WORKFLOW_ID_PATTERN",
-    "_OUTSIDE_ASL",
-    "BreakerOpen",
-    "ControlPlane",
-    "RunMode",
-    "_document_size_warnings",
-    "_engine_of",
-    "_json_default",
-    "_key_info",
-    "_run_summary",
-    "_same_triggers",
-    "_step_entry",
-    "_trigger_errors",
-    "_workflow_summary",
-    "_z",
-    "check_compiled",
-    "check_limit",
-    "check_tenant",
-    "compile_options",
-    "elapsed_ms",
-    "epoch",
-    "get_control_plane",
-    "hash_secret",
-    "idempotent_run_id",
-    "iso",
-    "loads_optional",
-    "now_iso",
-    "parse_iso",
-    "subscriptions",
-    "to_json",
-    "translated",
-]
+from relayflow.control.admission import Admission
+from relayflow.control.dlq import Dlq
+from relayflow.control.lookups import find_run
+from relayflow.control.models import (
+    ApiKeyInfo,
+    ContinueResult,
+    NewApiKey,
+    Page,
+    PutWorkflowResult,
+    RunDetail,
+    RunSummary,
+    StartRunResult,
+    WorkflowDetail,
+    WorkflowSummary,
+)
+from relayflow.control.ports import Ports
+from relayflow.control.records import RerunSeed
+from relayflow.control.rerun import rerun as rerun_from_step
+from relayflow.control.resume import Parks
+from relayflow.control.step_through import continue_run
+from relayflow.control.timeline import StepRun
+from relayflow.control.translate import translated
+from relayflow.dal import ApiKeyItem, Dal, RunItem
+from relayflow.executions.stepfunctions import StateMachines
+from relayflow.reliability.breakers import BreakerInfo, Breakers
 
 
-class ControlPlane(Workflows, Runs, Access):
-    """Workflows, versions, runs and API keys, scoped by tenant.
+class ControlPlane:
+    """Workflows, versions, runs, breakers and API keys, scoped by tenant.
 
     ``dal`` and ``sfn`` (a boto3 ``stepfunctions`` client) are created lazily when not given:
     :func:`relayflow.dal.get_dal` and ``adapters.aws.client("stepfunctions")``.
     """
 
+    def __init__(
+        self, dal: Dal | None = None, sfn: Any | None = None, breakers: Breakers | None = None
+    ) -> None:
+        #: What every use case works with.
+        self.ports = Ports.of(dal, sfn, breakers)
+
+    @property
+    def dal(self) -> Dal:
+        return self.ports.dal
+
+    @property
+    def machines(self) -> StateMachines:
+        """The Step Functions calls (state machines, versions, alias, executions)."""
+        return self.ports.machines
+
+    @property
+    def breakers(self) -> Breakers:
+        """Circuit breakers (workflow breakers refuse starts; the recorder settles them)."""
+        return self.ports.breakers
+
+    @functools.cached_property
+    def admission(self) -> Admission:
+        """Run admission: singleton, concurrency, debounce, batch (``docs/flow-control.md``)."""
+        return Admission(self.ports, self)
+
+    @property
+    def dlq(self) -> Dlq:
+        """The run dead-letter queue (:mod:`relayflow.control.dlq`)."""
+        return Dlq(self.ports)
+
+    def catch_up(self, tenant: str, workflow_id: str, triggers: list[Any]) -> None:
+        """Run the ticks the workflow's cron triggers with ``catch_up`` missed."""
+        from relayflow.control.dispatch import catch_up_workflow
+
+        catch_up_workflow(self, tenant, workflow_id, triggers)
+
+    # -- workflows ---------------------------------------------------------------------------
+
     @translated
     def put_workflow(
         self, tenant: str, workflow_id: str, definition: Mapping[str, Any]
     ) -> PutWorkflowResult:
-        """Validate and compile ``definition`` and make it the live version.
-
-        A definition whose compiled state machine equals the latest version's makes that
-        version live again (and re-enables a deleted workflow) without publishing a new one.
-        Otherwise the state machine is created or updated, a version published and recorded,
-        and the ``live`` alias pointed at it. Raises :class:`InvalidDefinition` with every
-        problem, :class:`Unprocessable` when the definition's id is not ``workflow_id``,
-        :class:`PayloadTooLarge` over :data:`MAX_DEFINITION_BYTES`, :class:`Conflict` when a
-        concurrent PUT won.
-        """
-        from relayflow.compiler import compile_workflow
-        from relayflow.control.run_input import with_child_schemas
-        from relayflow.validation import validate_data
-
-        check_tenant(tenant)
-        definition_json = to_json(definition) if isinstance(definition, Mapping) else None
-        if definition_json is not None and len(definition_json.encode()) > MAX_DEFINITION_BYTES:
-            raise PayloadTooLarge(
-                f"a definition may hold at most {MAX_DEFINITION_BYTES} bytes as JSON"
-            )
-        workflow, problems = validate_data(
-            json.loads(definition_json) if definition_json is not None else definition
+        """Validate, compile and publish ``definition`` as the live version
+        (:func:`relayflow.control.workflow_publish.put_workflow`)."""
+        return workflow_publish.put_workflow(
+            self.ports, tenant, workflow_id, definition, catch_up=self.catch_up
         )
-        if workflow is not None:
-            from relayflow.tools.secrets import tenant_secret_problems
 
-            problems = [*problems, *tenant_secret_problems(workflow, tenant)]
-        if problems or workflow is None:
-            raise InvalidDefinition.from_problems(problems)
-        if workflow.id != workflow_id:
-            raise Unprocessable(
-                f"the definition's id {workflow.id!r} differs from the workflow id "
-                f"{workflow_id!r} it is stored under",
-                {"path": "id", "expected": workflow_id, "found": workflow.id},
-            )
-        assert definition_json is not None
-        settings = get_settings()
-        self._check_sub_workflows(tenant, workflow)
-        head = self.dal.get_workflow(tenant, workflow_id)
-        options = with_child_schemas(compile_options(tenant, head), self.dal, tenant, workflow)
-        compiled = compile_workflow(workflow, options)
-        engine = check_machine_type(workflow, compiled, head)
-        # What validation could not see: child schemas, the engine's wrapper, the machine type.
-        check_quotas(workflow, compiled.asl, engine)
-        check_compiled(compiled.asl)
-        asl_json = json.dumps(compiled.asl, separators=(",", ":"))
-        asl_sha256 = hashlib.sha256(asl_json.encode()).hexdigest()
-        now = now_iso()
-        trigger_plan = self._check_triggers(tenant, workflow_id, subscriptions(workflow))
+    @translated
+    def list_workflows(
+        self, tenant: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[WorkflowSummary]:
+        """The tenant's workflows (deleted ones too, ``enabled`` false), by id."""
+        return workflows.list_workflows(self.ports, tenant, limit=limit, next_token=next_token)
 
-        if head is not None:
-            latest = self.dal.get_version(tenant, workflow_id, head.latest_version)
-            if (
-                latest is not None
-                and latest.asl_sha256 == asl_sha256
-                and _same_triggers(latest.definition, definition_json)
-            ):
-                result = self._make_live_again(head, latest, workflow.name, now)
-                self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
-                return result
+    @translated
+    def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowDetail:
+        """The workflow, the live version's definition and every version."""
+        return workflows.get_workflow(self.ports, tenant, workflow_id)
 
-        version = 1 if head is None else head.latest_version + 1
-        description = f"Relayflow {tenant}/{workflow_id} version {version}"
-        try:
-            if head is None:
-                machine_arn, version_arn = self.machines.create(
-                    sfn_api.state_machine_name(settings.stage, tenant, workflow_id),
-                    asl_json,
-                    **machine_config(tenant, workflow),
-                    description=description,
-                    tags={"relayflow:tenant": tenant, "relayflow:workflow": workflow_id},
-                    express=engine == "express",
-                )
-            else:
-                machine_arn = head.state_machine_arn
-                version_arn = self.machines.update(
-                    machine_arn,
-                    asl_json,
-                    **machine_config(tenant, workflow),
-                    description=description,
-                    express=engine == "express",
-                )
-        except sfn_api.DefinitionRejected as exc:
-            raise Unprocessable(f"Step Functions refused the compiled definition: {exc}") from exc
-        from relayflow.control.cancel_compensation import publish_variant as saga_variant
+    @translated
+    def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowSummary:
+        """Disable the workflow (:func:`relayflow.control.workflows.delete_workflow`)."""
+        return workflows.delete_workflow(self.ports, tenant, workflow_id, catch_up=self.catch_up)
 
-        variant_arn = saga_variant(self, tenant, machine_arn, workflow, compiled.asl, version)
-        item = VersionItem(
-            tenant=tenant,
-            workflow_id=workflow_id,
+    @translated
+    def rollback_workflow(self, tenant: str, workflow_id: str, version: int) -> PutWorkflowResult:
+        """Make an earlier (or any recorded) version live again, with its triggers."""
+        return workflows.rollback_workflow(
+            self.ports, tenant, workflow_id, version, catch_up=self.catch_up
+        )
+
+    # -- runs --------------------------------------------------------------------------------
+
+    @translated
+    def start_run(
+        self,
+        tenant: str,
+        workflow_id: str,
+        input: Any,
+        *,
+        version: int | None = None,
+        idempotency_key: str | None = None,
+        trigger_type: str = "api",
+        dry_run: bool = False,
+        step_through: bool = False,
+        collapse: bool = True,
+        overlap: tuple[str, str] | None = None,
+        rerun: RerunSeed | None = None,
+    ) -> StartRunResult:
+        """Start a run of the live version, or of ``version``
+        (:func:`relayflow.control.run_start.start_run`)."""
+        return run_start.start_run(
+            self.ports,
+            self.admission,
+            tenant,
+            workflow_id,
+            input,
             version=version,
-            definition=definition_json,
-            asl_sha256=asl_sha256,
-            state_machine_version_arn=version_arn,
-            created_at=now,
-            warnings=[*trigger_plan.skipped, *_document_size_warnings(workflow)],
-            step_types={key: step.type for key, step in workflow.steps.items()},
-            step_runners=dict(compiled.step_runners),
-            engine_version=ENGINE_VERSION,
-            engine=engine,
-            engine_reason=compiled.engine.reason if compiled.engine else None,
-            compensation_version_arn=variant_arn,
-        )
-        new_head = WorkflowItem(
-            workflow_id=workflow_id,
-            tenant=tenant,
-            name=workflow.name,
-            enabled=True,
-            live_version=version,
-            latest_version=version,
-            live_version_arn=version_arn,
-            state_machine_arn=machine_arn,
-            alias_arn=head.alias_arn if head else None,
-            created_at=head.created_at if head else now,
-            updated_at=now,
-            live_engine_version=ENGINE_VERSION,
-            engine=engine,
-        )
-        try:
-            self.dal.save_workflow(
-                new_head, expected_latest=head.latest_version if head else None, version=item
-            )
-        except ConditionFailed as exc:
-            raise Conflict(
-                f"workflow {workflow_id} was changed by another request; read it and retry"
-            ) from exc
-        self._point_alias(new_head)
-        self._sync_triggers(tenant, workflow_id, subscriptions(workflow), enabled=True)
-        return PutWorkflowResult(
-            workflow_id=workflow_id,
-            version=version,
-            live_version=version,
-            created=head is None,
-            warnings=item.warnings,
+            idempotency_key=idempotency_key,
+            trigger_type=trigger_type,
+            dry_run=dry_run,
+            step_through=step_through,
+            collapse=collapse,
+            overlap=overlap,
+            rerun=rerun,
         )
 
-    def _check_sub_workflows(self, tenant: str, workflow: Any) -> None:
-        """Every workflow (and pinned version) a sub_workflow step or an agent's workflow tool
-        starts must be the tenant's; a workflow may start itself (the compiled depth guard
-        bounds recursion). Raises :class:`InvalidDefinition` naming each missing one."""
-        from relayflow.definition.problems import Problem
-        from relayflow.validation.children import child_workflows
+    @translated
+    def continue_run(self, tenant: str, run_id: str, *, to_end: bool = False) -> ContinueResult:
+        """Release the step a step-through run waits before (:class:`Conflict` while a step
+        runs, so a second call releases nothing), or with ``to_end`` let it finish."""
+        run = find_run(self.dal, tenant, run_id)
+        return continue_run(self.dal, run, to_end=to_end)
 
-        problems = []
-        for child in child_workflows(workflow):
-            # A templated target is resolved at run time (Relayflow.WorkflowNotFound).
-            if child.workflow_id == workflow.id or child.templated:
-                continue
-            if self.dal.get_workflow(tenant, child.workflow_id) is None:
-                problems.append(
-                    Problem(
-                        None,
-                        child.path,
-                        "unknown-workflow",
-                        f"workflow '{child.workflow_id}' does not exist; create it first",
-                    )
-                )
-            elif (
-                child.version is not None
-                and self.dal.get_version(tenant, child.workflow_id, child.version) is None
-            ):
-                problems.append(
-                    Problem(
-                        None,
-                        f"steps.{child.step_key}.version",
-                        "unknown-workflow-version",
-                        f"workflow '{child.workflow_id}' has no version {child.version}",
-                    )
-                )
-        if problems:
-            raise InvalidDefinition.from_problems(problems)
+    @translated
+    def rerun(self, tenant: str, run_id: str, from_step: str, *, version: str) -> StartRunResult:
+        """A new run of ``run_id``'s trigger that starts at ``from_step`` on the run's own
+        version (``pinned``) or the live one (``current``): :mod:`relayflow.control.rerun`."""
+        return rerun_from_step(self.ports, self, tenant, run_id, from_step, version=version)
 
-    def _make_live_again(
-        self, head: WorkflowItem, latest: VersionItem, name: str | None, now: str
-    ) -> PutWorkflowResult:
-        changes: dict[str, Any] = {}
-        if not head.enabled:
-            changes["enabled"] = True
-        if head.live_version != latest.version:
-            changes["live_version"] = latest.version
-            changes["live_version_arn"] = latest.state_machine_version_arn
-            changes.update(_engine_of(latest))
-        if head.name != name:
-            changes["name"] = name
-        if changes:
-            head = self.dal.update_workflow(
-                head.tenant, head.workflow_id, **changes, updated_at=now
-            )
-        # Always re-assert the alias: it heals one a failed request left behind.
-        self._point_alias(head)
-        return PutWorkflowResult(
-            workflow_id=head.workflow_id,
-            version=latest.version,
-            live_version=latest.version,
-            created=False,
-            warnings=latest.warnings,
+    @translated
+    def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:
+        """Answer a parked run's park (:meth:`relayflow.control.resume.Parks.resume`)."""
+        return Parks(self.ports).resume(tenant, run_id, request)
+
+    @translated
+    def list_parked_runs(
+        self, tenant: str, *, limit: int = 20, next_token: str | None = None
+    ) -> Page[RunSummary]:
+        """The tenant's parked runs (:mod:`relayflow.control.resume`)."""
+        return Parks(self.ports).list_parked(tenant, limit=limit, next_token=next_token)
+
+    @translated
+    def get_run(self, tenant: str, run_id: str) -> RunDetail:
+        """The run with its step timeline (:func:`relayflow.control.run_reads.get_run`)."""
+        return run_reads.get_run(self.ports, tenant, run_id)
+
+    def run_timeline(self, run: RunItem) -> tuple[list[StepRun], str | None, str | None]:
+        """The run's step timeline, where it came from and what it lacks
+        (:func:`relayflow.control.run_reads.run_timeline`)."""
+        return run_reads.run_timeline(self.ports, run)
+
+    @translated
+    def list_runs(
+        self,
+        tenant: str,
+        workflow_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 20,
+        next_token: str | None = None,
+    ) -> Page[RunSummary]:
+        """The workflow's runs, newest first, optionally of one status."""
+        return run_reads.list_runs(
+            self.ports, tenant, workflow_id, status=status, limit=limit, next_token=next_token
         )
+
+    @translated
+    def cancel_run(self, tenant: str, run_id: str) -> RunSummary:
+        """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
+        :class:`Conflict` when the run has already finished."""
+        return run_cancel.cancel_run(self.ports, self.admission, tenant, run_id)
+
+    # -- circuit breakers --------------------------------------------------------------------
+
+    @translated
+    def list_breakers(
+        self, tenant: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[BreakerInfo]:
+        """The tenant's circuit breakers (every one that has counted a failure), by id."""
+        return workflow_breakers.list_breakers(
+            self.ports, tenant, limit=limit, next_token=next_token
+        )
+
+    @translated
+    def reset_breaker(self, tenant: str, breaker_id: str) -> BreakerInfo:
+        """Close the tenant's breaker now; :class:`NotFound` for one it does not have."""
+        return workflow_breakers.reset_breaker(self.ports, tenant, breaker_id)
+
+    # -- API keys ----------------------------------------------------------------------------
+
+    @translated
+    def create_api_key(self, tenant: str, name: str) -> NewApiKey:
+        """A new API key for ``tenant`` (the secret is in the result only)."""
+        return api_keys.create_api_key(self.dal, tenant, name)
+
+    @translated
+    def revoke_api_key(self, key_id: str, *, tenant: str | None = None) -> ApiKeyInfo:
+        """Revoke a key by its public id; with ``tenant``, another tenant's key is
+        :class:`NotFound`."""
+        return api_keys.revoke_api_key(self.dal, key_id, tenant=tenant)
+
+    @translated
+    def list_api_keys(self, tenant: str) -> list[ApiKeyInfo]:
+        """The tenant's keys, oldest first, revoked ones included (never a secret)."""
+        return api_keys.list_api_keys(self.dal, tenant)
+
+    @translated
+    def authenticate(self, secret: str) -> str | None:
+        """The tenant of a valid, unrevoked key; ``None`` for anything else."""
+        item = self.authenticated_key(secret)
+        return item.tenant if item is not None else None
+
+    def authenticated_key(self, secret: str) -> ApiKeyItem | None:
+        """The valid, unrevoked key ``secret`` is; ``None`` for anything else."""
+        return api_keys.authenticated_key(self.dal, secret)
 
 
 @lru_cache(maxsize=1)

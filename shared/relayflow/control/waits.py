@@ -29,8 +29,9 @@ from relayflow.control.errors import (
     TooManyRequests,
     Unprocessable,
 )
+from relayflow.control.limits import check_limit, check_tenant
 from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
-from relayflow.control.plane.common import check_limit, check_tenant, translated
+from relayflow.control.translate import translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
 from relayflow.executions import stepfunctions as sfn_api

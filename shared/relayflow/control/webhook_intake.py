@@ -142,15 +142,16 @@ def handle_webhook(
     event: Mapping[str, Any],
     context: Any = None,
     *,
-    control: Any = None,
+    control: Any,
     webhooks: Any = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Answer one delivery to ``POST /hooks/{slug}`` (an API Gateway proxy event) with an API
-    Gateway proxy response. ``control`` (a :class:`~relayflow.control.service.ControlPlane`),
-    ``webhooks`` (a :class:`~relayflow.dal.webhooks.WebhookDal`), ``clock`` and ``sleep``
-    default to the process's own."""
+    Gateway proxy response. ``control`` is the :class:`~relayflow.control.service.ControlPlane`
+    that starts the run (the webhook function wires the process's); ``webhooks`` (a
+    :class:`~relayflow.dal.webhooks.WebhookDal`), ``clock`` and ``sleep`` default to the
+    process's own."""
     from relayflow.observability import logger
 
     slug = _slug(event)
@@ -191,13 +192,12 @@ class _Delivery:
         clock: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
-        from relayflow.control.service import get_control_plane
         from relayflow.dal.webhooks import WebhookDal
 
         self.event = event
         self.context = context
         self.slug = slug
-        self.control = control or get_control_plane()
+        self.control = control
         self.webhooks = webhooks or WebhookDal(self.control.dal)
         self.clock = clock
         self.sleep = sleep
@@ -375,7 +375,7 @@ class _Delivery:
 
     def _wait(self, endpoint: Endpoint, run_id: str) -> tuple[int, dict[str, Any]]:
         """Poll the run's execution until it ends or the bounded wait is over."""
-        from relayflow.control.service import RUN_STATUS
+        from relayflow.control.limits import RUN_STATUS
         from relayflow.executions.stepfunctions import StepFunctionsError
 
         budget = float(endpoint.trigger.sync_timeout_seconds)
@@ -425,7 +425,7 @@ class _Delivery:
     ) -> dict[str, Any]:
         """Store the answer for repeats under each of ``keys`` (the delivery id, the signed
         digest); when a racing copy stored one first, give that."""
-        from relayflow.control.service import now_iso
+        from relayflow.control.times import now_iso
         from relayflow.dal.webhooks import DeliveryItem, delivery_expiry
 
         body = _dumps(answer)

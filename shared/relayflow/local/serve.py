@@ -510,7 +510,7 @@ class LocalServer:
 
     def _admin_route(self, method: str, path: str, query: str, body: bytes) -> LocalResponse:
         from relayflow.control.errors import BadRequest, Unprocessable
-        from relayflow.control.service import TENANT_PATTERN
+        from relayflow.control.limits import TENANT_PATTERN
 
         control = self.control()
         parts = path.strip("/").split("/")

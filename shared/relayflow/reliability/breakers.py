@@ -68,7 +68,7 @@ BREAKER_ID_PATTERN = (
     r"^(tool:(aws|http|model)\.[a-z0-9_-]+(\.[a-z0-9_]+)?|workflow:[a-z0-9][a-z0-9_-]{0,63})$"
 )
 _BREAKER_ID = re.compile(BREAKER_ID_PATTERN)
-#: ``relayflow.control.service.TENANT_PATTERN`` (a run's document names its tenant).
+#: ``relayflow.control.limits.TENANT_PATTERN`` (a run's document names its tenant).
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9-]{1,30}$")
 #: A tool trial's lease: longer than the tool function's timeout (60 s in template.yaml), so
 #: only a trial whose function died outlives it.

@@ -58,7 +58,7 @@ def _responder() -> str:
     key_id, name = context.get("key_id"), context.get("key_name")
     if not key_id:
         from relayflow.api.auth import extract_secret
-        from relayflow.control.service import hash_secret
+        from relayflow.control.limits import hash_secret
 
         secret = extract_secret(app.current_event.headers)
         item = control_plane().dal.get_api_key(hash_secret(secret)) if secret else None
