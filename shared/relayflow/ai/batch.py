@@ -65,22 +65,6 @@ class BatchProvider(Protocol):
     def status(self, handle: dict[str, Any]) -> BatchStatus: ...
 
 
-def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvider:
-    if provider == "scripted":
-        return ScriptedBatch()
-    if provider == "anthropic":
-        return AnthropicBatch(connection.get("base_url"), connection.get("api_key"))
-    if provider == "openai":
-        return OpenAIBatch(connection.get("base_url"), connection.get("api_key"))
-    if provider == "bedrock":
-        from relayflow.ai.bedrock_batch import BedrockBatch
-
-        return BedrockBatch()
-    raise InvalidArgsError(
-        f"llm_batch supports the providers {', '.join(BATCH_PROVIDERS)}, not {provider!r}"
-    )
-
-
 def item_bodies(provider: str, model_id: str, requests: list[BatchRequest]) -> list[Any]:
     """Each item's request body as the provider's batch job would carry it (Message Batches
     ``params``, a Chat Completions body, a Bedrock record's ``modelInput``, a scripted
