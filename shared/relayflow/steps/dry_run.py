@@ -25,12 +25,12 @@ control, circuit breakers or the step-result records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relayflow.document import StepTask
 from relayflow.steps.delivery import Delivery, would_deliver
-from relayflow.steps.effects import Answer
+from relayflow.steps.effects import Answer, BatchJob
 from relayflow.steps.task import result
 from relayflow.tools.catalogue import run_tool, would_call
 
@@ -84,32 +84,24 @@ class DryRunEffects:
         """Simulated on the default route: no receiver answered with a branch."""
         return simulated(task, would_deliver(delivery))
 
-    def llm_batch_step(
-        self,
-        task: StepTask,
-        provider_name: str,
-        model_id: str,
-        *,
-        polling: bool,
-        requests: Callable[[], list[Any]],
-        act: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
+    def llm_batch_step(self, task: StepTask, job: BatchJob) -> dict[str, Any]:
         """A dry run submits nothing (a batch is billed): the requests are rendered and built
         exactly as for a submission (the same named errors), and the would-be submission is
         recorded. The output has no ``state``, so the compiled check goes straight on; a
         poll reached anyway (a ``dry_run_output`` that says ``in_progress``) ends the loop."""
         from relayflow.ai.batch import item_bodies
 
-        if polling:
+        if job.polling:
             return result({**PLACEHOLDER, "state": "ended"}, task=task)
-        built = requests()
+        built = job.requests()
+        bodies = item_bodies(job.provider, job.model_id, built)
         call = {
             "kind": "llm_batch",
-            "provider": provider_name,
-            "model": model_id,
+            "provider": job.provider,
+            "model": job.model_id,
             "items": [
                 {"custom_id": r.custom_id, "request": body}
-                for r, body in zip(built, item_bodies(provider_name, model_id, built), strict=True)
+                for r, body in zip(built, bodies, strict=True)
             ],
         }
         return simulated(task, call)

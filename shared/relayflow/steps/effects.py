@@ -11,6 +11,7 @@ event (:func:`relayflow.steps.boundary.effects_for`); no step or tool asks itsel
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from relayflow.document import StepTask
@@ -23,6 +24,19 @@ if TYPE_CHECKING:
 
 #: A step's answer built from what the world answered (the HTTP response of a delivery).
 Answer = Callable[[Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """What an llm_batch step would do: ``act()`` submits the batch (or, ``polling``, asks
+    for its status) and is the step's answer; ``requests()`` builds the batch's requests
+    without sending them."""
+
+    provider: str
+    model_id: str
+    polling: bool
+    requests: Callable[[], list[Any]]
+    act: Callable[[], dict[str, Any]]
 
 
 class Effects(Protocol):
@@ -47,18 +61,8 @@ class Effects(Protocol):
         ``delivery``."""
         ...
 
-    def llm_batch_step(
-        self,
-        task: StepTask,
-        provider_name: str,
-        model_id: str,
-        *,
-        polling: bool,
-        requests: Callable[[], list[Any]],
-        act: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
-        """An llm_batch step's answer: ``act()`` submits or polls the job; ``requests()``
-        builds the batch's requests without sending them."""
+    def llm_batch_step(self, task: StepTask, job: BatchJob) -> dict[str, Any]:
+        """An llm_batch step's answer: the ``job`` submitted or polled."""
         ...
 
     def notify_approval(self, item: ApprovalItem, channels: list[dict[str, Any]]) -> None:
@@ -97,17 +101,8 @@ class RealEffects:
     ) -> dict[str, Any]:
         return answer(send(delivery, timeout=timeout))
 
-    def llm_batch_step(
-        self,
-        task: StepTask,
-        provider_name: str,
-        model_id: str,
-        *,
-        polling: bool,
-        requests: Callable[[], list[Any]],
-        act: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
-        return act()
+    def llm_batch_step(self, task: StepTask, job: BatchJob) -> dict[str, Any]:
+        return job.act()
 
     def notify_approval(self, item: ApprovalItem, channels: list[dict[str, Any]]) -> None:
         """Each entry of ``notification_channels`` is a mapping like a workflow's

@@ -18,7 +18,7 @@ from relayflow.document import StepTask
 from relayflow.errors import BatchDeadline, BatchFailed, InvalidArgsError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
-from relayflow.steps.effects import Effects
+from relayflow.steps.effects import BatchJob, Effects
 from relayflow.steps.task import parse_task, result
 
 #: The state name suffix of the compiled poll Task.
@@ -69,14 +69,14 @@ def run(event: Any, context: Any, effects: Effects) -> dict[str, Any]:
     provider_name, model_id = split_model(str(config.get("model") or ""))
     state = task.context.state or task.step.key
     polling = state.endswith(POLL_SUFFIX)
-    return effects.llm_batch_step(
-        task,
+    job = BatchJob(
         provider_name,
         model_id,
-        polling=polling,
+        polling,
         requests=lambda: requests_of(config, task.doc),
         act=lambda: act(event, context, task, provider_name, model_id, polling=polling),
     )
+    return effects.llm_batch_step(task, job)
 
 
 def act(
