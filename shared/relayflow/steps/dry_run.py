@@ -29,13 +29,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relayflow.document import StepTask
-from relayflow.steps.delivery import Delivery, would_deliver
 from relayflow.steps.effects import Answer, BatchJob
 from relayflow.steps.task import result
-from relayflow.tools.catalogue import run_tool, would_call
 
 if TYPE_CHECKING:
     from relayflow.dal.waits import ApprovalItem
+    from relayflow.steps.delivery import Delivery
 
 #: A simulated step's output when it declares no ``dry_run_output``.
 PLACEHOLDER: dict[str, Any] = {"dry_run": True, "simulated": True}
@@ -58,6 +57,8 @@ class DryRunEffects:
     step with ``dry_run: read``)."""
 
     def tool_step(self, task: StepTask, tool: str, args: Any) -> dict[str, Any]:
+        from relayflow.tools.catalogue import run_tool, would_call
+
         config = task.step.config
         http_tool = config.get("http_tool")
         if config.get("dry_run") == "read":
@@ -72,6 +73,8 @@ class DryRunEffects:
         self, tool: str, args: Any, doc: Mapping[str, Any], *, http_tool: Any, breaker: Any
     ) -> Any:
         """An agent's tool call: nothing acts; the model is told what would have."""
+        from relayflow.tools.catalogue import would_call
+
         return {
             "dry_run": True,
             "simulated": True,
@@ -82,6 +85,8 @@ class DryRunEffects:
         self, task: StepTask, delivery: Delivery, *, timeout: float, answer: Answer
     ) -> dict[str, Any]:
         """Simulated on the default route: no receiver answered with a branch."""
+        from relayflow.steps.delivery import would_deliver
+
         return simulated(task, would_deliver(delivery))
 
     def llm_batch_step(self, task: StepTask, job: BatchJob) -> dict[str, Any]:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from relayflow.document import StepTask
-from relayflow.steps.delivery import Delivery, send
 from relayflow.steps.task import result
-from relayflow.tools.catalogue import run_tool
 
 if TYPE_CHECKING:
     from relayflow.dal.waits import ApprovalItem
+    from relayflow.steps.delivery import Delivery
+
+# The implementations import what they act with when they act: a step function that acts on
+# nothing (condition, transform) loads no tool or HTTP code through its boundary.
 
 #: A step's answer built from what the world answered (the HTTP response of a delivery).
 Answer = Callable[[Any], dict[str, Any]]
@@ -85,6 +87,7 @@ class RealEffects:
     ) -> Any:
         """The catalogue dispatch (SSRF-guarded for HTTP tools), through the tenant's
         ``tool:<tool>`` breaker when ``breaker`` settings are given."""
+        from relayflow.tools.catalogue import run_tool
 
         def call() -> Any:
             return run_tool(tool, args, doc=doc, http_tool=http_tool)
@@ -99,6 +102,8 @@ class RealEffects:
     def deliver(
         self, task: StepTask, delivery: Delivery, *, timeout: float, answer: Answer
     ) -> dict[str, Any]:
+        from relayflow.steps.delivery import send
+
         return answer(send(delivery, timeout=timeout))
 
     def llm_batch_step(self, task: StepTask, job: BatchJob) -> dict[str, Any]:
