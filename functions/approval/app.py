@@ -4,8 +4,11 @@ from typing import Any
 
 from relayflow.observability import step_handler
 from relayflow.steps import approval
+from relayflow.steps.boundary import step_boundary
+from relayflow.steps.effects import Effects
 
 
 @step_handler
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return approval.run(event)
+@step_boundary()
+def handler(event: dict[str, Any], context: Any, effects: Effects) -> dict[str, Any]:
+    return approval.run(event, effects)

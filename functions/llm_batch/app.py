@@ -5,8 +5,11 @@ from typing import Any
 
 from relayflow.observability import step_handler
 from relayflow.steps import llm_batch
+from relayflow.steps.boundary import step_boundary
+from relayflow.steps.effects import Effects
 
 
 @step_handler
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return llm_batch.run(event, context)
+@step_boundary()
+def handler(event: dict[str, Any], context: Any, effects: Effects) -> dict[str, Any]:
+    return llm_batch.run(event, context, effects)

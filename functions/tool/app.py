@@ -4,12 +4,11 @@ from typing import Any
 
 from relayflow.observability import step_handler
 from relayflow.steps import tool
-from relayflow.steps.guard import flow_controlled
-from relayflow.steps.idempotency import recorded_step
+from relayflow.steps.boundary import step_boundary
+from relayflow.steps.effects import Effects
 
 
 @step_handler
-@recorded_step
-@flow_controlled
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return tool.run(event)
+@step_boundary(recorded=True, flow_controlled=True)
+def handler(event: dict[str, Any], context: Any, effects: Effects) -> dict[str, Any]:
+    return tool.run(event, effects)

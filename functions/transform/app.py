@@ -4,10 +4,11 @@ from typing import Any
 
 from relayflow.observability import step_handler
 from relayflow.steps import transform
-from relayflow.steps.guard import flow_controlled
+from relayflow.steps.boundary import step_boundary
+from relayflow.steps.effects import Effects
 
 
 @step_handler
-@flow_controlled
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+@step_boundary(flow_controlled=True)
+def handler(event: dict[str, Any], context: Any, effects: Effects) -> dict[str, Any]:
     return transform.run(event)

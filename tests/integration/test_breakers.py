@@ -39,6 +39,7 @@ from relayflow.reliability.breakers import (
     tool_breaker_id,
 )
 from relayflow.settings import override_settings
+from relayflow.steps.boundary import REAL
 
 pytestmark = pytest.mark.integration
 
@@ -368,7 +369,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_http_request(server, remote,
     )
     # When a tool step calls it
     with pytest.raises(CircuitOpen) as raised:
-        tool.run(event)
+        tool.run(event, REAL)
     # Then it fails with Relayflow.CircuitOpen, naming the breaker and when it reopens
     assert type(raised.value).__name__ == "Relayflow.CircuitOpen"
     assert raised.value.details["breaker_id"] == "tool:http.billing"
@@ -377,7 +378,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_http_request(server, remote,
     assert remote.requests == []
     # While another tenant's breaker of the same tool is untouched: its call goes out
     with pytest.raises(HttpError):
-        tool.run(tool_event(f"{tenant}-b", "http.billing", step_config(event)))
+        tool.run(tool_event(f"{tenant}-b", "http.billing", step_config(event)), REAL)
     assert len(remote.requests) == 1
 
 
@@ -395,7 +396,7 @@ def test_an_open_tool_breaker_fails_fast_before_any_aws_call(server, tenant, mon
         {"args": {"queue_url": "https://sqs/q", "body": "x"}, "breaker": {"failure_threshold": 1}},
     )
     with pytest.raises(CircuitOpen):
-        tool.run(event)
+        tool.run(event, REAL)
     assert calls == []
 
 
@@ -409,7 +410,7 @@ def test_a_tool_step_without_a_breaker_calls_through(server, remote, tenant):
         {"args": {}, "http_tool": {"base_url": remote.url, "timeout_seconds": 30}},
     )
     with pytest.raises(HttpError):
-        tool.run(event)
+        tool.run(event, REAL)
     assert len(remote.requests) == 1
 
 

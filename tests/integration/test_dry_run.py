@@ -17,7 +17,8 @@ from relayflow.local import LocalRuntime
 from relayflow.local.resources import LocalResources, load_resources, provision
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
-from relayflow.steps.dry_run import PLACEHOLDER, REDACTED
+from relayflow.steps.dry_run import PLACEHOLDER
+from relayflow.tools.call_records import REDACTED
 from relayflow.validation import load_workflow, load_workflow_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,6 +217,7 @@ def test_an_approval_in_a_dry_run_waits_but_notifies_no_one(runtime, receiver, d
     from relayflow.dal.waits import WaitDal
     from relayflow.document import StepRef
     from relayflow.steps import approval
+    from relayflow.steps.boundary import effects_for
 
     # Given an approval step whose request would be posted to a webhook channel
     config = {
@@ -235,7 +237,7 @@ def test_an_approval_in_a_dry_run_waits_but_notifies_no_one(runtime, receiver, d
         "task_token": "token-1",
     }
     # When the step stores its request
-    answer = approval.run(event)
+    answer = approval.run(event, effects_for(event))
     # Then the request waits either way, and only a real run tells the channel
     stored = WaitDal().get_approval("acme", answer["output"]["approval_id"])
     assert stored is not None and stored.status == "pending"

@@ -28,6 +28,7 @@ from relayflow.errors import HttpError, SsrfBlocked, TransientError
 from relayflow.local import LocalRuntime
 from relayflow.net.http import verify_signature
 from relayflow.settings import override_settings
+from relayflow.steps.boundary import REAL
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -125,7 +126,7 @@ def test_webhook_out_sends_a_string_body_as_text(runtime, server):
 def test_webhook_out_without_a_body_sends_none(runtime, server):
     from relayflow.steps import webhook_out
 
-    webhook_out.run(task("webhook_out", {"url": f"{server.url}/ping", "method": "GET"}))
+    webhook_out.run(task("webhook_out", {"url": f"{server.url}/ping", "method": "GET"}), REAL)
     (sent,) = server.requests
     assert (sent.method, sent.body) == ("GET", b"")
     assert "content-type" not in sent.headers
@@ -143,7 +144,7 @@ def test_a_get_webhook_never_sends_its_body_and_validation_warns(runtime, server
         "body": {"order": "ord-7"},
     }
     # When it runs
-    webhook_out.run(task("webhook_out", config))
+    webhook_out.run(task("webhook_out", config), REAL)
     # Then the request carries no body and no content type
     (sent,) = server.requests
     assert (sent.method, sent.body) == ("GET", b"")
@@ -164,7 +165,7 @@ def test_webhook_out_4xx_is_an_http_error_with_the_truncated_body(runtime, serve
 
     server.reply = lambda r: (422, {"Content-Type": "text/plain"}, b"x" * 5000)
     with pytest.raises(HttpError) as info:
-        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h", "body": {"a": 1}}))
+        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h", "body": {"a": 1}}), REAL)
     assert info.value.details["status"] == 422
     assert len(info.value.details["body"].encode()) <= 4096  # a bounded excerpt
 
@@ -174,7 +175,7 @@ def test_webhook_out_503_is_transient(runtime, server):
 
     server.reply = lambda r: (503, {}, b"down")
     with pytest.raises(TransientError) as info:
-        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h"}))
+        webhook_out.run(task("webhook_out", {"url": f"{server.url}/h"}), REAL)
     assert info.value.details["status"] == 503
 
 
@@ -193,7 +194,7 @@ def test_webhook_out_times_out_as_transient(runtime, server):
     config = {"url": f"{server.url}/h", "request_timeout_seconds": 0.2}
     try:
         with pytest.raises(TransientError) as info:
-            webhook_out.run(task("webhook_out", config))
+            webhook_out.run(task("webhook_out", config), REAL)
     finally:
         answer.set()
     assert "timed out after 0.2 s" in info.value.message
@@ -204,7 +205,7 @@ def test_webhook_out_to_the_metadata_address_is_blocked(runtime):
 
     config = {"url": "http://169.254.169.254/latest/meta-data/"}
     with override_settings(ssrf_allow=["127.0.0.1"]), pytest.raises(SsrfBlocked) as info:
-        webhook_out.run(task("webhook_out", config))
+        webhook_out.run(task("webhook_out", config), REAL)
     assert type(info.value).__name__ == "Relayflow.SsrfBlocked"
 
 
@@ -271,7 +272,7 @@ def test_custom_branches_may_be_a_map_of_names_to_steps(runtime, server):
 
     server.reply = lambda r: (200, {"Content-Type": "application/json"}, b'{"branch": "yes"}')
     config = {"url": f"{server.url}/d", "branches": {"yes": "approve", "no": "reject"}}
-    assert custom.run(task("custom", config)) == {"output": {}, "branch": "yes"}
+    assert custom.run(task("custom", config), REAL) == {"output": {}, "branch": "yes"}
 
 
 def test_custom_errors_are_named_like_webhook_out(runtime, server):
@@ -279,7 +280,7 @@ def test_custom_errors_are_named_like_webhook_out(runtime, server):
 
     server.reply = lambda r: (500, {}, b"boom")
     with pytest.raises(HttpError) as info:
-        custom.run(task("custom", {"url": f"{server.url}/d"}))
+        custom.run(task("custom", {"url": f"{server.url}/d"}), REAL)
     assert info.value.details["status"] == 500
     with override_settings(ssrf_allow=[]), pytest.raises(SsrfBlocked):
-        custom.run(task("custom", {"url": f"{server.url}/d"}))
+        custom.run(task("custom", {"url": f"{server.url}/d"}), REAL)

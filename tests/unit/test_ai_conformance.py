@@ -40,6 +40,7 @@ from relayflow.ai.providers.bedrock import BedrockProvider
 from relayflow.ai.providers.openai import OpenAIProvider
 from relayflow.errors import InvalidArgsError
 from relayflow.steps.agent import AgentLoop
+from relayflow.steps.boundary import REAL
 from relayflow.validation import validate_data
 
 MODELS = {
@@ -132,7 +133,9 @@ def conversation_requests(
     config = agent_config(provider, changes)
     if temperature_problem(provider, MODELS[provider], 0.7) is None:
         config["temperature"] = 0.7
-    loop = AgentLoop(config=config, doc={}, identity=None, record=lambda _i, thunk: thunk())
+    loop = AgentLoop(
+        config=config, doc={}, identity=None, record=lambda _i, thunk: thunk(), effects=REAL
+    )
     recorder = Recorder(provider, turns)
     loop.provider = recorder
     monkeypatch.setattr(

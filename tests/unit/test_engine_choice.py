@@ -249,7 +249,7 @@ def test_every_acting_step_type_records_its_result_under_its_step_identity():
         assert recorded
         handler = (ROOT / "functions" / kind / "app.py").read_text()
         logic = (ROOT / "shared" / "relayflow" / "steps" / f"{kind}.py").read_text()
-        assert "@recorded_step" in handler or "run_recorded(" in logic, kind
+        assert "recorded=True" in handler or "run_recorded(" in logic, kind
 
 
 def test_an_express_machine_records_its_end_natively_and_passes_the_checks():

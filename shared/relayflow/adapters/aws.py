@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str | None, str | None], Any] = {}
+_reset_hooks: list[Callable[[], None]] = []
 
 
 #: One endpoint for every AWS service (blank or unset: AWS's own endpoints).
@@ -57,6 +59,12 @@ def reset_clients() -> None:
     """Forget every cached client (the local runtime calls this when it opens and closes)."""
     with _lock:
         _clients.clear()
-    from relayflow.adapters.tenant_aws import reset_tenant_sessions
+    for hook in list(_reset_hooks):
+        hook()
 
-    reset_tenant_sessions()
+
+def on_reset(hook: Callable[[], None]) -> None:
+    """Run ``hook`` on every :func:`reset_clients` (a cache of clients built elsewhere, such
+    as the tenants' assumed sessions, forgets them too)."""
+    if hook not in _reset_hooks:
+        _reset_hooks.append(hook)

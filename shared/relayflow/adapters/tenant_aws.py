@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from relayflow.adapters.aws import client
+from relayflow.adapters.aws import client, on_reset
 from relayflow.tenancy import TENANT_TAG
 
 #: Assumed-role credentials are refreshed this long before they expire.
@@ -94,3 +94,6 @@ def reset_tenant_sessions() -> None:
     with _lock:
         _sessions.clear()
         _clients.clear()
+
+
+on_reset(reset_tenant_sessions)

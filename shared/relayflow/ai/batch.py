@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from relayflow.ai.messages import ModelRequest, Usage, text_block
-from relayflow.errors import BatchFailed, InvalidArgsError, ModelResponseInvalid
+from relayflow.ai.providers.anthropic import AnthropicProvider
+from relayflow.ai.providers.openai import OpenAIProvider
+from relayflow.errors import BatchFailed, ModelResponseInvalid
 
 BatchState = Literal["in_progress", "ended"]
 BATCH_PROVIDERS: tuple[str, ...] = ("scripted", "anthropic", "openai", "bedrock")
@@ -65,22 +68,6 @@ class BatchProvider(Protocol):
     def status(self, handle: dict[str, Any]) -> BatchStatus: ...
 
 
-def batch_provider_for(provider: str, connection: dict[str, Any]) -> BatchProvider:
-    if provider == "scripted":
-        return ScriptedBatch()
-    if provider == "anthropic":
-        return AnthropicBatch(connection.get("base_url"), connection.get("api_key"))
-    if provider == "openai":
-        return OpenAIBatch(connection.get("base_url"), connection.get("api_key"))
-    if provider == "bedrock":
-        from relayflow.ai.bedrock_batch import BedrockBatch
-
-        return BedrockBatch()
-    raise InvalidArgsError(
-        f"llm_batch supports the providers {', '.join(BATCH_PROVIDERS)}, not {provider!r}"
-    )
-
-
 def item_bodies(provider: str, model_id: str, requests: list[BatchRequest]) -> list[Any]:
     """Each item's request body as the provider's batch job would carry it (Message Batches
     ``params``, a Chat Completions body, a Bedrock record's ``modelInput``, a scripted
@@ -109,6 +96,18 @@ def item_bodies(provider: str, model_id: str, requests: list[BatchRequest]) -> l
             for r in requests
         ]
     return [{"prompt": r.prompt, "system": r.system} for r in requests]
+
+
+def jsonl_rows(text: str, problem: str) -> Iterator[Any]:
+    """The JSON value of each non-blank line of ``text``; a line that is not JSON is
+    ``Relayflow.ModelResponseInvalid`` with ``problem`` as its message."""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            raise ModelResponseInvalid(problem) from None
 
 
 def usage_of(results: dict[str, dict[str, Any]]) -> Usage:
@@ -167,41 +166,26 @@ class ScriptedBatch:
 # --------------------------------------------------------------------------- Anthropic
 
 
-class AnthropicBatch:
+class AnthropicBatch(AnthropicProvider):
     """Anthropic Message Batches: ``POST /v1/messages/batches``, ``GET …/{id}``, and the
-    JSONL at ``results_url`` once ``processing_status`` is ``ended``."""
+    JSONL at ``results_url`` once ``processing_status`` is ``ended``. Its connection, headers
+    and item bodies are the Messages provider's."""
 
     name = "anthropic"
 
-    def __init__(self, base_url: str | None, api_key_ref: Any) -> None:
-        from relayflow.ai.providers.anthropic import DEFAULT_BASE_URL
-
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_ref = api_key_ref
-
-    def _headers(self) -> dict[str, str]:
-        from relayflow.ai.providers.anthropic import API_VERSION
-        from relayflow.ai.providers.http_common import api_key
-
-        key = api_key(self.api_key_ref, self.name)
-        if key is None:
-            raise InvalidArgsError("the anthropic provider needs api_key (a secret reference)")
-        return {"x-api-key": key, "anthropic-version": API_VERSION}
-
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
-        from relayflow.ai.providers.anthropic import AnthropicProvider
         from relayflow.ai.providers.http_common import post_json
 
         # Each item's params are the agent's Messages body (one user turn): the same
         # builder, so the same SDK conformance and capability rules.
-        build = AnthropicProvider(self.base_url).body
+        build = self.body
         body = {
             "requests": [
                 {"custom_id": r.custom_id, "params": build(r.model_request(model_id))}
                 for r in requests
             ]
         }
-        answer = post_json(self.name, f"{self.base_url}/v1/messages/batches", self._headers(), body)
+        answer = post_json(self.name, f"{self.base_url}/v1/messages/batches", self.headers(), body)
         if not isinstance(answer.get("id"), str):
             raise ModelResponseInvalid("anthropic answered a batch without an id")
         return {"id": answer["id"]}
@@ -210,7 +194,7 @@ class AnthropicBatch:
         from relayflow.ai.providers.anthropic import parse_response
         from relayflow.ai.providers.http_common import get_json, get_text
 
-        headers = self._headers()
+        headers = self.headers()
         batch = get_json(self.name, f"{self.base_url}/v1/messages/batches/{handle['id']}", headers)
         if batch.get("processing_status") != "ended":
             return BatchStatus("in_progress", handle)
@@ -218,15 +202,8 @@ class AnthropicBatch:
         if not isinstance(url, str):
             raise ModelResponseInvalid("anthropic ended a batch without a results_url")
         results: dict[str, dict[str, Any]] = {}
-        for line in get_text(self.name, url, headers).splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                raise ModelResponseInvalid(
-                    "anthropic batch results hold a line that is not JSON"
-                ) from None
+        text = get_text(self.name, url, headers)
+        for row in jsonl_rows(text, "anthropic batch results hold a line that is not JSON"):
             outcome = row.get("result") or {}
             kind = outcome.get("type")
             if kind == "succeeded":
@@ -251,7 +228,7 @@ class AnthropicBatch:
 # --------------------------------------------------------------------------- OpenAI
 
 
-class OpenAIBatch:
+class OpenAIBatch(OpenAIProvider):
     """The OpenAI Batch API: upload the requests as a JSONL file (``purpose=batch``), create a
     batch on ``/v1/chat/completions`` with a 24 h window, poll it, then read its output file
     (and its error file for requests that failed)."""
@@ -259,23 +236,10 @@ class OpenAIBatch:
     name = "openai"
     _RUNNING = frozenset({"validating", "in_progress", "finalizing"})
 
-    def __init__(self, base_url: str | None, api_key_ref: Any) -> None:
-        from relayflow.ai.providers.openai import DEFAULT_BASE_URL
-
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_ref = api_key_ref
-
-    def _headers(self) -> dict[str, str]:
-        from relayflow.ai.providers.http_common import api_key
-
-        key = api_key(self.api_key_ref, self.name)
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
     def submit(self, model_id: str, requests: list[BatchRequest]) -> dict[str, Any]:
         from relayflow.ai.providers.http_common import post_json, post_multipart
-        from relayflow.ai.providers.openai import OpenAIProvider
 
-        build = OpenAIProvider(self.base_url).body
+        build = self.body
         lines = [
             json.dumps(
                 {
@@ -287,7 +251,7 @@ class OpenAIBatch:
             )
             for r in requests
         ]
-        headers = self._headers()
+        headers = self.headers()
         uploaded = post_multipart(
             self.name,
             f"{self.base_url}/files",
@@ -319,7 +283,7 @@ class OpenAIBatch:
         from relayflow.ai.providers.http_common import get_json, get_text
         from relayflow.ai.providers.openai import parse_response
 
-        headers = self._headers()
+        headers = self.headers()
         batch = get_json(self.name, f"{self.base_url}/batches/{handle['id']}", headers)
         state = batch.get("status")
         if state in self._RUNNING:
@@ -333,17 +297,8 @@ class OpenAIBatch:
             file_id = batch.get(field_name)
             if not isinstance(file_id, str):
                 continue
-            for line in get_text(
-                self.name, f"{self.base_url}/files/{file_id}/content", headers
-            ).splitlines():
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    raise ModelResponseInvalid(
-                        "openai batch output holds a line that is not JSON"
-                    ) from None
+            text = get_text(self.name, f"{self.base_url}/files/{file_id}/content", headers)
+            for row in jsonl_rows(text, "openai batch output holds a line that is not JSON"):
                 response = row.get("response") or {}
                 custom_id = str(row.get("custom_id"))
                 if row.get("error") or response.get("status_code") != 200:

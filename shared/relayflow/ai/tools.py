@@ -78,7 +78,8 @@ def tool_schema(
         schema.pop("title", None)
         return spec.summary, schema
     from relayflow.expressions import expression_paths, template_expressions
-    from relayflow.tools.catalogue import HTTP_METHODS, split_http_tool
+    from relayflow.tools.catalogue import split_http_tool
+    from relayflow.tools.http import HTTP_METHODS
 
     name, operation = split_http_tool(tool)
     declaration = http_tools.get(name) or {}

@@ -2,8 +2,9 @@
 
 Each turn sends the conversation to the model; each tool call it asks for is checked against
 the step's toolbox (:mod:`relayflow.ai.tools`) and, when permitted, runs through the same code
-as a ``tool`` step (:func:`relayflow.steps.tool.call_tool`: SSRF guard, breaker). A refused
-call never runs: the model gets an error tool-result and the output records the refusal.
+as a ``tool`` step (the step's effects, :mod:`relayflow.steps.effects`: SSRF guard, breaker;
+in a dry run only recorded). A refused call never runs: the model gets an error tool-result
+and the output records the refusal.
 
 Idempotency: every model turn and every tool call is recorded (:mod:`relayflow.steps.
 idempotency`) under the step execution's identity plus ``turn<n>.model`` or
@@ -29,7 +30,6 @@ at ``steps.<key>.workflow`` (:mod:`relayflow.steps.agent_workflows`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -54,6 +54,14 @@ from relayflow.errors import (
 )
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
+from relayflow.steps.agent_workflows import (
+    child_outcome,
+    child_pending,
+    recorded_call,
+    refuse_child,
+    safe_call_id,
+)
+from relayflow.steps.effects import Effects
 from relayflow.steps.idempotency import RESULT_PART, StepIdentity, run_recorded, step_identity
 from relayflow.steps.task import parse_task, result
 
@@ -80,7 +88,7 @@ def answer_schema(config: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def run(event: Any, context: Any = None) -> dict[str, Any]:
+def run(event: Any, context: Any, effects: Effects) -> dict[str, Any]:
     """Run the agent's loop; the output is ``{response, outcome, tool_calls, usage, turns,
     stop_reason}``. A call to a tool in ``require_approval_tools`` suspends the loop: the
     output is then ``{status: awaiting_approval, pending, conversation, …}`` with branch
@@ -100,6 +108,7 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
         record=lambda identity, thunk: run_recorded(
             identity, lambda _e, _c: thunk(), event, context, part=True
         ),
+        effects=effects,
         step_key=task.step.key,
     )
     previous = (task.doc.get("steps") or {}).get(task.step.key)
@@ -152,6 +161,7 @@ class AgentLoop:
     doc: Mapping[str, Any]
     identity: StepIdentity | None
     record: Callable[[StepIdentity, Callable[[], Any]], Any]
+    effects: Effects
     step_key: str = "agent"
 
     def __post_init__(self) -> None:
@@ -225,8 +235,6 @@ class AgentLoop:
         """Run (or refuse) the rest of a turn's calls; a call that needs approval or a child
         run suspends the loop there. The turn's results go back to the model as one
         message."""
-        from relayflow.steps.agent_workflows import recorded_call, refuse_child
-
         for index, call in enumerate(calls):
             tool, refusal = self.box.check(call.name)
             if refusal is None and tool is not None and workflow_tool_id(tool) is not None:
@@ -261,7 +269,6 @@ class AgentLoop:
         """Save the conversation to S3 and stop: the compiled approval state asks a person,
         or the compiled child-run state runs the workflow the call names."""
         from relayflow.steps.agent_store import save_conversation
-        from relayflow.steps.agent_workflows import child_pending
 
         gated = calls[0]
         state = {
@@ -304,8 +311,6 @@ class AgentLoop:
         approves it (it runs once: recorded like any call; a workflow tool suspends again for
         its child run), else tell the model it was refused. After a child run: its output
         (or failure) is the call's result."""
-        from relayflow.steps.agent_workflows import child_outcome
-
         waiting = previous["output"]
         state = waiting["conversation"]
         self.messages = state["messages"]
@@ -441,15 +446,15 @@ class AgentLoop:
         """One permitted call, through the tool step's code. An error retrying cannot fix
         goes back to the model; a retryable one (transient, throttled, breaker open) fails the
         step, so its retry policy applies and the recorded turns replay."""
-        from relayflow.steps.tool import call_tool
-
         http_tools = self.config.get("http_tools") or {}
         http_tool = http_tools.get(tool.split(".")[1]) if tool.startswith("http.") else None
         if http_tool is not None and tool.count(".") == 2:
             operation = tool.split(".")[2]
             http_tool = {**http_tool, "operations": {operation: http_tool["operations"][operation]}}
         try:
-            output = call_tool(tool, call.input, self.doc, http_tool, self.config.get("breaker"))
+            output = self.effects.call_tool(
+                tool, call.input, self.doc, http_tool=http_tool, breaker=self.config.get("breaker")
+            )
         except RelayflowError as exc:
             if exc.retryable:
                 raise
@@ -537,10 +542,3 @@ class AgentLoop:
         if self.identity is None:
             return thunk()
         return self.record(self.identity.part(suffix), thunk)
-
-
-def safe_call_id(call_id: str) -> str:
-    """A call id as part of a record key: short, and only characters that are safe there."""
-    if call_id.replace("_", "").replace("-", "").isalnum() and len(call_id) <= 64:
-        return call_id
-    return hashlib.sha256(call_id.encode()).hexdigest()[:32]

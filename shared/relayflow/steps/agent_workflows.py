@@ -18,15 +18,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from relayflow.ai.messages import ToolCall
 from relayflow.definition.agent_tools import workflow_tool_id
 from relayflow.errors import InvalidRunInput, SubWorkflowDepth, SubWorkflowFailed
+from relayflow.steps.idempotency import StepIdentity
 
-if TYPE_CHECKING:
-    from relayflow.steps.agent import AgentLoop
+
+class AgentRun(Protocol):
+    """What a workflow call needs of the agent's loop (:class:`relayflow.steps.agent.
+    AgentLoop`)."""
+
+    config: Mapping[str, Any]
+    doc: Mapping[str, Any]
+    identity: StepIdentity | None
+    step_key: str
+
+    def once(self, suffix: str, thunk: Callable[[], Any]) -> Any:
+        """``thunk()``, recorded once under the step execution's identity plus ``suffix``."""
+        ...
+
+
+def safe_call_id(call_id: str) -> str:
+    """A call id as part of a record key: short, and only characters that are safe there."""
+    if call_id.replace("_", "").replace("-", "").isalnum() and len(call_id) <= 64:
+        return call_id
+    return hashlib.sha256(call_id.encode()).hexdigest()[:32]
 
 
 class _NotRecorded(Exception):
@@ -37,11 +56,9 @@ def _not_recorded() -> Any:
     raise _NotRecorded
 
 
-def recorded_call(loop: AgentLoop, turn: int, call: ToolCall) -> dict[str, Any] | None:
+def recorded_call(loop: AgentRun, turn: int, call: ToolCall) -> dict[str, Any] | None:
     """The recorded outcome of a workflow call, or ``None`` when it has not run yet. (A
     recording whose action raises records nothing, so this only reads.)"""
-    from relayflow.steps.agent import safe_call_id
-
     if loop.identity is None:
         return None
     try:
@@ -51,7 +68,7 @@ def recorded_call(loop: AgentLoop, turn: int, call: ToolCall) -> dict[str, Any] 
     return outcome if isinstance(outcome, dict) else None
 
 
-def refuse_child(loop: AgentLoop, tool: str, call: ToolCall) -> dict[str, Any] | None:
+def refuse_child(loop: AgentRun, tool: str, call: ToolCall) -> dict[str, Any] | None:
     """An outcome for a call that must not start a child: arguments that break the child's
     ``input_schema`` (``Relayflow.InvalidInput`` naming each violation, so the model can
     correct the call), or one nested too deep (runaway recursion through agents). ``None``
@@ -85,7 +102,7 @@ def refuse_child(loop: AgentLoop, tool: str, call: ToolCall) -> dict[str, Any] |
     return None
 
 
-def child_run_id(loop: AgentLoop, turn: int, call: ToolCall) -> str:
+def child_run_id(loop: AgentRun, turn: int, call: ToolCall) -> str:
     """32 hex digits (an API run id) derived from the step execution, turn and call id."""
     run = loop.doc.get("run") or {}
     who = (
@@ -98,7 +115,7 @@ def child_run_id(loop: AgentLoop, turn: int, call: ToolCall) -> str:
 
 
 def child_pending(
-    loop: AgentLoop, turn: int, call: ToolCall, tool: str, approved_by: Any
+    loop: AgentRun, turn: int, call: ToolCall, tool: str, approved_by: Any
 ) -> dict[str, Any]:
     """What the compiled child-run state reads from ``output.pending``."""
     workflow_id = workflow_tool_id(tool)

@@ -16,7 +16,7 @@ from typing import Any
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
-from relayflow.steps.dry_run import is_dry_run
+from relayflow.steps.effects import Effects
 from relayflow.steps.task import parse_task, result
 
 DEFAULT_OPTIONS = ["approve", "reject"]
@@ -55,9 +55,10 @@ def _text(value: Any) -> str | None:
     return None if value is None else text_form(value)
 
 
-def run(event: Any) -> dict[str, Any]:
-    """Render and store the approval request, notify its channels; the output (ignored by
-    the waiting Task) names the request."""
+def run(event: Any, effects: Effects) -> dict[str, Any]:
+    """Render and store the approval request, notify its channels (through ``effects``:
+    a dry run waits for a decision but tells no one); the output (ignored by the waiting
+    Task) names the request."""
     from relayflow.dal.errors import ConditionFailed, DataAccessError
     from relayflow.dal.waits import ApprovalItem, WaitDal
 
@@ -106,9 +107,8 @@ def run(event: Any) -> dict[str, Any]:
         raise TransientError(
             f"could not store the approval request of step {task.step.key!r}"
         ) from exc
-    if asked and not is_dry_run(task.doc):
-        # A dry run still waits for a decision (through the API), but tells no one.
-        notify(item, config.get("notification_channels") or [])
+    if asked:
+        effects.notify_approval(item, config.get("notification_channels") or [])
     return result({"approval_id": item.approval_id, "expires_at": deadline})
 
 
@@ -142,46 +142,3 @@ def _resume_with(decision: dict[str, Any], token: str) -> None:
         client("stepfunctions").send_task_success(taskToken=token, output=output)
     except ClientError as exc:
         raise TransientError("could not resume with the recorded decision") from exc
-
-
-def notify(item: Any, channels: list[dict[str, Any]]) -> None:
-    """Tell the request's notification channels that it waits. Each entry of
-    ``notification_channels`` is a mapping like a workflow's ``notifications`` (``webhook:
-    {url, secret?, headers?}`` and/or ``email: {to, from?}``). Channels never raise; a failed
-    delivery is logged (the request is stored and can be decided either way)."""
-    if not channels:
-        return
-    from relayflow.approvals.links import approval_guest_links
-    from relayflow.notify import Notification, channels_from_config
-    from relayflow.observability import logger
-
-    links = approval_guest_links(item)
-    text = "\n\n".join(t for t in (item.title, item.description, item.prompt) if t)
-    if links:
-        text += "\n\n" + "\n".join(f"{option}: {url}" for option, url in links.items())
-    notification = Notification(
-        event="relayflow.approval.requested",
-        id=f"approval:{item.approval_id}",
-        tenant=item.tenant,
-        subject=item.title,
-        text=text,
-        data={
-            "approval_id": item.approval_id,
-            "workflow_id": item.workflow_id,
-            "run_id": item.run_id,
-            "step": item.step,
-            "options": item.options,
-            "expires_at": item.deadline,
-            "assigned_to": item.assigned_to,
-            "assigned_role": item.assigned_role,
-            "guest_links": links,
-        },
-    )
-    for config in channels:
-        for channel in channels_from_config(config):
-            delivery = channel.send(notification)
-            if not delivery.ok:
-                logger.warning(
-                    "approval notification not delivered",
-                    extra={"channel": delivery.channel, "detail": delivery.detail},
-                )

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from relayflow.expressions import render
-from relayflow.steps.dry_run import is_dry_run, simulated
+from relayflow.steps.delivery import prepare, timeout_of
+from relayflow.steps.effects import Effects
 from relayflow.steps.task import parse_task, result
-from relayflow.steps.webhook_out import prepare, send, timeout_of, would_deliver
 
 
 def declared_branches(config: Mapping[str, Any]) -> frozenset[str]:
@@ -42,7 +42,7 @@ def route(answer: Any, branches: frozenset[str]) -> tuple[Any, str | None]:
     return output, None
 
 
-def run(event: Any) -> dict[str, Any]:
+def run(event: Any, effects: Effects) -> dict[str, Any]:
     """Send the step context, return the answer as output and its branch (when declared)."""
     from relayflow.net.http import parse_body
 
@@ -68,9 +68,9 @@ def run(event: Any) -> dict[str, Any]:
         body=context,
         secret=config.get("secret"),
     )
-    if is_dry_run(doc):
-        # Simulated on the default route: no receiver answered with a branch.
-        return simulated(task, would_deliver(delivery))
-    response = send(delivery, timeout=timeout_of(config))
-    output, branch = route(parse_body(response), declared_branches(config))
-    return result(output, branch, task=task)
+
+    def answer(response: Any) -> dict[str, Any]:
+        output, branch = route(parse_body(response), declared_branches(config))
+        return result(output, branch, task=task)
+
+    return effects.deliver(task, delivery, timeout=timeout_of(config), answer=answer)

@@ -4,7 +4,8 @@ A step whose config has neither ``concurrency`` nor ``rate_limit`` goes straight
 no import of the flow-control code and no table call, so an unlimited step costs nothing. A
 flow-controlled one runs only once admitted (:mod:`relayflow.reliability.flow`): a refusal
 raises ``Relayflow.Throttled`` before the step's logic starts, and a held slot is released
-however the logic ends. Dry runs pass straight through (they are not counted).
+however the logic ends. A dry run never reaches it (:mod:`relayflow.steps.boundary`): it is
+not counted.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import functools
 from typing import Any
 
 from relayflow.observability import Handler
-from relayflow.steps.dry_run import event_is_dry_run
 
 #: The config fields that turn flow control on (``relayflow.definition.models``).
 FLOW_FIELDS = ("concurrency", "rate_limit")
@@ -33,8 +33,7 @@ def flow_controlled(func: Handler) -> Handler:
 
     @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> Any:
-        if not is_flow_controlled(event) or event_is_dry_run(event):
-            # A dry run acts on nothing, so it neither holds a slot nor counts in a window.
+        if not is_flow_controlled(event):
             return func(event, context)
         from relayflow.reliability.flow import step_admission
 

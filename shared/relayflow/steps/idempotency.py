@@ -45,7 +45,8 @@ recorded and a late failure does not delete the record of the attempt that took 
 ``docs/reliability.md`` describes what this means for side effects.
 
 Dry runs are not recorded: their steps only record the call they would make
-(:mod:`relayflow.steps.dry_run`), so a duplicate has nothing to repeat, and a dry run writes
+(:mod:`relayflow.steps.dry_run`) and never reach :func:`recorded_step`
+(:mod:`relayflow.steps.boundary`), so a duplicate has nothing to repeat, and a dry run writes
 nothing for its steps. A ``for_each``
 cannot run another ``for_each`` or a ``parallel`` per item (``relayflow.validation.validate``),
 so ``doc.index`` alone tells the iterations of a step apart: there are no nested loops.
@@ -62,7 +63,6 @@ from typing import Any
 
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.observability import Handler, logger
-from relayflow.steps.dry_run import event_is_dry_run
 
 #: The part under which a step recorded in parts (an agent) records its final result: not
 #: replayed as the step's result, but what an Express run's timeline shows as its output.
@@ -450,7 +450,7 @@ def recorded_step(func: Handler) -> Handler:
     @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> Any:
         identity = step_identity(event)
-        if identity is None or event_is_dry_run(event):
+        if identity is None:
             return func(event, context)
         return run_recorded(identity, func, event, context)
 

@@ -14,9 +14,11 @@ import dataclasses
 import time
 from typing import Any
 
+from relayflow.document import StepTask
 from relayflow.errors import BatchDeadline, BatchFailed, InvalidArgsError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
+from relayflow.steps.effects import BatchJob, Effects
 from relayflow.steps.task import parse_task, result
 
 #: The state name suffix of the compiled poll Task.
@@ -57,21 +59,43 @@ def requests_of(config: dict[str, Any], doc: dict[str, Any]) -> list[Any]:
     ]
 
 
-def run(event: Any, context: Any = None) -> dict[str, Any]:
+def run(event: Any, context: Any, effects: Effects) -> dict[str, Any]:
+    """Submit the batch (the step's state) or poll it (the ``.poll`` state), through
+    ``effects``: a dry run submits nothing and records the would-be submission."""
+    from relayflow.ai.providers import split_model
+
     task = parse_task(event)
     config = task.step.config
-    from relayflow.ai.batch import batch_provider_for
-    from relayflow.ai.providers import split_model
-    from relayflow.steps.dry_run import is_dry_run
-
     provider_name, model_id = split_model(str(config.get("model") or ""))
     state = task.context.state or task.step.key
-    if is_dry_run(task.doc):
-        return dry_run(task, provider_name, model_id, polling=state.endswith(POLL_SUFFIX))
+    polling = state.endswith(POLL_SUFFIX)
+    job = BatchJob(
+        provider_name,
+        model_id,
+        polling,
+        requests=lambda: requests_of(config, task.doc),
+        act=lambda: act(event, context, task, provider_name, model_id, polling=polling),
+    )
+    return effects.llm_batch_step(task, job)
+
+
+def act(
+    event: Any,
+    context: Any,
+    task: StepTask,
+    provider_name: str,
+    model_id: str,
+    *,
+    polling: bool,
+) -> dict[str, Any]:
+    """The real submission (recorded once per step execution) or poll."""
+    from relayflow.ai.batch_providers import batch_provider_for
+
+    config = task.step.config
     provider = batch_provider_for(
         provider_name, {k: config.get(k) for k in ("base_url", "api_key")}
     )
-    if state.endswith(POLL_SUFFIX):
+    if polling:
         previous = ((task.doc.get("steps") or {}).get(task.step.key) or {}).get("output") or {}
         return result(poll(provider, provider_name, model_id, config, previous), task=task)
     requests = requests_of(config, task.doc)
@@ -105,32 +129,6 @@ def run(event: Any, context: Any = None) -> dict[str, Any]:
     return result(
         run_recorded(scoped, lambda _e, _c: submit(), event, context, part=True), task=task
     )
-
-
-def dry_run(task: Any, provider_name: str, model_id: str, *, polling: bool) -> dict[str, Any]:
-    """A dry run submits nothing (a batch is billed): the requests are rendered and built
-    exactly as for a submission (the same named errors), and the would-be submission is
-    recorded beside the step's ``dry_run_output`` (:mod:`relayflow.steps.dry_run`). The
-    output has no ``state``, so the compiled check goes straight on; a poll reached anyway
-    (a ``dry_run_output`` that says ``in_progress``) ends the loop."""
-    from relayflow.ai.batch import item_bodies
-    from relayflow.steps.dry_run import PLACEHOLDER, simulated
-
-    if polling:
-        return result({**PLACEHOLDER, "state": "ended"}, task=task)
-    requests = requests_of(task.step.config, task.doc)
-    call = {
-        "kind": "llm_batch",
-        "provider": provider_name,
-        "model": model_id,
-        "items": [
-            {"custom_id": r.custom_id, "request": body}
-            for r, body in zip(
-                requests, item_bodies(provider_name, model_id, requests), strict=True
-            )
-        ],
-    }
-    return simulated(task, call)
 
 
 def poll(

@@ -77,6 +77,11 @@ INVALID_ARGS_CODES = frozenset(
 )
 #: ``aws.s3.get_object`` refuses bodies larger than this (a step output is a JSON value).
 MAX_GET_OBJECT_BYTES = 5 * 1024 * 1024
+#: The AWS tools that only read: the ones a tool step's ``dry_run: read`` may let run in a
+#: dry run.
+READ_ONLY_AWS_TOOLS = frozenset(
+    {"aws.dynamodb.get_item", "aws.dynamodb.query", "aws.s3.get_object"}
+)
 
 
 def aws_error(exc: Exception, *, tool: str, service: str) -> Exception:

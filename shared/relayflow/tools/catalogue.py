@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from relayflow.errors import ToolNotFound
+from relayflow.tools.http import HTTP_METHODS
 
 #: Arg names of the generic ``http.<name>`` call.
 HTTP_CALL_ARGS = ("method", "path", "query", "headers", "body")
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 Problem = tuple[str, str, str]
 
@@ -177,74 +177,82 @@ def _check_http(tool: str, args: Any, http_tools: Mapping[str, Any]) -> list[Pro
     return problems
 
 
+def _aws_spec(tool: str) -> Any:
+    """The built-in AWS tool named ``tool``; ``Relayflow.ToolNotFound`` when there is none."""
+    from relayflow.tools.aws import AWS_TOOLS
+
+    spec = AWS_TOOLS.get(tool)
+    if spec is None:
+        raise ToolNotFound(
+            f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
+        )
+    return spec
+
+
+def _http_name(tool: str, http_tool: Any) -> tuple[str, str | None]:
+    """``(name, operation)`` of an HTTP tool whose declaration the step's config carries."""
+    name, operation = split_http_tool(tool)
+    if http_tool is None:
+        raise ToolNotFound(
+            f"HTTP tool {name!r} has no declaration in the step's config "
+            "(declare it under http_tools)",
+            tool=tool,
+        )
+    return name, operation
+
+
+def _unknown(tool: str) -> ToolNotFound:
+    return ToolNotFound(f"unknown tool {tool!r}: tool names start with aws. or http.", tool=tool)
+
+
 def run_tool(tool: str, args: Any, *, doc: Mapping[str, Any], http_tool: Any = None) -> Any:
     """Perform ``tool`` with its rendered ``args``; the step's output.
 
     ``http_tool`` is the HTTP tool declaration the compiler baked into the step's config
     (needed for ``http.*`` tools). An unknown name is ``Relayflow.ToolNotFound``."""
     if tool.startswith("aws."):
-        from relayflow.tools.aws import AWS_TOOLS, run_aws_tool
+        from relayflow.tools.aws import run_aws_tool
 
-        if tool not in AWS_TOOLS:
-            raise ToolNotFound(
-                f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
-            )
+        _aws_spec(tool)
         return run_aws_tool(tool, args)
     if tool.startswith("http."):
         from relayflow.tools.http import call_http_tool
 
-        name, operation = split_http_tool(tool)
-        if http_tool is None:
-            raise ToolNotFound(
-                f"HTTP tool {name!r} has no declaration in the step's config "
-                "(declare it under http_tools)",
-                tool=tool,
-            )
+        name, operation = _http_name(tool, http_tool)
         return call_http_tool(name, operation, http_tool, args, doc)
-    raise ToolNotFound(f"unknown tool {tool!r}: tool names start with aws. or http.", tool=tool)
+    raise _unknown(tool)
 
 
 def would_call(
     tool: str, args: Any, *, doc: Mapping[str, Any], http_tool: Any = None
 ) -> dict[str, Any]:
-    """The call ``run_tool`` would make, for a dry run (:mod:`relayflow.steps.dry_run`):
+    """The call ``run_tool`` would make, for a dry run (:mod:`relayflow.tools.call_records`):
     args are checked as for a real call (bad ones raise the same named errors) and no
     secret is read, so credential headers are recorded redacted."""
-    from relayflow.steps import dry_run
+    from relayflow.tools import call_records
 
     if tool.startswith("aws."):
-        from relayflow.tools.aws import AWS_TOOLS, parse_args
-
-        spec = AWS_TOOLS.get(tool)
-        if spec is None:
-            raise ToolNotFound(
-                f"unknown tool {tool!r}{_suggest(tool, sorted(AWS_TOOLS), 0.8)}", tool=tool
-            )
         from relayflow.tenancy import TenantBoundary
+        from relayflow.tools.aws import parse_args
         from relayflow.tools.guard import check_tool_call
         from relayflow.triggers.publish import reserved_problem
 
+        spec = _aws_spec(tool)
         # A dry run refuses what the real call would refuse.
         parsed = parse_args(spec, args)
         if check_tool_call(tool, parsed):
             problem = reserved_problem(parsed.source, parsed.detail_type)
             if problem is not None:
                 raise TenantBoundary(f"{tool}: {problem}", tool=tool, field=problem.field)
-        return dry_run.aws_call(tool, spec.iam_action, args)
+        return call_records.aws_call(tool, spec.iam_action, args)
     if tool.startswith("http."):
         from relayflow.tools.http import prepare_http_tool
 
-        name, operation = split_http_tool(tool)
-        if http_tool is None:
-            raise ToolNotFound(
-                f"HTTP tool {name!r} has no declaration in the step's config "
-                "(declare it under http_tools)",
-                tool=tool,
-            )
+        name, operation = _http_name(tool, http_tool)
         prepared = prepare_http_tool(name, operation, http_tool, args, doc)
         secrets = prepared.auth_header_names()
-        headers = {**prepared.headers, **dict.fromkeys(secrets, dry_run.REDACTED)}
-        return dry_run.http_call(
+        headers = {**prepared.headers, **dict.fromkeys(secrets, call_records.REDACTED)}
+        return call_records.http_call(
             prepared.method,
             prepared.url,
             headers,
@@ -252,7 +260,7 @@ def would_call(
             secret_names=secrets,
             query=prepared.params,
         )
-    raise ToolNotFound(f"unknown tool {tool!r}: tool names start with aws. or http.", tool=tool)
+    raise _unknown(tool)
 
 
 def iam_actions(tool: str) -> list[str]:

@@ -28,6 +28,8 @@ from relayflow.errors import InvalidArgsError, ToolNotFound
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
 
+#: The methods an HTTP tool call (and a webhook_out step) may use.
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 #: Methods that carry no request body: a body configured for them is never sent.
 BODYLESS_METHODS = frozenset({"GET", "HEAD"})
 #: Response headers a step output keeps (the others are rarely useful and often large).
@@ -201,8 +203,6 @@ def _generic_call(tool: str, args: Any) -> Call:
             f"{tool}: args.{where}: {first['msg']}", tool=tool, field=where
         ) from None
     method = parsed.method.upper()
-    from relayflow.tools.catalogue import HTTP_METHODS
-
     if method not in HTTP_METHODS:
         raise InvalidArgsError(
             f"{tool}: method must be one of {', '.join(HTTP_METHODS)}, got {parsed.method!r}",

@@ -533,7 +533,7 @@ class Checker(CheckContext):
 
     def check_dry_run_read(self, key: str, raw: Mapping[str, Any]) -> None:
         """``dry_run: read`` lets a tool act in a dry run: only AWS tools that read may."""
-        from relayflow.steps.dry_run import READ_ONLY_AWS_TOOLS
+        from relayflow.tools.aws import READ_ONLY_AWS_TOOLS
 
         tool = raw["tool"]
         if (

@@ -15,7 +15,7 @@ from relayflow.ai.messages import (
     tool_call_block,
     wire_messages,
 )
-from relayflow.ai.providers.http_common import api_key, post_json, tool_result_text
+from relayflow.ai.providers.http_common import HttpApi, post_json, tool_result_text
 from relayflow.errors import InvalidArgsError, ModelResponseInvalid
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -29,12 +29,9 @@ _STOP: dict[str, StopReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpApi):
     name = "anthropic"
-
-    def __init__(self, base_url: str | None = None, api_key_ref: Any = None) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_ref = api_key_ref
+    default_base_url = DEFAULT_BASE_URL
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The request body (Messages API, ``MessageCreateParams`` of the official SDK). The
@@ -54,16 +51,16 @@ class AnthropicProvider:
             ]
         return body
 
-    def complete(self, request: ModelRequest) -> ModelTurn:
-        key = api_key(self.api_key_ref, self.name)
+    def headers(self) -> dict[str, str]:
+        """The API key and version headers (the key is required)."""
+        key = self.key()
         if key is None:
             raise InvalidArgsError("the anthropic provider needs api_key (a secret reference)")
-        answer = post_json(
-            self.name,
-            f"{self.base_url}/v1/messages",
-            {"x-api-key": key, "anthropic-version": API_VERSION},
-            self.body(request),
-        )
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        headers = self.headers()
+        answer = post_json(self.name, f"{self.base_url}/v1/messages", headers, self.body(request))
         return parse_response(answer)
 
 

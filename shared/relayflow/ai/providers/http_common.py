@@ -11,6 +11,23 @@ from relayflow.errors import HttpError, ModelError, ModelResponseInvalid, Transi
 MODEL_TIMEOUT_SECONDS = 120.0
 
 
+class HttpApi:
+    """An HTTP model API's connection: its base URL (``default_base_url`` when none is
+    given, without a trailing slash) and the secret reference of its API key. The Messages
+    and Chat Completions providers and their batch APIs are built the same way."""
+
+    name: str
+    default_base_url: str
+
+    def __init__(self, base_url: str | None = None, api_key_ref: Any = None) -> None:
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.api_key_ref = api_key_ref
+
+    def key(self) -> str | None:
+        """The API key (read from its secret), or ``None`` when none is configured."""
+        return api_key(self.api_key_ref, self.name)
+
+
 def api_key(ref: Any, provider: str) -> str | None:
     """The API key behind a secret reference (Secrets Manager or SSM), or ``None``."""
     if ref is None:

@@ -18,7 +18,7 @@ from relayflow.ai.messages import (
     tool_call_block,
     wire_messages,
 )
-from relayflow.ai.providers.http_common import api_key, post_json, tool_result_text
+from relayflow.ai.providers.http_common import HttpApi, post_json, tool_result_text
 from relayflow.errors import ModelResponseInvalid
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -31,12 +31,9 @@ _STOP: dict[str, StopReason] = {
 }
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpApi):
     name = "openai"
-
-    def __init__(self, base_url: str | None = None, api_key_ref: Any = None) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_ref = api_key_ref
+    default_base_url = DEFAULT_BASE_URL
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The request body (``CompletionCreateParams`` of the official SDK). The output
@@ -70,9 +67,13 @@ class OpenAIProvider:
             ]
         return body
 
+    def headers(self) -> dict[str, str]:
+        """The bearer key header, or none without a key (a compatible local server)."""
+        key = self.key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
     def complete(self, request: ModelRequest) -> ModelTurn:
-        key = api_key(self.api_key_ref, self.name)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers = self.headers()
         answer = post_json(
             self.name, f"{self.base_url}/chat/completions", headers, self.body(request)
         )
