@@ -57,13 +57,13 @@ from relayflow.local.serve_http import (
     DEFAULT_RATE_BURST,
     DEFAULT_RATE_PER_SECOND,
     MAX_REQUEST_BYTES,
+    LocalHTTPServer,
     LocalResponse,
     RateLimiter,
-    _error,
-    _from_proxy_result,
-    _json_response,
-    _RequestHandler,
-    _Server,
+    RequestHandler,
+    error_response,
+    from_proxy_result,
+    json_response,
 )
 from relayflow.local.serve_recorder import StatusRecorder, status_change_event
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
@@ -158,7 +158,7 @@ class LocalServer:
         self._api: Handler | None = None
         self._authorizer: Handler | None = None
         self._webhook: Handler | None = None
-        self._httpd: _Server | None = None
+        self._httpd: LocalHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._settings_override: AbstractContextManager[Any] | None = None
         #: Seconds between calls of the maintenance function (DLQ auto-retries), as its
@@ -208,7 +208,7 @@ class LocalServer:
         self.recorder = StatusRecorder(self.runtime, with_step_events(self.runtime, recorder))
         self.recorder.start()
 
-        self._httpd = _Server((self.host, self.port), _RequestHandler)
+        self._httpd = LocalHTTPServer((self.host, self.port), RequestHandler)
         self._httpd.app = self
         host, port = self._httpd.server_address[:2]
         self.port = int(port)
@@ -326,7 +326,7 @@ class LocalServer:
         if path == "/console" or path.startswith("/console/"):
             return self._console_request(method, target, headers, body)
         if path == "/" and method in ("GET", "HEAD"):
-            return _json_response(200, index())
+            return json_response(200, index())
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
@@ -346,7 +346,7 @@ class LocalServer:
         result = self._api(event, context)
         if method != "GET" and self.recorder is not None:
             self.recorder.poke()
-        return _from_proxy_result(result)
+        return from_proxy_result(result)
 
     def _console_request(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
@@ -377,7 +377,7 @@ class LocalServer:
         result = self._webhook(event, context)
         if self.recorder is not None:
             self.recorder.poke()
-        return _from_proxy_result(result)
+        return from_proxy_result(result)
 
     def _authorize(self, event: dict[str, Any]) -> LocalResponse | None:
         from relayflow.api.auth import Unauthorized, extract_secret
@@ -386,7 +386,7 @@ class LocalServer:
         if secret is not None:
             wait = self.rate_limiter.acquire(hashlib.sha256(secret.encode()).hexdigest())
             if wait is not None:
-                return _error(
+                return error_response(
                     429,
                     "too_many_requests",
                     "too many requests for this API key",
@@ -405,9 +405,9 @@ class LocalServer:
         try:
             answer = self._authorizer(request, context)
         except Unauthorized:
-            return _error(401, "unauthorized", "missing or invalid API key")
+            return error_response(401, "unauthorized", "missing or invalid API key")
         if not _allows(answer):
-            return _error(403, "forbidden", "the authorizer denied this request")
+            return error_response(403, "forbidden", "the authorizer denied this request")
         event["requestContext"]["authorizer"] = {
             "principalId": answer.get("principalId"),
             **(answer.get("context") or {}),
@@ -500,13 +500,13 @@ class LocalServer:
     ) -> LocalResponse:
         token = next((v for k, v in headers if k.lower() == "x-admin-token"), "")
         if not hmac.compare_digest(token.encode(), self.admin_token.encode()):
-            return _error(401, "unauthorized", "send the admin token in X-Admin-Token")
+            return error_response(401, "unauthorized", "send the admin token in X-Admin-Token")
         from relayflow.control.errors import ApiError
 
         try:
             return self._admin_route(method, path, query, body)
         except ApiError as exc:
-            return _json_response(exc.status, exc.to_dict())
+            return json_response(exc.status, exc.to_dict())
 
     def _admin_route(self, method: str, path: str, query: str, body: bytes) -> LocalResponse:
         from relayflow.control.errors import BadRequest, Unprocessable
@@ -526,19 +526,19 @@ class LocalServer:
             if not isinstance(name, str) or not name.strip() or len(name) > 128:
                 raise Unprocessable("name must be a non-empty string of at most 128 characters")
             created = control.create_api_key(tenant, name.strip())
-            return _json_response(201, created.model_dump(mode="json"))
+            return json_response(201, created.model_dump(mode="json"))
         if parts == ["admin", "keys"] and method == "GET":
             tenant = dict(parse_qsl(query)).get("tenant", "")
             if not TENANT_PATTERN.match(tenant):
                 raise Unprocessable("pass ?tenant=<tenant id>")
             keys = control.list_api_keys(tenant)
-            return _json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
+            return json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
         if parts == ["admin", "maintenance"] and method == "POST":
-            return _json_response(200, self.run_maintenance())
+            return json_response(200, self.run_maintenance())
         if len(parts) == 3 and parts[:2] == ["admin", "keys"] and method == "DELETE":
             revoked = control.revoke_api_key(parts[2])
-            return _json_response(200, revoked.model_dump(mode="json"))
-        return _error(404, "not_found", "no such admin route")
+            return json_response(200, revoked.model_dump(mode="json"))
+        return error_response(404, "not_found", "no such admin route")
 
     # -- running -------------------------------------------------------------------------------
 

@@ -11,10 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from relayflow.local.serve import LocalServer
+from typing import Any, Protocol
 
 #: API Gateway refuses bodies over 10 MB before any function runs.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
@@ -38,19 +35,40 @@ class LocalResponse:
     body: bytes
 
 
-def _json_response(
+class RequestDispatcher(Protocol):
+    """What the HTTP server hands each request to (:class:`relayflow.local.serve.LocalServer`)."""
+
+    def dispatch(
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        client_ip: str = "127.0.0.1",
+    ) -> LocalResponse:
+        """Answer one request."""
+        ...
+
+    def log_request(self, method: str, target: str, status: int, started: float) -> None:
+        """Write the access-log line of one answered request."""
+        ...
+
+
+def json_response(
     status: int, body: Any, headers: Mapping[str, str] | None = None
 ) -> LocalResponse:
+    """A JSON answer (compact, unknown types as text)."""
     data = json.dumps(body, separators=(",", ":"), default=str).encode()
     return LocalResponse(
         status, [("Content-Type", "application/json"), *(headers or {}).items()], data
     )
 
 
-def _error(
+def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> LocalResponse:
-    return _json_response(status, {"code": code, "message": message, "details": None}, headers)
+    """The API's error body ``{code, message, details: null}``."""
+    return json_response(status, {"code": code, "message": message, "details": None}, headers)
 
 
 # ----------------------------------------------------------------------------- rate limit
@@ -88,7 +106,8 @@ class RateLimiter:
             return (1.0 - tokens) / self.per_second
 
 
-def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+def from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+    """The HTTP answer of a Lambda proxy result (multi-value headers win over single ones)."""
     status = int(result.get("statusCode") or 500)
     headers: list[tuple[str, str]] = []
     for name, values in (result.get("multiValueHeaders") or {}).items():
@@ -104,19 +123,19 @@ def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
     return LocalResponse(status, headers, data)
 
 
-class _Server(ThreadingHTTPServer):
+class LocalHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
-    app: LocalServer
+    app: RequestDispatcher
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
+class RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: LocalHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
-        """The server writes its own access log (see LocalServer.log_request)."""
+        """The server writes its own access log (see RequestDispatcher.log_request)."""
 
     def _serve(self) -> None:
         started = time.perf_counter()
@@ -125,10 +144,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body = self._read_body()
         except _TooLarge as exc:
             self._drain(exc)
-            response = _error(413, "payload_too_large", "the body is larger than 10 MB")
+            response = error_response(413, "payload_too_large", "the body is larger than 10 MB")
             self.close_connection = True
         except ValueError:
-            response = _error(400, "bad_request", "unreadable request body")
+            response = error_response(400, "bad_request", "unreadable request body")
             self.close_connection = True
         else:
             try:
@@ -143,7 +162,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 from relayflow.observability import logger
 
                 logger.exception("local server error", extra={"reason": str(exc)})
-                response = _error(500, "internal_error", "the local server failed")
+                response = error_response(500, "internal_error", "the local server failed")
         self._write(response)
         app.log_request(self.command, self.path, response.status, started)
 
