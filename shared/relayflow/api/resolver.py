@@ -220,7 +220,8 @@ def response_docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -
 # ----------------------------------------------------------------------------- error handlers
 
 
-def _request_id(event: Mapping[str, Any]) -> str:
+def request_id_of(event: Mapping[str, Any]) -> str:
+    """API Gateway's id of the request (``-`` when there is none)."""
     context = event.get("requestContext") or {}
     return str(context.get("requestId") or "-")
 
@@ -288,7 +289,7 @@ def _service_error(exc: ServiceError) -> Response:
 
 @app.exception_handler([ResponseValidationError, Exception])
 def _unexpected(exc: Exception) -> Response:
-    request_id = _request_id(app.current_event.raw_event)
+    request_id = request_id_of(app.current_event.raw_event)
     logger.exception(
         "unhandled error",
         extra={
@@ -313,7 +314,7 @@ def _media_type() -> str:
     return raw.split(";", 1)[0].strip().lower()
 
 
-def _definition_body() -> dict[str, Any]:
+def definition_body() -> dict[str, Any]:
     """The PUT body as a mapping: JSON, or YAML with a YAML Content-Type. Duplicate keys are
     reported as problems (json and YAML parsers would keep the last one silently)."""
     from relayflow.definition.loader import parse_text

@@ -1,5 +1,5 @@
 """Run routes: start, list, get, cancel, and release a step-through run's next step
-(parked runs are :mod:`relayflow.api.parks`)."""
+(parked runs are :mod:`relayflow.api.routes.parks`)."""
 
 from typing import Annotated, Any, Literal
 

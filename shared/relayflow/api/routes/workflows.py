@@ -12,9 +12,9 @@ from relayflow.api.resolver import (
     Limit,
     NextToken,
     WorkflowId,
-    _definition_body,
     control_plane,
     current_tenant,
+    definition_body,
     json_reply,
     response_docs,
 )
@@ -41,7 +41,7 @@ class RollbackRequest(BaseModel):
     tags=["workflows"],
 )
 def put_workflow(workflow_id: WorkflowId) -> Response[PutWorkflowResult]:
-    definition = _definition_body()
+    definition = definition_body()
     result = control_plane().put_workflow(current_tenant(), workflow_id, definition)
     return json_reply(201 if result.created else 200, result)
 
