@@ -48,13 +48,12 @@ from relayflow.api.resolver import (
     media_type_refusal,
     request_id_of,
 )
-from relayflow.api.routes import breakers, dlq, events, parks, runs, waits, workflows
+from relayflow.api.routes import breakers, dlq, events, runs, waits, workflows
 from relayflow.observability import logger
 
 # The order the routes were written in is the order of the OpenAPI document's paths.
 app.include_router(workflows.router)
 app.include_router(runs.router)
-app.include_router(parks.router)
 app.include_router(events.router)
 app.include_router(breakers.router)
 app.include_router(dlq.router)

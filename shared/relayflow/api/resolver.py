@@ -6,7 +6,7 @@ includes them and is the Lambda entry point.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -186,6 +186,14 @@ def json_reply(status: int, model: BaseModel) -> Response:
         content_type=content_types.APPLICATION_JSON,
         body=model.model_dump(mode="json"),
     )
+
+
+def tenant_reply(
+    status: int, use_case: Callable[..., BaseModel], *args: Any, **kwargs: Any
+) -> Response:
+    """The JSON answer ``status`` with what ``use_case`` returns for the caller's tenant
+    (``use_case(tenant, *args, **kwargs)``): the one shape of most routes."""
+    return json_reply(status, use_case(current_tenant(), *args, **kwargs))
 
 
 def _error(

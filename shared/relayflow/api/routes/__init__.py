@@ -1,5 +1,5 @@
 """The control API's routes, one Powertools ``Router`` per resource; :mod:`relayflow.api.app`
-includes them (in this order: workflows, runs, parks, events, breakers, dlq, waits).
+includes them (in this order: workflows, runs, events, breakers, dlq, waits).
 
 No ``from __future__ import annotations`` in these modules: the resolver reads the route
 parameters' annotations at registration time.
