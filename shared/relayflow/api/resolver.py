@@ -189,11 +189,12 @@ def json_reply(status: int, model: BaseModel) -> Response:
 
 
 def tenant_reply(
-    status: int, use_case: Callable[..., BaseModel], *args: Any, **kwargs: Any
+    http_status: int, use_case: Callable[..., BaseModel], /, *args: Any, **kwargs: Any
 ) -> Response:
-    """The JSON answer ``status`` with what ``use_case`` returns for the caller's tenant
-    (``use_case(tenant, *args, **kwargs)``): the one shape of most routes."""
-    return json_reply(status, use_case(current_tenant(), *args, **kwargs))
+    """The JSON answer ``http_status`` with what ``use_case`` returns for the caller's tenant
+    (``use_case(tenant, *args, **kwargs)``; a use case's own ``status`` filter passes
+    through): the one shape of most routes."""
+    return json_reply(http_status, use_case(current_tenant(), *args, **kwargs))
 
 
 def _error(
