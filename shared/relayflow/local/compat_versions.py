@@ -56,11 +56,14 @@ def _routes_to(alias: Any, version_arn: str) -> bool:
 
 
 def _page(
-    items: list[Any], key: Callable[[Any], str], max_results: Any, token: str | None
+    request: Any, items: list[Any], key: Callable[[Any], str]
 ) -> tuple[list[Any], str | None]:
-    """One page of ``items`` (``maxResults``: default 100, at most 1000). The token names the
-    last item returned, so items added meanwhile do not shift the pages."""
+    """One page of ``items``, as the request's ``maxResults`` (default 100, at most 1000) and
+    ``nextToken`` ask. The token names the last item returned, so items added meanwhile do
+    not shift the pages."""
     import base64
+
+    max_results, token = request._get_param("maxResults"), request._get_param("nextToken")
 
     size = min(int(max_results or 100), 1000)
     start = 0
@@ -75,6 +78,18 @@ def _page(
     if start + size < len(items):
         return page, base64.urlsafe_b64encode(key(page[-1]).encode()).decode()
     return page, None
+
+
+def _arn_page(request: Any, items: list[Any], field: str, arn_field: str) -> dict[str, Any]:
+    """A ``List*`` answer of versions or aliases: one page of ``items`` under ``field``, each
+    as its ARN (``arn_field``) and ``creationDate``, and ``nextToken`` when more follow."""
+    page, token = _page(request, items, lambda item: item.arn)
+    response: dict[str, Any] = {
+        field: [{arn_field: item.arn, "creationDate": item.creation_date} for item in page]
+    }
+    if token:
+        response["nextToken"] = token
+    return response
 
 
 def _same_definition(current: Any, new: Any) -> bool:
@@ -178,20 +193,9 @@ def _state_machine_versions(patches: Patches) -> None:
             self.stepfunction_backend, self._get_param("stateMachineArn"), missing="InvalidArn"
         )
         versions = sorted(state_machine.versions.values(), key=lambda v: v.version, reverse=True)
-        page, token = _page(
-            versions,
-            lambda v: v.arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
+        return ActionResult(
+            _arn_page(self, versions, "stateMachineVersions", "stateMachineVersionArn")
         )
-        response: dict[str, Any] = {
-            "stateMachineVersions": [
-                {"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in page
-            ]
-        }
-        if token:
-            response["nextToken"] = token
-        return ActionResult(response)
 
     def delete_state_machine_version(self: Any) -> Any:
         backend = self.stepfunction_backend
@@ -380,12 +384,7 @@ def _version_alias_executions(patches: Patches) -> None:
             and (not status or e.status == status)
         ]
         executions.sort(key=lambda e: e.start_date, reverse=True)
-        page, token = _page(
-            executions,
-            lambda e: e.execution_arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
-        )
+        page, token = _page(self, executions, lambda e: e.execution_arn)
         items = []
         for execution in page:
             item = {
@@ -597,20 +596,7 @@ def _state_machine_aliases(patches: Patches) -> None:
             if _version_of(state_machine, qualifier) is None:
                 raise aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
             aliases = [alias for alias in aliases if _routes_to(alias, arn)]
-        page, token = _page(
-            aliases,
-            lambda a: a.arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
-        )
-        response: dict[str, Any] = {
-            "stateMachineAliases": [
-                {"stateMachineAliasArn": a.arn, "creationDate": a.creation_date} for a in page
-            ]
-        }
-        if token:
-            response["nextToken"] = token
-        return ActionResult(response)
+        return ActionResult(_arn_page(self, aliases, "stateMachineAliases", "stateMachineAliasArn"))
 
     patches.set(StepFunctionResponse, "create_state_machine_alias", create_state_machine_alias)
     patches.set(StepFunctionResponse, "update_state_machine_alias", update_state_machine_alias)

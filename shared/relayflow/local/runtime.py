@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import relayflow
@@ -28,6 +27,7 @@ from relayflow.adapters.aws import reset_clients
 from relayflow.local import compat, compat_infrastructure, timescale
 from relayflow.local.history import ExecutionRecord, build_state_runs
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, Invocation, LambdaEndpoint
+from relayflow.local.lifecycle import ClosedOnExit
 from relayflow.naming import LOCAL_ACCOUNT, LOCAL_REGION
 
 #: Role every local state machine is created with (moto does not check it).
@@ -63,7 +63,7 @@ def default_functions_dir() -> Path:
     return Path(relayflow.__file__).resolve().parents[2] / "functions"
 
 
-class LocalRuntime:
+class LocalRuntime(ClosedOnExit):
     """Runs Step Functions ASL locally; a context manager.
 
     One runtime may be open per process at a time (moto's mock and the interpreter patches
@@ -128,7 +128,7 @@ class LocalRuntime:
         try:
             self._open_runtime()
         except BaseException:
-            self._close()
+            self.close()
             raise
         return self
 
@@ -203,15 +203,9 @@ class LocalRuntime:
         except manager.exceptions.ResourceNotFoundException:
             manager.create_secret(Name=name, SecretString=secrets.token_urlsafe(48))
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._close()
-
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop the endpoint and moto and forget the process-wide state (what leaving the
+        ``with`` block does)."""
         if self._log_settings is not None:
             self._log_settings.__exit__(None, None, None)
             self._log_settings = None

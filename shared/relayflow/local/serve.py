@@ -39,19 +39,18 @@ import hmac
 import json
 import math
 import secrets
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, LambdaContext
+from relayflow.local.lifecycle import ClosedOnExit
 from relayflow.local.runtime import LocalRuntime
 from relayflow.local.serve_http import (
     DEFAULT_RATE_BURST,
@@ -123,7 +122,7 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
 
 
-class LocalServer:
+class LocalServer(ClosedOnExit):
     """The control API over HTTP on ``host:port`` (0: any free port), backed by a local runtime
     opened on enter; a context manager. ``url``, ``bootstrap_key`` (an API key of tenant
     ``local``) and ``admin_token`` are set once entered."""
@@ -177,7 +176,7 @@ class LocalServer:
         try:
             self._open()
         except BaseException:
-            self.__exit__(*sys.exc_info())
+            self.close()
             raise
         return self
 
@@ -262,12 +261,8 @@ class LocalServer:
 
                 logger.warning("maintenance failed", extra={"reason": str(exc)})
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop serving and close every part (what leaving the ``with`` block does)."""
         if self._httpd is not None:
             if self._thread is not None:  # shutdown() waits for serve_forever to notice
                 self._httpd.shutdown()
@@ -286,7 +281,7 @@ class LocalServer:
             self.events.close()
             self.events = None
         if self.runtime is not None:
-            self.runtime.__exit__(exc_type, exc, tb)
+            self.runtime.close()
             self.runtime = None
         if self._settings_override is not None:
             self._settings_override.__exit__(None, None, None)

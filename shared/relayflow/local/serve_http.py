@@ -8,10 +8,11 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+
+from relayflow.local.httpd import QuietHandler, ThreadedServer
 
 #: API Gateway refuses bodies over 10 MB before any function runs.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
@@ -36,22 +37,12 @@ class LocalResponse:
 
 
 class RequestDispatcher(Protocol):
-    """What the HTTP server hands each request to (:class:`relayflow.local.serve.LocalServer`)."""
+    """What the HTTP server hands each request to (:class:`relayflow.local.serve.LocalServer`):
+    ``dispatch(method, target, headers, body, client_ip)`` answers it, and
+    ``log_request(method, target, status, started)`` writes its access-log line."""
 
-    def dispatch(
-        self,
-        method: str,
-        target: str,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        client_ip: str = "127.0.0.1",
-    ) -> LocalResponse:
-        """Answer one request."""
-        ...
-
-    def log_request(self, method: str, target: str, status: int, started: float) -> None:
-        """Write the access-log line of one answered request."""
-        ...
+    dispatch: Callable[[str, str, list[tuple[str, str]], bytes, str], LocalResponse]
+    log_request: Callable[[str, str, int, float], None]
 
 
 def json_response(
@@ -123,19 +114,16 @@ def from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
     return LocalResponse(status, headers, data)
 
 
-class LocalHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class LocalHTTPServer(ThreadedServer):
     request_queue_size = 128
     app: RequestDispatcher
 
 
-class RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: LocalHTTPServer
+class RequestHandler(QuietHandler):
+    """Hands each request to the server's :class:`RequestDispatcher`, which also writes the
+    access log."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """The server writes its own access log (see RequestDispatcher.log_request)."""
+    server: LocalHTTPServer
 
     def _serve(self) -> None:
         started = time.perf_counter()
