@@ -55,7 +55,6 @@ from relayflow.local.runtime import LocalRuntime
 from relayflow.local.serve_http import (
     DEFAULT_RATE_BURST,
     DEFAULT_RATE_PER_SECOND,
-    MAX_REQUEST_BYTES,
     LocalHTTPServer,
     LocalResponse,
     RateLimiter,
@@ -64,26 +63,11 @@ from relayflow.local.serve_http import (
     from_proxy_result,
     json_response,
 )
-from relayflow.local.serve_recorder import StatusRecorder, status_change_event
+from relayflow.local.serve_recorder import StatusRecorder
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
 from relayflow.naming import function_arn, function_name
 
-#: Kept importable from here (the HTTP side is :mod:`relayflow.local.serve_http`, the status
-#: recorder :mod:`relayflow.local.serve_recorder`).
-__all__ = [
-    "API_ID",
-    "DEFAULT_RATE_BURST",
-    "DEFAULT_RATE_PER_SECOND",
-    "LOCAL_TENANT",
-    "MAX_REQUEST_BYTES",
-    "PROXY_RESOURCE",
-    "WEBHOOK_RESOURCE",
-    "LocalResponse",
-    "LocalServer",
-    "RateLimiter",
-    "StatusRecorder",
-    "status_change_event",
-]
+__all__ = ["API_ID", "LOCAL_TENANT", "PROXY_RESOURCE", "WEBHOOK_RESOURCE", "LocalServer"]
 
 #: The tenant of the key printed on start.
 LOCAL_TENANT = "local"
