@@ -74,7 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("stopping", file=sys.stderr)
     finally:
         if aws is not None:
-            aws.stop()
+            aws.close()
         server.__exit__(None, None, None)
     return EXIT_OK
 

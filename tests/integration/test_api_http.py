@@ -119,7 +119,7 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
 
 
 def test_the_api_checks_workflow_ids_with_the_definition_formats_pattern():
-    from relayflow.api.app import WORKFLOW_ID_PATTERN
+    from relayflow.api.resolver import WORKFLOW_ID_PATTERN
     from relayflow.definition.models import WORKFLOW_ID_PATTERN as DEFINITION_PATTERN
 
     assert WORKFLOW_ID_PATTERN == DEFINITION_PATTERN

@@ -263,7 +263,7 @@ def test_a_body_that_is_not_utf8_is_a_400(client):
 
 
 def test_the_idempotency_key_limit_is_one_number_everywhere():
-    from relayflow.api.app import MAX_IDEMPOTENCY_KEY
+    from relayflow.api.resolver import MAX_IDEMPOTENCY_KEY
     from relayflow.control.limits import MAX_IDEMPOTENCY_KEY as SERVICE_LIMIT
     from relayflow.control.webhook_intake import MAX_IDEMPOTENCY_KEY as WEBHOOK_LIMIT
 

@@ -41,94 +41,19 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from relayflow.api import parks
 from relayflow.api.resolver import (
-    _YAML_MEDIA_TYPES,
-    GUEST_APPROVAL_RESOURCE,
     MAX_BODY_BYTES,
-    MAX_IDEMPOTENCY_KEY,
-    MAX_VERSION,
-    PUBLIC_RESOURCES,
-    RUN_ID_PATTERN,
-    WORKFLOW_ID_PATTERN,
-    BreakerId,
     ErrorBody,
-    IdempotencyKey,
-    Limit,
-    NextToken,
-    RunId,
-    UnsupportedMediaType,
-    WorkflowId,
-    _api_error,
-    _definition_body,
-    _error,
-    _field_path,
-    _intake_refused,
-    _json_loads,
-    _media_type,
-    _not_found,
-    _request_id,
-    _request_invalid,
-    _service_error,
-    _type,
-    _unexpected,
-    _unsupported_content_type,
     app,
-    control_plane,
-    current_tenant,
-    json_reply,
     media_type_refusal,
-    response_docs,
+    request_id_of,
 )
 from relayflow.api.routes import breakers, dlq, events, runs, waits, workflows
 from relayflow.observability import logger
 
-#: Kept importable from here (and :mod:`relayflow.api.parks` reads the shared helpers
-#: through this module).
-__all__ = [
-    "GUEST_APPROVAL_RESOURCE",
-    "MAX_BODY_BYTES",
-    "MAX_IDEMPOTENCY_KEY",
-    "MAX_VERSION",
-    "PUBLIC_RESOURCES",
-    "RUN_ID_PATTERN",
-    "WORKFLOW_ID_PATTERN",
-    "_YAML_MEDIA_TYPES",
-    "BreakerId",
-    "ErrorBody",
-    "IdempotencyKey",
-    "Limit",
-    "NextToken",
-    "RunId",
-    "UnsupportedMediaType",
-    "WorkflowId",
-    "_api_error",
-    "_definition_body",
-    "_error",
-    "_field_path",
-    "_intake_refused",
-    "_json_loads",
-    "_media_type",
-    "_not_found",
-    "_request_id",
-    "_request_invalid",
-    "_service_error",
-    "_type",
-    "_unexpected",
-    "_unsupported_content_type",
-    "app",
-    "control_plane",
-    "current_tenant",
-    "handle",
-    "json_reply",
-    "response_docs",
-]
-
 # The order the routes were written in is the order of the OpenAPI document's paths.
 app.include_router(workflows.router)
 app.include_router(runs.router)
-# Parked runs: GET /runs?status=parked, POST /runs/{run_id}/resume.
-parks.register(app)
 app.include_router(events.router)
 app.include_router(breakers.router)
 app.include_router(dlq.router)
@@ -194,7 +119,7 @@ def _too_large() -> dict[str, Any]:
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Answer one API Gateway REST proxy event (the API function's whole work)."""
-    request_id = _request_id(event)
+    request_id = request_id_of(event)
     logger.thread_safe_append_keys(request_id=request_id)
     try:
         refused = _refuse_body(event)

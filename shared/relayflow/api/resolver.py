@@ -6,7 +6,7 @@ includes them and is the Lambda entry point.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -188,6 +188,15 @@ def json_reply(status: int, model: BaseModel) -> Response:
     )
 
 
+def tenant_reply(
+    http_status: int, use_case: Callable[..., BaseModel], /, *args: Any, **kwargs: Any
+) -> Response:
+    """The JSON answer ``http_status`` with what ``use_case`` returns for the caller's tenant
+    (``use_case(tenant, *args, **kwargs)``; a use case's own ``status`` filter passes
+    through): the one shape of most routes."""
+    return json_reply(http_status, use_case(current_tenant(), *args, **kwargs))
+
+
 def _error(
     status: int,
     code: str,
@@ -220,7 +229,8 @@ def response_docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -
 # ----------------------------------------------------------------------------- error handlers
 
 
-def _request_id(event: Mapping[str, Any]) -> str:
+def request_id_of(event: Mapping[str, Any]) -> str:
+    """API Gateway's id of the request (``-`` when there is none)."""
     context = event.get("requestContext") or {}
     return str(context.get("requestId") or "-")
 
@@ -288,7 +298,7 @@ def _service_error(exc: ServiceError) -> Response:
 
 @app.exception_handler([ResponseValidationError, Exception])
 def _unexpected(exc: Exception) -> Response:
-    request_id = _request_id(app.current_event.raw_event)
+    request_id = request_id_of(app.current_event.raw_event)
     logger.exception(
         "unhandled error",
         extra={
@@ -313,7 +323,7 @@ def _media_type() -> str:
     return raw.split(";", 1)[0].strip().lower()
 
 
-def _definition_body() -> dict[str, Any]:
+def definition_body() -> dict[str, Any]:
     """The PUT body as a mapping: JSON, or YAML with a YAML Content-Type. Duplicate keys are
     reported as problems (json and YAML parsers would keep the last one silently)."""
     from relayflow.definition.loader import parse_text

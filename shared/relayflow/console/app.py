@@ -20,10 +20,19 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from relayflow.console import pages
 from relayflow.console.api import ApiFailure, ConsoleApi, Transport, segment
 from relayflow.console.forms import parse_input
 from relayflow.console.html import BASE, HTMX_FILE, flash, page
+from relayflow.console.pages import (
+    approvals_page,
+    breakers_page,
+    dlq_page,
+    run_live,
+    run_page,
+    runs_page,
+    workflow_page,
+    workflows_page,
+)
 
 COOKIE = "rf_console_key"
 _STATIC = {HTMX_FILE: "application/javascript; charset=utf-8"}
@@ -202,13 +211,13 @@ class Console:
     # -- pages ----------------------------------------------------------------------------
 
     def _workflows(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
-        return self._page(request, "Workflows", pages.workflows_page(api), "workflows")
+        return self._page(request, "Workflows", workflows_page(api), "workflows")
 
     def _workflow(self, api: ConsoleApi, request: Request, workflow_id: str) -> ConsoleResponse:
-        return self._page(request, workflow_id, pages.workflow_page(api, workflow_id), "workflows")
+        return self._page(request, workflow_id, workflow_page(api, workflow_id), "workflows")
 
     def _runs(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
-        body = pages.runs_page(
+        body = runs_page(
             api,
             status=request.query.get("status", ""),
             workflow=request.query.get("workflow", ""),
@@ -217,11 +226,11 @@ class Console:
         return self._page(request, "Runs", body, "runs")
 
     def _run(self, api: ConsoleApi, request: Request, run_id: str) -> ConsoleResponse:
-        return self._page(request, f"Run {run_id[:12]}", pages.run_page(api, run_id), "runs")
+        return self._page(request, f"Run {run_id[:12]}", run_page(api, run_id), "runs")
 
     def _run_live(self, api: ConsoleApi, request: Request, run_id: str) -> ConsoleResponse:
         try:
-            return _html(200, pages.run_live(api, run_id))
+            return _html(200, run_live(api, run_id))
         except ApiFailure as failure:
             if failure.status == 401:
                 raise
@@ -235,13 +244,13 @@ class Console:
             return _html(200, retry)
 
     def _approvals(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
-        return self._page(request, "Approvals", pages.approvals_page(api), "approvals")
+        return self._page(request, "Approvals", approvals_page(api), "approvals")
 
     def _dlq(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
-        return self._page(request, "DLQ", pages.dlq_page(api), "dlq")
+        return self._page(request, "DLQ", dlq_page(api), "dlq")
 
     def _breakers(self, api: ConsoleApi, request: Request) -> ConsoleResponse:
-        return self._page(request, "Breakers", pages.breakers_page(api), "breakers")
+        return self._page(request, "Breakers", breakers_page(api), "breakers")
 
     # -- actions --------------------------------------------------------------------------
 
@@ -267,7 +276,7 @@ class Console:
                 if started.get("admission"):
                     notice = f"run {started['admission']}"
                 return _redirect(f"{BASE}/runs/{segment(started['run_id'])}", notice=notice)
-        body_html = pages.workflow_page(api, workflow_id, values=form, errors=errors)
+        body_html = workflow_page(api, workflow_id, values=form, errors=errors)
         message = flash("The input does not match the workflow's input schema: see below.")
         return _html(422, page(workflow_id, body_html, active="workflows", flash=message))
 

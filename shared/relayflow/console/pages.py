@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -40,27 +40,43 @@ def _post(action: str, label: str, *, kind: str = "", fields: str = "", confirm:
     )
 
 
+def _listing(
+    title: str,
+    items: list[Mapping[str, Any]],
+    when_empty: str,
+    headings: Sequence[str],
+    row: Callable[[Mapping[str, Any]], str],
+) -> str:
+    """A list page: ``title``, then a table of one ``row`` per item under ``headings`` (HTML),
+    or the ``when_empty`` note (HTML) when there is none."""
+    if not items:
+        return f"<h1>{title}</h1>" + empty(when_empty)
+    head = "".join(f"<th>{heading}</th>" for heading in headings)
+    body = "".join(row(item) for item in items)
+    return f"<h1>{title}</h1><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 # ----------------------------------------------------------------------------- workflows
 
 
 def workflows_page(api: ConsoleApi) -> str:
-    items = api.pages("/workflows")
-    if not items:
-        return "<h1>Workflows</h1>" + empty(
-            "No workflows yet. Register one with <code>relayflow deploy FILE</code> or "
-            "<code>PUT /workflows/{id}</code>; it shows up here."
-        )
-    rows = "".join(
+    return _listing(
+        "Workflows",
+        api.pages("/workflows"),
+        "No workflows yet. Register one with <code>relayflow deploy FILE</code> or "
+        "<code>PUT /workflows/{id}</code>; it shows up here.",
+        ("id", "name", "live / latest", "engine", "state", "updated"),
+        _workflow_row,
+    )
+
+
+def _workflow_row(w: Mapping[str, Any]) -> str:
+    return (
         f"<tr><td>{workflow_link(w['workflow_id'])}</td><td>{escape(w.get('name') or '')}</td>"
         f"<td>{w.get('live_version')} / {w.get('latest_version')}</td>"
         f"<td>{escape(str(w.get('engine') or 'standard'))}</td>"
         f"<td>{'enabled' if w.get('enabled', True) else '<b>disabled</b>'}</td>"
         f"<td>{when(w.get('updated_at'))}</td></tr>"
-        for w in items
-    )
-    return (
-        "<h1>Workflows</h1><table><thead><tr><th>id</th><th>name</th><th>live / latest</th>"
-        f"<th>engine</th><th>state</th><th>updated</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -487,66 +503,67 @@ def steps_table(run: Mapping[str, Any]) -> str:
 
 
 def approvals_page(api: ConsoleApi) -> str:
-    pending = api.pages("/approvals", status="pending")
-    if not pending:
-        return "<h1>Approvals</h1>" + empty("No approval is waiting for a decision.")
-    rows = "".join(
+    return _listing(
+        "Approvals",
+        api.pages("/approvals", status="pending"),
+        "No approval is waiting for a decision.",
+        ("request", "workflow", "run · step", "expires", "decide"),
+        _approval_row,
+    )
+
+
+def _approval_row(a: Mapping[str, Any]) -> str:
+    return (
         f"<tr><td>{escape(a.get('title') or '')}<br><span class='muted'>"
         f"{escape(a.get('description') or '')}</span></td><td>{workflow_link(a['workflow_id'])}"
         f"</td><td>{run_link(a['run_id'])} · {escape(a['step'])}</td>"
         f"<td>{when(a.get('expires_at'))}</td><td>{approval_buttons(a)}</td></tr>"
-        for a in pending
-    )
-    return (
-        "<h1>Approvals</h1><table><thead><tr><th>request</th><th>workflow</th><th>run · step</th>"
-        f"<th>expires</th><th>decide</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
 def dlq_page(api: ConsoleApi) -> str:
-    entries = api.pages("/dlq")
-    if not entries:
-        return "<h1>Dead-letter queue</h1>" + empty("No failed run is in the DLQ.")
-    rows = []
-    for e in entries:
-        run_id = str(e["run_id"])
-        buttons = ""
-        if e.get("status") in ("pending", "exhausted"):
-            buttons = _post(f"{BASE}/dlq/{segment(run_id)}/retry", "Retry") + _post(
-                f"{BASE}/dlq/{segment(run_id)}/discard", "Discard", kind="secondary"
-            )
-        rows.append(
-            f"<tr data-run='{escape(run_id)}'><td>{run_link(run_id)}</td>"
-            f"<td>{workflow_link(e['workflow_id'])}</td><td>{badge(e.get('status'))}</td>"
-            f"<td>{escape(str(e.get('error') or ''))} at "
-            f"{escape(str(e.get('failing_step') or '—'))}</td><td>{e.get('attempts')}</td>"
-            f"<td>{buttons}</td></tr>"
+    return _listing(
+        "Dead-letter queue",
+        api.pages("/dlq"),
+        "No failed run is in the DLQ.",
+        ("run", "workflow", "entry", "error", "retries", ""),
+        _dlq_row,
+    )
+
+
+def _dlq_row(e: Mapping[str, Any]) -> str:
+    run_id = str(e["run_id"])
+    buttons = ""
+    if e.get("status") in ("pending", "exhausted"):
+        buttons = _post(f"{BASE}/dlq/{segment(run_id)}/retry", "Retry") + _post(
+            f"{BASE}/dlq/{segment(run_id)}/discard", "Discard", kind="secondary"
         )
     return (
-        "<h1>Dead-letter queue</h1><table><thead><tr><th>run</th><th>workflow</th><th>entry</th>"
-        f"<th>error</th><th>retries</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<tr data-run='{escape(run_id)}'><td>{run_link(run_id)}</td>"
+        f"<td>{workflow_link(e['workflow_id'])}</td><td>{badge(e.get('status'))}</td>"
+        f"<td>{escape(str(e.get('error') or ''))} at "
+        f"{escape(str(e.get('failing_step') or '—'))}</td><td>{e.get('attempts')}</td>"
+        f"<td>{buttons}</td></tr>"
     )
 
 
 def breakers_page(api: ConsoleApi) -> str:
-    breakers = api.pages("/breakers")
-    if not breakers:
-        return "<h1>Circuit breakers</h1>" + empty(
-            "No breaker has counted a failure yet: every tool and workflow is closed."
-        )
-    rows = []
-    for b in breakers:
-        breaker_id = str(b["breaker_id"])
-        reset = _post(f"{BASE}/breakers/{segment(breaker_id)}/reset", "Reset")
-        rows.append(
-            f"<tr data-breaker='{escape(breaker_id)}'><td><code>{escape(breaker_id)}</code>"
-            f"</td><td>{badge(b.get('state'))}</td><td>{b.get('consecutive_failures')}"
-            f" / {b.get('failure_threshold') or '—'}</td><td>{b.get('trips')}</td>"
-            f"<td>{when(b.get('reopens_at'))}</td><td>{escape(str(b.get('last_error') or ''))}"
-            f"</td><td>{reset}</td></tr>"
-        )
+    return _listing(
+        "Circuit breakers",
+        api.pages("/breakers"),
+        "No breaker has counted a failure yet: every tool and workflow is closed.",
+        ("breaker", "state", "failures", "trips", "reopens", "last error", ""),
+        _breaker_row,
+    )
+
+
+def _breaker_row(b: Mapping[str, Any]) -> str:
+    breaker_id = str(b["breaker_id"])
+    reset = _post(f"{BASE}/breakers/{segment(breaker_id)}/reset", "Reset")
     return (
-        "<h1>Circuit breakers</h1><table><thead><tr><th>breaker</th><th>state</th><th>failures"
-        "</th><th>trips</th><th>reopens</th><th>last error</th><th></th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tr data-breaker='{escape(breaker_id)}'><td><code>{escape(breaker_id)}</code>"
+        f"</td><td>{badge(b.get('state'))}</td><td>{b.get('consecutive_failures')}"
+        f" / {b.get('failure_threshold') or '—'}</td><td>{b.get('trips')}</td>"
+        f"<td>{when(b.get('reopens_at'))}</td><td>{escape(str(b.get('last_error') or ''))}"
+        f"</td><td>{reset}</td></tr>"
     )

@@ -12,14 +12,15 @@ given ``RELAYFLOW_AWS_ENDPOINT_URL=http://<host>:<port>`` (``events/env.json`` s
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
+
+from relayflow.local.lifecycle import OpenedInWith
 
 #: The port ``relayflow serve --aws-port`` suggests (LocalStack's, familiar to AWS tooling).
 DEFAULT_AWS_PORT = 4566
 
 
-class ExposedAws:
+class ExposedAws(OpenedInWith):
     """A moto server thread on ``host:port`` over the process's moto state (a context
     manager). Port 0 picks a free port; :attr:`url` tells which."""
 
@@ -35,7 +36,7 @@ class ExposedAws:
         host, port = self._server.get_host_and_port()
         return f"http://{host}:{port}"
 
-    def start(self) -> None:
+    def open(self) -> None:
         import logging
 
         from moto.server import ThreadedMotoServer
@@ -46,19 +47,7 @@ class ExposedAws:
         server.start()
         self._server = server
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
-
-    def __enter__(self) -> ExposedAws:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -2,7 +2,8 @@
 unnamed executions, a starting execution's status, atomic DynamoDB requests, and the parse
 cache.
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import uuid
 from typing import Any
 
-from relayflow.local.compat import Patches, _aws_error, fix
+from relayflow.local.compat_registry import Patches, aws_error, fix
 
 
 @fix("history_paging", "notes row 13")
@@ -33,7 +34,7 @@ def _history_paging(patches: Patches) -> None:
         try:
             start = int(token) if token else 0
         except ValueError as exc:
-            raise _aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
+            raise aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
         response: dict[str, Any] = {"events": events[start : start + page_size]}
         if start + page_size < len(events):
             response["nextToken"] = str(start + page_size)

@@ -1,7 +1,8 @@
 """Compatibility fixes for task tokens and stopping: heartbeat timeouts, ``SendTaskFailure``,
 a token per attempt, and stopping an execution blocked in a task.
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import datetime
 import threading
 from typing import Any
 
-from relayflow.local.compat import HEARTBEAT_TIMEOUT, Patches, fix
+from relayflow.local.compat_registry import Patches, fix
+
+HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
 
 #: The name of the thread that runs one attempt of a Task (``stop_blocked_task``): an attempt
 #: abandoned by a stop or a timeout ends in it later, when its Lambda or callback returns.

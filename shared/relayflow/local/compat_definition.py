@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from relayflow.compiler.check import MAX_DEFINITION_BYTES, Violation, check_machine
-from relayflow.local.compat import Patches, fix
+from relayflow.local.compat_registry import Patches, fix
 
 #: The ``ValidateStateMachineDefinition`` diagnostic code AWS uses for each rule of the check;
 #: every other rule is a ``SCHEMA_VALIDATION_FAILED``.

@@ -33,7 +33,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from relayflow.local.compat import Patches, fix
+from relayflow.local.compat_registry import Patches, fix, runtime_error
 
 #: Most worker threads one Distributed Map runs at once locally (AWS runs up to 10,000 child
 #: executions at once; a thread per item would only add contention here).
@@ -68,30 +68,6 @@ _outcomes_lock = threading.Lock()
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
-
-
-def states_failure(env: Any, cause: str, error: str) -> Exception:
-    """A failure named ``error`` (a ``States.*`` name) that the interpreter handles like its
-    own: Retry and Catch on the Map match it, and the execution reports it."""
-    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEvent,
-        FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
-        StatesErrorName,
-    )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-
-    details = TaskFailedEventDetails(error=error, cause=cause)
-    return FailureEventException(
-        failure_event=FailureEvent(
-            env=env,
-            error_name=StatesErrorName.from_name(error),
-            event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(taskFailedEventDetails=details),
-        )
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,7 +151,7 @@ def _jsonl_reader(patches: Patches) -> None:
             try:
                 items = parse_jsonl(text)
             except ValueError as exc:
-                raise states_failure(
+                raise runtime_error(
                     env, f"JSONL item reader: {exc}", "States.ItemReaderFailed"
                 ) from None
             env.stack.append(items[: reader_config["MaxItemsValue"]])
@@ -333,7 +309,7 @@ def _tolerated_failures(patches: Patches) -> None:
             float(record.tolerated_failure_percentage),
         )
         if exceeded:
-            raise states_failure(env, cause, EXCEEDED)
+            raise runtime_error(env, cause, EXCEEDED)
         env.stack.append([closed.job_output for closed in pool.get_closed_jobs()])
 
     patches.set(StateMap, "from_state_props", from_state_props)

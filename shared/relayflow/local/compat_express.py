@@ -19,7 +19,7 @@ import json
 import time
 from typing import Any
 
-from relayflow.local.compat import Patches, fix
+from relayflow.local.compat_registry import Patches, fix
 
 #: How often the handler looks whether the execution ended (seconds).
 POLL_SECONDS = 0.01

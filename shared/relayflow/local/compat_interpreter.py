@@ -1,7 +1,8 @@
 """Compatibility fixes to moto's ASL interpreter: JSONPath, Choice rules, ``States.*``
 errors and intrinsics, timestamps and the context object.
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ import re
 import threading
 from typing import Any
 
-from relayflow.local.compat import (
-    _JSON_BACKSLASH,
-    _TIMESTAMP_RE,
-    Patches,
-    _runtime_error,
-    fix,
-    iso_timestamp,
-)
+from relayflow.local.compat_registry import Patches, fix, iso_timestamp, runtime_error
+
+# The ISO-8601 "extended offset date-time" AWS accepts in Wait Timestamp/TimestampPath.
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
+# A JSON backslash escape left in an intrinsic literal by moto's parser: \\ or \/.
+_JSON_BACKSLASH = re.compile(r"\\([\\/])")
 
 
 def _is_definite(node: Any) -> bool:
@@ -136,7 +135,7 @@ def _choice_no_match(patches: Patches) -> None:
                 env.stack.append(rule.next_stmt.name)
                 return
         if self.default_state is None:
-            raise _runtime_error(
+            raise runtime_error(
                 env,
                 f"No Choice Rules matched in state '{self.name}' and no Default is specified.",
                 error="States.NoChoiceMatched",
@@ -170,7 +169,7 @@ def _choice_missing_variable(patches: Patches) -> None:
             and operator != ComparisonOperatorType.IsPresent
         ):
             path = self.variable.string_sampler.literal_value
-            raise _runtime_error(
+            raise runtime_error(
                 env,
                 f"Invalid path '{path}': The choice state's condition path references an "
                 "invalid value.",

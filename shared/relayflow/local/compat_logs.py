@@ -13,7 +13,8 @@ session from its machine's configuration, and each record is written in AWS's sh
 stream ``states/<state machine arn>`` of the log group (created on first use; a log group that
 does not exist drops the record, as delivery to a deleted group does on AWS).
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import threading
 from typing import Any
 
-from relayflow.local.compat import Patches, fix
+from relayflow.local.compat_registry import Patches, fix
 
 #: moto's Logs backend appends to a stream's event list without a lock.
 _WRITE_LOCK = threading.Lock()

@@ -1,6 +1,7 @@
 """Compatibility fix: nested executions, ``startExecution.sync:2`` (a sub_workflow step).
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import datetime
 import json
 from typing import Any
 
-from relayflow.local.compat import Patches, fix, terminated
+from relayflow.local.compat_infrastructure import terminated
+from relayflow.local.compat_registry import Patches, fix
 
 #: How often a parent waiting on a child re-checks whether it was stopped itself (a child's
 #: end wakes it at once through :data:`terminated`).

@@ -1,7 +1,8 @@
 """Compatibility fixes: state machine versions and aliases, and executions started on
 them (notes row 15).
 
-Registered with :mod:`relayflow.local.compat` on import, in the order compat.py imports it.
+Registered through :mod:`relayflow.local.compat_registry` on import; applied in the order
+:data:`relayflow.local.compat.FAMILIES` gives.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from relayflow.local.compat import Patches, _aws_error, fix
+from relayflow.local.compat_registry import Patches, aws_error, fix
 
 #: AWS quota: versions per state machine.
 _MAX_VERSIONS = 1000
@@ -41,7 +42,7 @@ def _base_state_machine(backend: Any, arn: str, missing: str = "StateMachineDoes
         "StateMachineDoesNotExist": f"State Machine Does Not Exist: '{arn}'",
         "InvalidArn": f"Invalid arn: '{arn}'",
     }.get(missing, f"Resource not found: '{arn}'")
-    raise _aws_error(missing, message)
+    raise aws_error(missing, message)
 
 
 def _version_of(state_machine: Any, qualifier: str | None) -> Any:
@@ -55,11 +56,14 @@ def _routes_to(alias: Any, version_arn: str) -> bool:
 
 
 def _page(
-    items: list[Any], key: Callable[[Any], str], max_results: Any, token: str | None
+    request: Any, items: list[Any], key: Callable[[Any], str]
 ) -> tuple[list[Any], str | None]:
-    """One page of ``items`` (``maxResults``: default 100, at most 1000). The token names the
-    last item returned, so items added meanwhile do not shift the pages."""
+    """One page of ``items``, as the request's ``maxResults`` (default 100, at most 1000) and
+    ``nextToken`` ask. The token names the last item returned, so items added meanwhile do
+    not shift the pages."""
     import base64
+
+    max_results, token = request._get_param("maxResults"), request._get_param("nextToken")
 
     size = min(int(max_results or 100), 1000)
     start = 0
@@ -69,11 +73,23 @@ def _page(
             after = base64.urlsafe_b64decode(token.encode()).decode()
             start = keys.index(after) + 1
         except ValueError as exc:  # bad base64/UTF-8, or an item no longer listed
-            raise _aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
+            raise aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
     page = items[start : start + size]
     if start + size < len(items):
         return page, base64.urlsafe_b64encode(key(page[-1]).encode()).decode()
     return page, None
+
+
+def _arn_page(request: Any, items: list[Any], field: str, arn_field: str) -> dict[str, Any]:
+    """A ``List*`` answer of versions or aliases: one page of ``items`` under ``field``, each
+    as its ARN (``arn_field``) and ``creationDate``, and ``nextToken`` when more follow."""
+    page, token = _page(request, items, lambda item: item.arn)
+    response: dict[str, Any] = {
+        field: [{arn_field: item.arn, "creationDate": item.creation_date} for item in page]
+    }
+    if token:
+        response["nextToken"] = token
+    return response
 
 
 def _same_definition(current: Any, new: Any) -> bool:
@@ -127,7 +143,7 @@ def _state_machine_versions(patches: Patches) -> None:
                 self.latest_version = version
                 return
         if len(self.versions) >= _MAX_VERSIONS:
-            raise _aws_error(
+            raise aws_error(
                 "ServiceQuotaExceededException",
                 f"The maximum number of versions ({_MAX_VERSIONS}) has been reached for "
                 f"'{self.arn}'",
@@ -161,7 +177,7 @@ def _state_machine_versions(patches: Patches) -> None:
         revision_id = self._get_param("revisionId")
         current = state_machine.revision_id or "INITIAL"
         if revision_id is not None and revision_id != current:
-            raise _aws_error(
+            raise aws_error(
                 "ConflictException",
                 f"Failed to publish the State Machine version for revision {revision_id}. "
                 f"The current State Machine revision is {current}.",
@@ -177,20 +193,9 @@ def _state_machine_versions(patches: Patches) -> None:
             self.stepfunction_backend, self._get_param("stateMachineArn"), missing="InvalidArn"
         )
         versions = sorted(state_machine.versions.values(), key=lambda v: v.version, reverse=True)
-        page, token = _page(
-            versions,
-            lambda v: v.arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
+        return ActionResult(
+            _arn_page(self, versions, "stateMachineVersions", "stateMachineVersionArn")
         )
-        response: dict[str, Any] = {
-            "stateMachineVersions": [
-                {"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in page
-            ]
-        }
-        if token:
-            response["nextToken"] = token
-        return ActionResult(response)
 
     def delete_state_machine_version(self: Any) -> Any:
         backend = self.stepfunction_backend
@@ -198,14 +203,14 @@ def _state_machine_versions(patches: Patches) -> None:
         backend._validate_machine_arn(arn)
         base_arn, qualifier = split_qualified_arn(arn)
         if qualifier is None or not qualifier.isdigit():
-            raise _aws_error("ValidationException", f"Invalid version ARN: '{arn}'")
+            raise aws_error("ValidationException", f"Invalid version ARN: '{arn}'")
         state_machine = next((sm for sm in backend.state_machines if sm.arn == base_arn), None)
         version = _version_of(state_machine, qualifier) if state_machine else None
         if version is None:
             return EmptyResult()
         referencing = [a.name for a in state_machine.aliases.values() if _routes_to(a, arn)]
         if referencing:
-            raise _aws_error(
+            raise aws_error(
                 "ConflictException",
                 "Version to be deleted must not be referenced by an alias. Current list of "
                 f"aliases referencing this version: [{', '.join(referencing)}]",
@@ -245,7 +250,7 @@ def _start_qualified_execution(
     if qualifier is not None and not qualifier.isdigit():
         alias = state_machine.aliases.get(qualifier)
         if alias is None:
-            raise _aws_error("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
+            raise aws_error("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
         routes = alias.routing_configuration
         chosen = random.choices(
             [route["stateMachineVersionArn"] for route in routes],
@@ -254,7 +259,7 @@ def _start_qualified_execution(
         qualifier = split_qualified_arn(chosen)[1]
     version = _version_of(state_machine, qualifier)
     if version is None:
-        raise _aws_error("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
+        raise aws_error("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
 
     name = name or str(uuid.uuid4())
     backend._validate_name(name)
@@ -366,7 +371,7 @@ def _version_alias_executions(patches: Patches) -> None:
                 else qualifier in state_machine.aliases
             )
             if not exists:
-                raise _aws_error(
+                raise aws_error(
                     "StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'"
                 )
         status = self._get_param("statusFilter")
@@ -379,12 +384,7 @@ def _version_alias_executions(patches: Patches) -> None:
             and (not status or e.status == status)
         ]
         executions.sort(key=lambda e: e.start_date, reverse=True)
-        page, token = _page(
-            executions,
-            lambda e: e.execution_arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
-        )
+        page, token = _page(self, executions, lambda e: e.execution_arn)
         items = []
         for execution in page:
             item = {
@@ -459,7 +459,7 @@ def _routed_state_machine(backend: Any, routing: Any) -> Any:
     1 or 2 distinct version ARNs of one state machine, weights 0-100 summing to 100, and every
     version existing (``ResourceNotFound`` otherwise)."""
     if not isinstance(routing, list) or not 1 <= len(routing) <= 2:
-        raise _aws_error(
+        raise aws_error(
             "ValidationException",
             "1 validation error detected: Value at 'routingConfiguration' failed to satisfy "
             "constraint: Member must have length between 1 and 2",
@@ -467,7 +467,7 @@ def _routed_state_machine(backend: Any, routing: Any) -> Any:
     arns = [route["stateMachineVersionArn"] for route in routing]
     listed = f"[{', '.join(arns)}]"
     if len(set(arns)) < len(arns):
-        raise _aws_error(
+        raise aws_error(
             "ValidationException",
             f"Routing configuration must contain distinct state machine version ARNs. "
             f"Received: {listed}",
@@ -475,31 +475,31 @@ def _routed_state_machine(backend: Any, routing: Any) -> Any:
     weights = [route["weight"] for route in routing]
     for i, weight in enumerate(weights, start=1):
         if not 0 <= weight <= 100:
-            raise _aws_error(
+            raise aws_error(
                 "ValidationException",
                 f"Invalid value for parameter routingConfiguration[{i}].weight, value: "
                 f"{weight}, valid range: 0-100",
             )
     if sum(weights) != 100:
-        raise _aws_error(
+        raise aws_error(
             "ValidationException",
             f"Sum of routing configuration weights must equal 100. Received: {weights}",
         )
     qualified = [split_qualified_arn(arn) for arn in arns]
     if any(q is None or not q.isdigit() for _, q in qualified):
-        raise _aws_error(
+        raise aws_error(
             "ValidationException",
             f"Routing configuration must contain state machine version ARNs. Received: {listed}",
         )
     if len({base for base, _ in qualified}) > 1:
-        raise _aws_error(
+        raise aws_error(
             "ValidationException",
             f"Routing configuration must contain versions of one state machine. Received: {listed}",
         )
     state_machine = _base_state_machine(backend, qualified[0][0], missing="ResourceNotFound")
     for arn, (_, qualifier) in zip(arns, qualified, strict=True):
         if _version_of(state_machine, qualifier) is None:
-            raise _aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
+            raise aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
     return state_machine
 
 
@@ -531,7 +531,7 @@ def _state_machine_aliases(patches: Patches) -> None:
         routing = self._get_param("routingConfiguration")
         description = self._get_param("description")
         if not isinstance(name, str) or len(name) > 80 or not _ALIAS_NAME.match(name):
-            raise _aws_error(
+            raise aws_error(
                 "ValidationException",
                 f"1 validation error detected: Value '{name}' at 'name' failed to satisfy "
                 "constraint: Member must satisfy regular expression pattern: "
@@ -544,7 +544,7 @@ def _state_machine_aliases(patches: Patches) -> None:
                 description,
                 _routing_key(routing),
             ):
-                raise _aws_error(
+                raise aws_error(
                     "ConflictException",
                     "Failed to create alias because an alias with the same name and a "
                     "different routing configuration already exists.",
@@ -562,7 +562,7 @@ def _state_machine_aliases(patches: Patches) -> None:
         state_machine = next((sm for sm in backend.state_machines if sm.arn == base_arn), None)
         alias = state_machine.aliases.get(qualifier) if state_machine and qualifier else None
         if alias is None:
-            raise _aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
+            raise aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
         return alias
 
     def update_state_machine_alias(self: Any) -> Any:
@@ -570,7 +570,7 @@ def _state_machine_aliases(patches: Patches) -> None:
         description = self._get_param("description")
         routing = self._get_param("routingConfiguration")
         if description is None and routing is None:
-            raise _aws_error(
+            raise aws_error(
                 "ValidationException",
                 "You must provide at least one of routingConfiguration or description",
             )
@@ -578,7 +578,7 @@ def _state_machine_aliases(patches: Patches) -> None:
         if routing is not None:
             state_machine = _routed_state_machine(self.stepfunction_backend, routing)
             if state_machine.arn != alias.statemachine_arn:
-                raise _aws_error(
+                raise aws_error(
                     "ValidationException",
                     "Routing configuration must contain versions of the alias's state machine.",
                 )
@@ -594,22 +594,9 @@ def _state_machine_aliases(patches: Patches) -> None:
         aliases = list(reversed(state_machine.aliases.values()))
         if qualifier is not None:
             if _version_of(state_machine, qualifier) is None:
-                raise _aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
+                raise aws_error("ResourceNotFound", f"Resource not found: '{arn}'")
             aliases = [alias for alias in aliases if _routes_to(alias, arn)]
-        page, token = _page(
-            aliases,
-            lambda a: a.arn,
-            self._get_param("maxResults"),
-            self._get_param("nextToken"),
-        )
-        response: dict[str, Any] = {
-            "stateMachineAliases": [
-                {"stateMachineAliasArn": a.arn, "creationDate": a.creation_date} for a in page
-            ]
-        }
-        if token:
-            response["nextToken"] = token
-        return ActionResult(response)
+        return ActionResult(_arn_page(self, aliases, "stateMachineAliases", "stateMachineAliasArn"))
 
     patches.set(StepFunctionResponse, "create_state_machine_alias", create_state_machine_alias)
     patches.set(StepFunctionResponse, "update_state_machine_alias", update_state_machine_alias)

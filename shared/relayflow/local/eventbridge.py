@@ -33,10 +33,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from relayflow.local.lambda_endpoint import HandlerRegistry, LambdaContext, parse_function_ref
+from relayflow.local.lifecycle import OpenedInWith
 from relayflow.local.runtime import LocalRuntime
 
 #: EventBridge retries a failed asynchronous invocation; locally a handler gets this many tries.
@@ -156,7 +156,7 @@ def _send_to_targets(rule: Any, original_event: Any, transform_input: bool = Tru
         )
 
 
-class LocalEventRouter:
+class LocalEventRouter(OpenedInWith):
     """Delivers events of the runtime's buses to Lambda targets (see the module docstring);
     a context manager. One router is open at a time (it patches moto, process-wide)."""
 
@@ -180,18 +180,6 @@ class LocalEventRouter:
         self._registry: HandlerRegistry | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> LocalEventRouter:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def open(self) -> None:
         """Create the schedule group trigger sync uses, patch moto, start delivering."""

@@ -27,12 +27,12 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from relayflow.local.httpd import QuietHandler, ThreadedServer
 from relayflow.naming import LOCAL_ACCOUNT, LOCAL_REGION, kind_from_function
 
 Handler = Callable[[Any, Any], Any]
@@ -181,20 +181,14 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     return {"errorMessage": str(exc), "errorType": type(exc).__name__, "stackTrace": stack}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class _Server(ThreadedServer):
     request_queue_size = 256
     endpoint: LambdaEndpoint
 
 
-class _InvokeHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _InvokeHandler(QuietHandler):
     disable_nagle_algorithm = True
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request access log."""
 
     def do_POST(self) -> None:
         self.server.endpoint.handle_invoke(self)
@@ -352,19 +346,15 @@ class LambdaEndpoint:
             headers["X-Amz-Function-Error"] = "Unhandled"
         ended = time.time()
         self._record(
-            Invocation(
-                function_name=name,
-                qualifier=qualifier,
-                kind=kind_from_function(name),
-                payload=payload,
-                result=None if error else result,
-                error_type=error["errorType"] if error else None,
-                error_message=error["errorMessage"] if error else None,
-                request_id=context.aws_request_id,
-                started_at=started,
-                ended_at=ended,
-                thread=threading.current_thread().name,
-            )
+            name,
+            qualifier,
+            payload,
+            result=None if error else result,
+            error_type=error["errorType"] if error else None,
+            error_message=error["errorMessage"] if error else None,
+            request_id=context.aws_request_id,
+            started_at=started,
+            ended_at=ended,
         )
         return 200, body, headers
 
@@ -380,20 +370,27 @@ class LambdaEndpoint:
         error = {**error_body(exc), "errorType": error_type}
         now = time.time()
         self._record(
-            Invocation(
-                function_name=name,
-                qualifier=qualifier,
-                kind=kind_from_function(name),
-                payload=payload,
-                error_type=error_type,
-                error_message=error["errorMessage"],
-                started_at=now,
-                ended_at=now,
-                thread=threading.current_thread().name,
-            )
+            name,
+            qualifier,
+            payload,
+            error_type=error_type,
+            error_message=error["errorMessage"],
+            started_at=now,
+            ended_at=now,
         )
         request.send_json(200, error, {"X-Amz-Function-Error": "Unhandled"})
 
-    def _record(self, invocation: Invocation) -> None:
+    def _record(self, name: str, qualifier: str | None, payload: Any, **outcome: Any) -> None:
+        """Report one invocation of ``name`` on this thread; ``outcome`` holds the other
+        :class:`Invocation` fields."""
         if self._on_invocation is not None:
-            self._on_invocation(invocation)
+            self._on_invocation(
+                Invocation(
+                    function_name=name,
+                    qualifier=qualifier,
+                    kind=kind_from_function(name),
+                    payload=payload,
+                    thread=threading.current_thread().name,
+                    **outcome,
+                )
+            )

@@ -20,14 +20,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import relayflow
 from relayflow.adapters.aws import reset_clients
-from relayflow.local import compat, timescale
+from relayflow.local import compat, compat_infrastructure, timescale
 from relayflow.local.history import ExecutionRecord, build_state_runs
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, Invocation, LambdaEndpoint
+from relayflow.local.lifecycle import ClosedOnExit
 from relayflow.naming import LOCAL_ACCOUNT, LOCAL_REGION
 
 #: Role every local state machine is created with (moto does not check it).
@@ -63,7 +63,7 @@ def default_functions_dir() -> Path:
     return Path(relayflow.__file__).resolve().parents[2] / "functions"
 
 
-class LocalRuntime:
+class LocalRuntime(ClosedOnExit):
     """Runs Step Functions ASL locally; a context manager.
 
     One runtime may be open per process at a time (moto's mock and the interpreter patches
@@ -128,7 +128,7 @@ class LocalRuntime:
         try:
             self._open_runtime()
         except BaseException:
-            self._close()
+            self.close()
             raise
         return self
 
@@ -144,7 +144,7 @@ class LocalRuntime:
         self._endpoint = LambdaEndpoint(registry, on_invocation=self._record_invocation)
         self._endpoint.start()
         self._set_env({"AWS_ENDPOINT_URL_LAMBDA": self._endpoint.url})
-        compat.set_lambda_endpoint(self._endpoint.url)
+        compat_infrastructure.set_lambda_endpoint(self._endpoint.url)
         from moto import mock_aws
 
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
@@ -203,15 +203,9 @@ class LocalRuntime:
         except manager.exceptions.ResourceNotFoundException:
             manager.create_secret(Name=name, SecretString=secrets.token_urlsafe(48))
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._close()
-
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop the endpoint and moto and forget the process-wide state (what leaving the
+        ``with`` block does)."""
         if self._log_settings is not None:
             self._log_settings.__exit__(None, None, None)
             self._log_settings = None
@@ -219,8 +213,8 @@ class LocalRuntime:
             self._stop_running_executions()
             self._mock.stop()
             self._mock = None
-        compat.set_lambda_endpoint(None)
-        compat.prune_threads()
+        compat_infrastructure.set_lambda_endpoint(None)
+        compat_infrastructure.prune_threads()
         reset_clients()
         with self._clients_lock:
             for client in self._clients.values():
@@ -263,7 +257,7 @@ class LocalRuntime:
                     execution.stop(stop_date=None, error="LocalRuntime.Closed", cause=None)
                     stopped.append(execution)
         if stopped:
-            compat.wait_for_termination(
+            compat_infrastructure.wait_for_termination(
                 lambda: all(e.status != "RUNNING" for e in stopped), timeout=5.0
             )
 
@@ -309,8 +303,10 @@ class LocalRuntime:
         with self._clients_lock:
             client = self._clients.get(service)
             if client is None:
-                with compat.session_lock:
-                    client = compat.boto3_session().client(service, region_name=self.region)
+                with compat_infrastructure.session_lock:
+                    client = compat_infrastructure.boto3_session().client(
+                        service, region_name=self.region
+                    )
                 self._clients[service] = client
             return client
 
@@ -416,9 +412,11 @@ class LocalRuntime:
         while True:
             remaining = deadline - time.monotonic()
             if on_event is None:
-                compat.wait_for_termination(done, max(0.0, remaining))
+                compat_infrastructure.wait_for_termination(done, max(0.0, remaining))
             else:
-                compat.wait_for_termination(done, max(0.0, min(remaining, _ON_EVENT_POLL_SECONDS)))
+                compat_infrastructure.wait_for_termination(
+                    done, max(0.0, min(remaining, _ON_EVENT_POLL_SECONDS))
+                )
                 for event in self._events(execution, start=seen):
                     seen += 1
                     on_event(event)
@@ -519,4 +517,4 @@ class LocalRuntime:
         if env is None:
             return iter(())
         raw = env.event_manager._history_event_list[start:]
-        return iter(compat.to_jsonable(raw))
+        return iter(compat_infrastructure.to_jsonable(raw))

@@ -39,52 +39,35 @@ import hmac
 import json
 import math
 import secrets
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from relayflow.local.eventbridge import LocalEventRouter
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, LambdaContext
+from relayflow.local.lifecycle import ClosedOnExit
 from relayflow.local.runtime import LocalRuntime
 from relayflow.local.serve_http import (
     DEFAULT_RATE_BURST,
     DEFAULT_RATE_PER_SECOND,
-    MAX_REQUEST_BYTES,
+    LocalHTTPServer,
     LocalResponse,
     RateLimiter,
-    _error,
-    _from_proxy_result,
-    _json_response,
-    _RequestHandler,
-    _Server,
+    RequestHandler,
+    error_response,
+    from_proxy_result,
+    json_response,
 )
-from relayflow.local.serve_recorder import StatusRecorder, status_change_event
+from relayflow.local.serve_recorder import StatusRecorder
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
 from relayflow.naming import function_arn, function_name
 
-#: Kept importable from here (the HTTP side is :mod:`relayflow.local.serve_http`, the status
-#: recorder :mod:`relayflow.local.serve_recorder`).
-__all__ = [
-    "API_ID",
-    "DEFAULT_RATE_BURST",
-    "DEFAULT_RATE_PER_SECOND",
-    "LOCAL_TENANT",
-    "MAX_REQUEST_BYTES",
-    "PROXY_RESOURCE",
-    "WEBHOOK_RESOURCE",
-    "LocalResponse",
-    "LocalServer",
-    "RateLimiter",
-    "StatusRecorder",
-    "status_change_event",
-]
+__all__ = ["API_ID", "LOCAL_TENANT", "PROXY_RESOURCE", "WEBHOOK_RESOURCE", "LocalServer"]
 
 #: The tenant of the key printed on start.
 LOCAL_TENANT = "local"
@@ -109,7 +92,7 @@ def index() -> dict[str, Any]:
 def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     """The API Gateway resource of a path, and its path parameters, as ``template.yaml``
     declares them: the public routes by name, everything else through ``/{proxy+}``."""
-    from relayflow.api.app import PUBLIC_RESOURCES
+    from relayflow.api.resolver import PUBLIC_RESOURCES
 
     if path in PUBLIC_RESOURCES:
         return path, None
@@ -117,13 +100,13 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     if len(parts) == 2 and parts[0] == "hooks" and parts[1]:
         return WEBHOOK_RESOURCE, {"slug": parts[1]}
     if len(parts) == 3 and parts[:2] == ["guest", "approvals"] and parts[2]:
-        from relayflow.api.app import GUEST_APPROVAL_RESOURCE
+        from relayflow.api.resolver import GUEST_APPROVAL_RESOURCE
 
         return GUEST_APPROVAL_RESOURCE, {"id": parts[2]}
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
 
 
-class LocalServer:
+class LocalServer(ClosedOnExit):
     """The control API over HTTP on ``host:port`` (0: any free port), backed by a local runtime
     opened on enter; a context manager. ``url``, ``bootstrap_key`` (an API key of tenant
     ``local``) and ``admin_token`` are set once entered."""
@@ -158,7 +141,7 @@ class LocalServer:
         self._api: Handler | None = None
         self._authorizer: Handler | None = None
         self._webhook: Handler | None = None
-        self._httpd: _Server | None = None
+        self._httpd: LocalHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._settings_override: AbstractContextManager[Any] | None = None
         #: Seconds between calls of the maintenance function (DLQ auto-retries), as its
@@ -177,7 +160,7 @@ class LocalServer:
         try:
             self._open()
         except BaseException:
-            self.__exit__(*sys.exc_info())
+            self.close()
             raise
         return self
 
@@ -208,7 +191,7 @@ class LocalServer:
         self.recorder = StatusRecorder(self.runtime, with_step_events(self.runtime, recorder))
         self.recorder.start()
 
-        self._httpd = _Server((self.host, self.port), _RequestHandler)
+        self._httpd = LocalHTTPServer((self.host, self.port), RequestHandler)
         self._httpd.app = self
         host, port = self._httpd.server_address[:2]
         self.port = int(port)
@@ -262,12 +245,8 @@ class LocalServer:
 
                 logger.warning("maintenance failed", extra={"reason": str(exc)})
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop serving and close every part (what leaving the ``with`` block does)."""
         if self._httpd is not None:
             if self._thread is not None:  # shutdown() waits for serve_forever to notice
                 self._httpd.shutdown()
@@ -286,7 +265,7 @@ class LocalServer:
             self.events.close()
             self.events = None
         if self.runtime is not None:
-            self.runtime.__exit__(exc_type, exc, tb)
+            self.runtime.close()
             self.runtime = None
         if self._settings_override is not None:
             self._settings_override.__exit__(None, None, None)
@@ -326,7 +305,7 @@ class LocalServer:
         if path == "/console" or path.startswith("/console/"):
             return self._console_request(method, target, headers, body)
         if path == "/" and method in ("GET", "HEAD"):
-            return _json_response(200, index())
+            return json_response(200, index())
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)
@@ -346,7 +325,7 @@ class LocalServer:
         result = self._api(event, context)
         if method != "GET" and self.recorder is not None:
             self.recorder.poke()
-        return _from_proxy_result(result)
+        return from_proxy_result(result)
 
     def _console_request(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
@@ -377,7 +356,7 @@ class LocalServer:
         result = self._webhook(event, context)
         if self.recorder is not None:
             self.recorder.poke()
-        return _from_proxy_result(result)
+        return from_proxy_result(result)
 
     def _authorize(self, event: dict[str, Any]) -> LocalResponse | None:
         from relayflow.api.auth import Unauthorized, extract_secret
@@ -386,7 +365,7 @@ class LocalServer:
         if secret is not None:
             wait = self.rate_limiter.acquire(hashlib.sha256(secret.encode()).hexdigest())
             if wait is not None:
-                return _error(
+                return error_response(
                     429,
                     "too_many_requests",
                     "too many requests for this API key",
@@ -405,9 +384,9 @@ class LocalServer:
         try:
             answer = self._authorizer(request, context)
         except Unauthorized:
-            return _error(401, "unauthorized", "missing or invalid API key")
+            return error_response(401, "unauthorized", "missing or invalid API key")
         if not _allows(answer):
-            return _error(403, "forbidden", "the authorizer denied this request")
+            return error_response(403, "forbidden", "the authorizer denied this request")
         event["requestContext"]["authorizer"] = {
             "principalId": answer.get("principalId"),
             **(answer.get("context") or {}),
@@ -500,13 +479,13 @@ class LocalServer:
     ) -> LocalResponse:
         token = next((v for k, v in headers if k.lower() == "x-admin-token"), "")
         if not hmac.compare_digest(token.encode(), self.admin_token.encode()):
-            return _error(401, "unauthorized", "send the admin token in X-Admin-Token")
+            return error_response(401, "unauthorized", "send the admin token in X-Admin-Token")
         from relayflow.control.errors import ApiError
 
         try:
             return self._admin_route(method, path, query, body)
         except ApiError as exc:
-            return _json_response(exc.status, exc.to_dict())
+            return json_response(exc.status, exc.to_dict())
 
     def _admin_route(self, method: str, path: str, query: str, body: bytes) -> LocalResponse:
         from relayflow.control.errors import BadRequest, Unprocessable
@@ -526,19 +505,19 @@ class LocalServer:
             if not isinstance(name, str) or not name.strip() or len(name) > 128:
                 raise Unprocessable("name must be a non-empty string of at most 128 characters")
             created = control.create_api_key(tenant, name.strip())
-            return _json_response(201, created.model_dump(mode="json"))
+            return json_response(201, created.model_dump(mode="json"))
         if parts == ["admin", "keys"] and method == "GET":
             tenant = dict(parse_qsl(query)).get("tenant", "")
             if not TENANT_PATTERN.match(tenant):
                 raise Unprocessable("pass ?tenant=<tenant id>")
             keys = control.list_api_keys(tenant)
-            return _json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
+            return json_response(200, {"items": [k.model_dump(mode="json") for k in keys]})
         if parts == ["admin", "maintenance"] and method == "POST":
-            return _json_response(200, self.run_maintenance())
+            return json_response(200, self.run_maintenance())
         if len(parts) == 3 and parts[:2] == ["admin", "keys"] and method == "DELETE":
             revoked = control.revoke_api_key(parts[2])
-            return _json_response(200, revoked.model_dump(mode="json"))
-        return _error(404, "not_found", "no such admin route")
+            return json_response(200, revoked.model_dump(mode="json"))
+        return error_response(404, "not_found", "no such admin route")
 
     # -- running -------------------------------------------------------------------------------
 

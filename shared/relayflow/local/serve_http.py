@@ -8,13 +8,11 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from relayflow.local.serve import LocalServer
+from relayflow.local.httpd import QuietHandler, ThreadedServer
 
 #: API Gateway refuses bodies over 10 MB before any function runs.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
@@ -38,19 +36,30 @@ class LocalResponse:
     body: bytes
 
 
-def _json_response(
+class RequestDispatcher(Protocol):
+    """What the HTTP server hands each request to (:class:`relayflow.local.serve.LocalServer`):
+    ``dispatch(method, target, headers, body, client_ip)`` answers it, and
+    ``log_request(method, target, status, started)`` writes its access-log line."""
+
+    dispatch: Callable[[str, str, list[tuple[str, str]], bytes, str], LocalResponse]
+    log_request: Callable[[str, str, int, float], None]
+
+
+def json_response(
     status: int, body: Any, headers: Mapping[str, str] | None = None
 ) -> LocalResponse:
+    """A JSON answer (compact, unknown types as text)."""
     data = json.dumps(body, separators=(",", ":"), default=str).encode()
     return LocalResponse(
         status, [("Content-Type", "application/json"), *(headers or {}).items()], data
     )
 
 
-def _error(
+def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> LocalResponse:
-    return _json_response(status, {"code": code, "message": message, "details": None}, headers)
+    """The API's error body ``{code, message, details: null}``."""
+    return json_response(status, {"code": code, "message": message, "details": None}, headers)
 
 
 # ----------------------------------------------------------------------------- rate limit
@@ -88,7 +97,8 @@ class RateLimiter:
             return (1.0 - tokens) / self.per_second
 
 
-def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+def from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
+    """The HTTP answer of a Lambda proxy result (multi-value headers win over single ones)."""
     status = int(result.get("statusCode") or 500)
     headers: list[tuple[str, str]] = []
     for name, values in (result.get("multiValueHeaders") or {}).items():
@@ -104,19 +114,16 @@ def _from_proxy_result(result: Mapping[str, Any]) -> LocalResponse:
     return LocalResponse(status, headers, data)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class LocalHTTPServer(ThreadedServer):
     request_queue_size = 128
-    app: LocalServer
+    app: RequestDispatcher
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
+class RequestHandler(QuietHandler):
+    """Hands each request to the server's :class:`RequestDispatcher`, which also writes the
+    access log."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """The server writes its own access log (see LocalServer.log_request)."""
+    server: LocalHTTPServer
 
     def _serve(self) -> None:
         started = time.perf_counter()
@@ -125,10 +132,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body = self._read_body()
         except _TooLarge as exc:
             self._drain(exc)
-            response = _error(413, "payload_too_large", "the body is larger than 10 MB")
+            response = error_response(413, "payload_too_large", "the body is larger than 10 MB")
             self.close_connection = True
         except ValueError:
-            response = _error(400, "bad_request", "unreadable request body")
+            response = error_response(400, "bad_request", "unreadable request body")
             self.close_connection = True
         else:
             try:
@@ -143,7 +150,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 from relayflow.observability import logger
 
                 logger.exception("local server error", extra={"reason": str(exc)})
-                response = _error(500, "internal_error", "the local server failed")
+                response = error_response(500, "internal_error", "the local server failed")
         self._write(response)
         app.log_request(self.command, self.path, response.status, started)
 

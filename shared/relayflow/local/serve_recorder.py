@@ -100,10 +100,10 @@ class StatusRecorder:
 
     def poke(self) -> None:
         """Look for changes now (after a request that may have started or stopped a run)."""
-        from relayflow.local import compat
+        from relayflow.local import compat_infrastructure
 
-        with compat.terminated:
-            compat.terminated.notify_all()
+        with compat_infrastructure.terminated:
+            compat_infrastructure.terminated.notify_all()
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until one full pass found nothing left to report (tests)."""
@@ -112,7 +112,7 @@ class StatusRecorder:
         self._idle.wait(timeout)
 
     def _run(self) -> None:
-        from relayflow.local import compat
+        from relayflow.local import compat_infrastructure
 
         while not self._stopping.is_set():
             try:
@@ -124,9 +124,9 @@ class StatusRecorder:
                 pending = True
             if not pending:
                 self._idle.set()
-            with compat.terminated:
+            with compat_infrastructure.terminated:
                 if not self._stopping.is_set():
-                    compat.terminated.wait(self._interval)
+                    compat_infrastructure.terminated.wait(self._interval)
 
     def poll(self) -> bool:
         """Report every change since the last pass; whether a report is still pending."""

@@ -8,9 +8,8 @@ from relayflow.api.resolver import (
     Limit,
     NextToken,
     control_plane,
-    current_tenant,
-    json_reply,
     response_docs,
+    tenant_reply,
 )
 from relayflow.control.models import Page
 from relayflow.reliability.breakers import BreakerInfo
@@ -27,8 +26,7 @@ router = Router()
     tags=["breakers"],
 )
 def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[Page[BreakerInfo]]:
-    page = control_plane().list_breakers(current_tenant(), limit=limit, next_token=next_token)
-    return json_reply(200, page)
+    return tenant_reply(200, control_plane().list_breakers, limit=limit, next_token=next_token)
 
 
 @router.post(
@@ -40,4 +38,4 @@ def list_breakers(limit: Limit = 50, next_token: NextToken = None) -> Response[P
     tags=["breakers"],
 )
 def reset_breaker(breaker_id: BreakerId) -> Response[BreakerInfo]:
-    return json_reply(200, control_plane().reset_breaker(current_tenant(), breaker_id))
+    return tenant_reply(200, control_plane().reset_breaker, breaker_id)

@@ -11,9 +11,8 @@ from relayflow.api.resolver import (
     NextToken,
     RunId,
     control_plane,
-    current_tenant,
-    json_reply,
     response_docs,
+    tenant_reply,
 )
 from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
 
@@ -38,10 +37,9 @@ def list_dlq(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[DlqEntryInfo]]:
-    page = control_plane().dlq.list_entries(
-        current_tenant(), status=status, limit=limit, next_token=next_token
+    return tenant_reply(
+        200, control_plane().dlq.list_entries, status=status, limit=limit, next_token=next_token
     )
-    return json_reply(200, page)
 
 
 @router.get(
@@ -51,7 +49,7 @@ def list_dlq(
     tags=["dlq"],
 )
 def get_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
-    return json_reply(200, control_plane().dlq.get_entry(current_tenant(), run_id))
+    return tenant_reply(200, control_plane().dlq.get_entry, run_id)
 
 
 @router.post(
@@ -64,7 +62,7 @@ def get_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
     tags=["dlq"],
 )
 def retry_dlq_entry(run_id: RunId) -> Response[DlqRetryResult]:
-    return json_reply(202, control_plane().dlq.retry(current_tenant(), run_id))
+    return tenant_reply(202, control_plane().dlq.retry, run_id)
 
 
 @router.delete(
@@ -75,4 +73,4 @@ def retry_dlq_entry(run_id: RunId) -> Response[DlqRetryResult]:
     tags=["dlq"],
 )
 def discard_dlq_entry(run_id: RunId) -> Response[DlqEntryInfo]:
-    return json_reply(200, control_plane().dlq.discard(current_tenant(), run_id))
+    return tenant_reply(200, control_plane().dlq.discard, run_id)

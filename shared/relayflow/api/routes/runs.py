@@ -1,5 +1,5 @@
-"""Run routes: start, list, get, cancel, and release a step-through run's next step
-(parked runs are :mod:`relayflow.api.parks`)."""
+"""Run routes: start, list, get, cancel, release a step-through run's next step, rerun;
+list and resume parked runs."""
 
 from typing import Annotated, Any, Literal
 
@@ -20,9 +20,11 @@ from relayflow.api.resolver import (
     json_reply,
     no_body_or,
     response_docs,
+    tenant_reply,
 )
 from relayflow.control.models import ContinueResult, Page, RunDetail, RunSummary, StartRunResult
 from relayflow.control.rerun import RerunRequest
+from relayflow.control.resume import ResumeRequest, ResumeResult
 
 router = Router()
 
@@ -118,10 +120,14 @@ def list_runs(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[RunSummary]]:
-    page = control_plane().list_runs(
-        current_tenant(), workflow_id, status=status, limit=limit, next_token=next_token
+    return tenant_reply(
+        200,
+        control_plane().list_runs,
+        workflow_id,
+        status=status,
+        limit=limit,
+        next_token=next_token,
     )
-    return json_reply(200, page)
 
 
 @router.get(
@@ -131,7 +137,7 @@ def list_runs(
     tags=["runs"],
 )
 def get_run(run_id: RunId) -> Response[RunDetail]:
-    return json_reply(200, control_plane().get_run(current_tenant(), run_id))
+    return tenant_reply(200, control_plane().get_run, run_id)
 
 
 @router.post(
@@ -141,7 +147,7 @@ def get_run(run_id: RunId) -> Response[RunDetail]:
     tags=["runs"],
 )
 def cancel_run(run_id: RunId) -> Response[RunSummary]:
-    return json_reply(200, control_plane().cancel_run(current_tenant(), run_id))
+    return tenant_reply(200, control_plane().cancel_run, run_id)
 
 
 @router.post(
@@ -157,9 +163,7 @@ def continue_run(
     run_id: RunId, request: Annotated[ContinueRequest | None, Body()] = None
 ) -> Response[ContinueResult]:
     request = no_body_or(request) or ContinueRequest()
-    return json_reply(
-        200, control_plane().continue_run(current_tenant(), run_id, to_end=request.to_end)
-    )
+    return tenant_reply(200, control_plane().continue_run, run_id, to_end=request.to_end)
 
 
 @router.post(
@@ -178,3 +182,38 @@ def rerun_run(run_id: RunId, request: Annotated[RerunRequest, Body()]) -> Respon
         current_tenant(), run_id, request.from_step, version=request.version
     )
     return json_reply(201 if result.created else 200, result)
+
+
+# ----------------------------------------------------------------------------- parked runs
+# (on_error: {action: park}): GET /runs?status=parked, POST /runs/{run_id}/resume.
+
+
+@router.get(
+    "/runs",
+    summary="List the tenant's parked runs",
+    description="Runs waiting at a step that failed with on_error park, longest parked "
+    "first, each with the step and the error (parked). status=parked is required: it is "
+    "the one tenant-wide run listing.",
+    responses=response_docs({200: "A page of parked runs"}, Page[RunSummary]),
+    tags=["runs"],
+)
+def list_parked_runs(
+    status: Annotated[Literal["parked"], Query(description="Only parked runs.")],
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> Response[Page[RunSummary]]:
+    return tenant_reply(200, control_plane().list_parked_runs, limit=limit, next_token=next_token)
+
+
+@router.post(
+    "/runs/<run_id>/resume",
+    summary="Resume a parked run",
+    description="retry runs the failed step again; skip goes on along its success route "
+    "with output as its output; fail takes its failure route (else fails the run). context "
+    "is merged into the run's trigger data first; engine-owned keys (run, steps, error, "
+    "…) are 422. 409 for a run that is not parked (or whose park timed out).",
+    responses=response_docs({200: "Resumed"}, ResumeResult, 404, 409, 413, 415, 422),
+    tags=["runs"],
+)
+def resume_run(run_id: RunId, request: Annotated[ResumeRequest, Body()]) -> Response[ResumeResult]:
+    return tenant_reply(200, control_plane().resume_run, run_id, request)

@@ -16,6 +16,7 @@ from relayflow.api.resolver import (
     json_reply,
     no_body_or,
     response_docs,
+    tenant_reply,
 )
 from relayflow.control.models import ApprovalView, Page, WaitpointView
 
@@ -84,10 +85,9 @@ def list_approvals(
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> Response[Page[ApprovalView]]:
-    page = _waits().list_approvals(
-        current_tenant(), status=status, limit=limit, next_token=next_token
+    return tenant_reply(
+        200, _waits().list_approvals, status=status, limit=limit, next_token=next_token
     )
-    return json_reply(200, page)
 
 
 @router.get(
@@ -97,7 +97,7 @@ def list_approvals(
     tags=["approvals"],
 )
 def get_approval(approval_id: WaitId) -> Response[ApprovalView]:
-    return json_reply(200, _waits().get_approval(current_tenant(), approval_id))
+    return tenant_reply(200, _waits().get_approval, approval_id)
 
 
 @router.post(
@@ -147,7 +147,7 @@ def list_waitpoints(
     tags=["waitpoints"],
 )
 def get_waitpoint(waitpoint_id: WaitId) -> Response[WaitpointView]:
-    return json_reply(200, _waits().get_waitpoint(current_tenant(), waitpoint_id))
+    return tenant_reply(200, _waits().get_waitpoint, waitpoint_id)
 
 
 @router.post(
@@ -166,7 +166,7 @@ def complete_waitpoint(
 ) -> Response[WaitpointView]:
     request = no_body_or(request)
     data = request.data if request is not None else None
-    return json_reply(200, _waits().complete_waitpoint(current_tenant(), waitpoint_id, data))
+    return tenant_reply(200, _waits().complete_waitpoint, waitpoint_id, data)
 
 
 @router.post(

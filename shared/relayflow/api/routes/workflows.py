@@ -12,11 +12,12 @@ from relayflow.api.resolver import (
     Limit,
     NextToken,
     WorkflowId,
-    _definition_body,
     control_plane,
     current_tenant,
+    definition_body,
     json_reply,
     response_docs,
+    tenant_reply,
 )
 from relayflow.control.models import Page, PutWorkflowResult, WorkflowDetail, WorkflowSummary
 
@@ -41,7 +42,7 @@ class RollbackRequest(BaseModel):
     tags=["workflows"],
 )
 def put_workflow(workflow_id: WorkflowId) -> Response[PutWorkflowResult]:
-    definition = _definition_body()
+    definition = definition_body()
     result = control_plane().put_workflow(current_tenant(), workflow_id, definition)
     return json_reply(201 if result.created else 200, result)
 
@@ -55,8 +56,7 @@ def put_workflow(workflow_id: WorkflowId) -> Response[PutWorkflowResult]:
 def list_workflows(
     limit: Limit = 50, next_token: NextToken = None
 ) -> Response[Page[WorkflowSummary]]:
-    page = control_plane().list_workflows(current_tenant(), limit=limit, next_token=next_token)
-    return json_reply(200, page)
+    return tenant_reply(200, control_plane().list_workflows, limit=limit, next_token=next_token)
 
 
 @router.get(
@@ -66,7 +66,7 @@ def list_workflows(
     tags=["workflows"],
 )
 def get_workflow(workflow_id: WorkflowId) -> Response[WorkflowDetail]:
-    return json_reply(200, control_plane().get_workflow(current_tenant(), workflow_id))
+    return tenant_reply(200, control_plane().get_workflow, workflow_id)
 
 
 @router.delete(
@@ -77,7 +77,7 @@ def get_workflow(workflow_id: WorkflowId) -> Response[WorkflowDetail]:
     tags=["workflows"],
 )
 def delete_workflow(workflow_id: WorkflowId) -> Response[WorkflowSummary]:
-    return json_reply(200, control_plane().delete_workflow(current_tenant(), workflow_id))
+    return tenant_reply(200, control_plane().delete_workflow, workflow_id)
 
 
 @router.post(

@@ -1,0 +1,34 @@
+"""The ``with`` protocol the local runtime's servers share: leaving the block closes them."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+
+class ClosedOnExit:
+    """A context manager that :meth:`close` ends, however its ``with`` block ends."""
+
+    def close(self) -> None:
+        """Release what the object holds; safe to call when it is already closed."""
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class OpenedInWith(ClosedOnExit):
+    """A :class:`ClosedOnExit` that entering the ``with`` block opens (:meth:`open`)."""
+
+    def open(self) -> None:
+        """Acquire what the object serves with."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
