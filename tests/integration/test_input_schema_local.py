@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.definition import load_workflow_text
 from relayflow.errors import InvalidRunInput
 from relayflow.local import LocalRuntime

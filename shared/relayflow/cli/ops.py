@@ -10,8 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
+from relayflow.cli.output import EXIT_OK, EXIT_RUN_FAILED
 
 
 def cmd_ops_redrive(args: argparse.Namespace) -> int:
@@ -21,12 +20,12 @@ def cmd_ops_redrive(args: argparse.Namespace) -> int:
         result = redrive(args.queue, limit=args.limit)
     except RedriveError as exc:
         print(f"relayflow: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_RUN_FAILED
     for replay in result.replays:
         state = "replayed" if replay.ok else f"FAILED ({replay.error})"
         print(f"{replay.message_id}  {replay.function_arn or '-'}  {state}")
     print(f"{result.replayed} replayed, {len(result.failed)} left in the queue")
-    return EXIT_OK if not result.failed else EXIT_FAILED
+    return EXIT_OK if not result.failed else EXIT_RUN_FAILED
 
 
 def add_ops_commands(sub: Any) -> None:
