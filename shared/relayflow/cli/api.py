@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from relayflow.cli.output import EXIT_OK, UsageError, print_json, print_table
+from relayflow.cli.parsing import Argument
 
 API_URL_ENV, API_KEY_ENV = "RELAYFLOW_API_URL", "RELAYFLOW_API_KEY"
 
@@ -93,6 +94,24 @@ def api_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
 
 
+def api_command(
+    group: Any,
+    name: str,
+    help: str,
+    func: Callable[[argparse.Namespace], int],
+    *arguments: Argument,
+    common: Callable[[argparse.ArgumentParser], None] = api_options,
+) -> argparse.ArgumentParser:
+    """Add the command ``name`` to ``group`` (a subparsers action): its ``arguments`` in order,
+    then the ``common`` options (``--api``, ``--api-key``, ``--json``); ``func`` runs it."""
+    parser = group.add_parser(name, help=help)
+    for names, options in arguments:
+        parser.add_argument(*names, **options)
+    common(parser)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def segment(value: str) -> str:
     """``value`` as one URL path segment."""
     from urllib.parse import quote
@@ -118,6 +137,26 @@ def call_and_print(
     else:
         print(text(answer))
     return EXIT_OK
+
+
+def endpoint(
+    method: str,
+    path: str,
+    text: Callable[[Any], str] | None = None,
+    body: Callable[[argparse.Namespace], Any] | None = None,
+) -> Callable[[argparse.Namespace], int]:
+    """A command that is one request, as a table row: ``method`` on ``path``, whose ``{name}``
+    fields are the command's arguments of that name (each as one URL path segment), with the
+    JSON ``body(args)`` when given; the answer printed by :func:`call_and_print`."""
+
+    def command(args: argparse.Namespace) -> int:
+        fields = {
+            name: segment(value) for name, value in vars(args).items() if isinstance(value, str)
+        }
+        request = {} if body is None else {"json": body(args)}
+        return call_and_print(args, method, path.format_map(fields), text, **request)
+
+    return command
 
 
 def page_query(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from relayflow.cli.api import api_options, call_and_print, list_page, page_query, segment
+from relayflow.cli.api import api_command, endpoint, list_page, page_query
+from relayflow.cli.parsing import arg, command_group, page_arguments
 
 
 def cmd_breakers_list(args: argparse.Namespace) -> int:
@@ -25,26 +26,27 @@ def cmd_breakers_list(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_breakers_reset(args: argparse.Namespace) -> int:
-    return call_and_print(
-        args,
-        "POST",
-        f"/breakers/{segment(args.breaker_id)}/reset",
-        lambda breaker: f"breaker {breaker['breaker_id']}: {breaker['state']}",
-    )
+cmd_breakers_reset = endpoint(
+    "POST",
+    "/breakers/{breaker_id}/reset",
+    lambda breaker: f"breaker {breaker['breaker_id']}: {breaker['state']}",
+)
 
 
 def add_breakers_commands(sub: Any) -> None:
     """``relayflow breakers list|reset``."""
-    breakers = sub.add_parser("breakers", help="circuit breakers: list, reset").add_subparsers(
-        dest="breakers_command", required=True
+    breakers = command_group(sub, "breakers", "circuit breakers: list, reset")
+    api_command(
+        breakers,
+        "list",
+        "the tenant's breakers and their state",
+        cmd_breakers_list,
+        *page_arguments(50),
     )
-    p = breakers.add_parser("list", help="the tenant's breakers and their state")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--next-token")
-    api_options(p)
-    p.set_defaults(func=cmd_breakers_list)
-    p = breakers.add_parser("reset", help="close a breaker now")
-    p.add_argument("breaker_id", help="tool:<name> or workflow:<id>")
-    api_options(p)
-    p.set_defaults(func=cmd_breakers_reset)
+    api_command(
+        breakers,
+        "reset",
+        "close a breaker now",
+        cmd_breakers_reset,
+        arg("breaker_id", help="tool:<name> or workflow:<id>"),
+    )

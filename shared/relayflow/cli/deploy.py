@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from relayflow.cli.api import ApiFailure, api_client, api_options, print_api_failure, segment
+from relayflow.cli.api import ApiFailure, api_client, api_command, print_api_failure, segment
 from relayflow.cli.output import (
     EXIT_COMPILER_BUG,
     EXIT_INVALID,
@@ -17,6 +17,7 @@ from relayflow.cli.output import (
     UsageError,
     print_problems,
 )
+from relayflow.cli.parsing import arg
 from relayflow.definition import DefinitionError
 
 #: The API's error code for a compiled machine that fails :mod:`relayflow.compiler.check`.
@@ -151,7 +152,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 def add_deploy_command(sub: Any) -> None:
     """``relayflow deploy FILE...``."""
-    p = sub.add_parser("deploy", help="register (PUT) workflow definitions with the control API")
-    p.add_argument("files", nargs="+")
-    api_options(p)
-    p.set_defaults(func=cmd_deploy)
+    api_command(
+        sub,
+        "deploy",
+        "register (PUT) workflow definitions with the control API",
+        cmd_deploy,
+        arg("files", nargs="+"),
+    )

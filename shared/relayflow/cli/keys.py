@@ -7,8 +7,9 @@ import argparse
 import os
 from typing import Any
 
-from relayflow.cli.api import API_URL_ENV, ApiClient, segment
+from relayflow.cli.api import API_URL_ENV, ApiClient, api_command, segment
 from relayflow.cli.output import EXIT_OK, UsageError, print_json
+from relayflow.cli.parsing import arg, command_group
 
 
 def _keys_backend(args: argparse.Namespace) -> tuple[str, Any]:
@@ -68,15 +69,21 @@ def _keys_options(parser: argparse.ArgumentParser) -> None:
 
 def add_keys_commands(sub: Any) -> None:
     """``relayflow keys create|revoke``."""
-    keys = sub.add_parser("keys", help="create and revoke API keys").add_subparsers(
-        dest="keys_command", required=True
+    keys = command_group(sub, "keys", "create and revoke API keys")
+    api_command(
+        keys,
+        "create",
+        "create an API key (its secret is shown once)",
+        cmd_keys_create,
+        arg("--tenant", required=True),
+        arg("--name", required=True),
+        common=_keys_options,
     )
-    p = keys.add_parser("create", help="create an API key (its secret is shown once)")
-    p.add_argument("--tenant", required=True)
-    p.add_argument("--name", required=True)
-    _keys_options(p)
-    p.set_defaults(func=cmd_keys_create)
-    p = keys.add_parser("revoke", help="revoke an API key by its key id")
-    p.add_argument("key_id")
-    _keys_options(p)
-    p.set_defaults(func=cmd_keys_revoke)
+    api_command(
+        keys,
+        "revoke",
+        "revoke an API key by its key id",
+        cmd_keys_revoke,
+        arg("key_id"),
+        common=_keys_options,
+    )

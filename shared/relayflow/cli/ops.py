@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from relayflow.cli.output import EXIT_OK, EXIT_RUN_FAILED
+from relayflow.cli.parsing import command_group
 
 
 def cmd_ops_redrive(args: argparse.Namespace) -> int:
@@ -30,9 +31,7 @@ def cmd_ops_redrive(args: argparse.Namespace) -> int:
 
 def add_ops_commands(sub: Any) -> None:
     """The ``ops`` command group, added to ``relayflow``'s parser."""
-    ops = sub.add_parser("ops", help="operate a deployed stack (AWS credentials)").add_subparsers(
-        dest="ops_command", required=True
-    )
+    ops = command_group(sub, "ops", "operate a deployed stack (AWS credentials)")
     p = ops.add_parser(
         "redrive", help="replay a dead-letter queue's messages; each is deleted once it succeeds"
     )

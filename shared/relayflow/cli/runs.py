@@ -10,14 +10,16 @@ from typing import Any
 
 from relayflow.cli.api import (
     api_client,
-    api_options,
+    api_command,
     call_and_print,
+    endpoint,
     list_page,
     page_query,
     segment,
 )
 from relayflow.cli.inputs import read_input
 from relayflow.cli.output import EXIT_OK, print_json, summary, table_lines, would_call_summary
+from relayflow.cli.parsing import arg, command_group, page_arguments
 
 
 def run_line(run: dict[str, Any]) -> str:
@@ -76,8 +78,7 @@ def _run_with_timeline(run: dict[str, Any]) -> str:
     return "\n".join(lines + table_lines(headers, rows))
 
 
-def cmd_runs_get(args: argparse.Namespace) -> int:
-    return call_and_print(args, "GET", f"/runs/{segment(args.run_id)}", _run_with_timeline)
+cmd_runs_get = endpoint("GET", "/runs/{run_id}", _run_with_timeline)
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -122,8 +123,7 @@ def _list_parked(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_runs_cancel(args: argparse.Namespace) -> int:
-    return call_and_print(args, "POST", f"/runs/{segment(args.run_id)}/cancel", run_line)
+cmd_runs_cancel = endpoint("POST", "/runs/{run_id}/cancel", run_line)
 
 
 def _continued(answer: dict[str, Any]) -> str:
@@ -133,12 +133,13 @@ def _continued(answer: dict[str, Any]) -> str:
     return f"run {answer['run_id']}: runs to its end"
 
 
-def cmd_runs_continue(args: argparse.Namespace) -> int:
-    """Release the next step of a step-through run (``--to-end``: let it finish)."""
-    body = {"to_end": True} if args.to_end else {}
-    return call_and_print(
-        args, "POST", f"/runs/{segment(args.run_id)}/continue", _continued, json=body
-    )
+#: Release the next step of a step-through run (``--to-end``: let it finish).
+cmd_runs_continue = endpoint(
+    "POST",
+    "/runs/{run_id}/continue",
+    _continued,
+    body=lambda args: {"to_end": True} if args.to_end else {},
+)
 
 
 def _json_argument(text: str | None, what: str) -> Any:
@@ -189,65 +190,66 @@ def cmd_runs_rerun(args: argparse.Namespace) -> int:
 
 def add_runs_commands(sub: Any) -> None:
     """``relayflow runs start|get|list|cancel|continue|resume|rerun``."""
-    runs = sub.add_parser("runs", help="start, inspect and cancel runs").add_subparsers(
-        dest="runs_command", required=True
+    runs = command_group(sub, "runs", "start, inspect and cancel runs")
+    api_command(
+        runs,
+        "start",
+        "start a run of a workflow",
+        cmd_runs_start,
+        arg("workflow_id"),
+        arg("--input", help="trigger payload: JSON text, or @file.json"),
+        arg("--idempotency-key", help="a repeat with the same key returns the same run"),
+        arg("--version", type=int, help="run this version instead of the live one"),
+        arg(
+            "--dry-run",
+            action="store_true",
+            help="a dry run: steps that act record the call they would make instead",
+        ),
+        arg(
+            "--step-through",
+            action="store_true",
+            help="pause before each step until `relayflow runs continue`",
+        ),
     )
-    p = runs.add_parser("start", help="start a run of a workflow")
-    p.add_argument("workflow_id")
-    p.add_argument("--input", help="trigger payload: JSON text, or @file.json")
-    p.add_argument("--idempotency-key", help="a repeat with the same key returns the same run")
-    p.add_argument("--version", type=int, help="run this version instead of the live one")
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="a dry run: steps that act record the call they would make instead",
+    api_command(runs, "get", "a run and its step timeline", cmd_runs_get, arg("run_id"))
+    api_command(
+        runs,
+        "list",
+        "a workflow's runs, newest first (--parked: parked runs)",
+        cmd_runs_list,
+        arg("--workflow"),
+        arg("--parked", action="store_true", help="the tenant's parked runs instead"),
+        arg(
+            "--status",
+            choices=("queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"),
+        ),
+        *page_arguments(20),
     )
-    p.add_argument(
-        "--step-through",
-        action="store_true",
-        help="pause before each step until `relayflow runs continue`",
+    api_command(runs, "cancel", "abort a running run", cmd_runs_cancel, arg("run_id"))
+    api_command(
+        runs,
+        "continue",
+        "release the next step of a step-through run",
+        cmd_runs_continue,
+        arg("run_id"),
+        arg("--to-end", action="store_true", help="let the run finish without pausing"),
     )
-    api_options(p)
-    p.set_defaults(func=cmd_runs_start)
-    p = runs.add_parser("get", help="a run and its step timeline")
-    p.add_argument("run_id")
-    api_options(p)
-    p.set_defaults(func=cmd_runs_get)
-    p = runs.add_parser("list", help="a workflow's runs, newest first (--parked: parked runs)")
-    p.add_argument("--workflow")
-    p.add_argument("--parked", action="store_true", help="the tenant's parked runs instead")
-    p.add_argument(
-        "--status",
-        choices=("queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"),
+    api_command(
+        runs,
+        "resume",
+        "resume a parked run: retry, skip or fail its step",
+        cmd_runs_resume,
+        arg("run_id"),
+        arg("--action", required=True, choices=("retry", "skip", "fail")),
+        arg("--output", help="skip: the step's output (JSON, or @file)"),
+        arg("--context", help="a JSON object merged into the run's trigger data (or @file)"),
     )
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--next-token")
-    api_options(p)
-    p.set_defaults(func=cmd_runs_list)
-    p = runs.add_parser("cancel", help="abort a running run")
-    p.add_argument("run_id")
-    api_options(p)
-    p.set_defaults(func=cmd_runs_cancel)
-
-    p = runs.add_parser("continue", help="release the next step of a step-through run")
-    p.add_argument("run_id")
-    p.add_argument("--to-end", action="store_true", help="let the run finish without pausing")
-    api_options(p)
-    p.set_defaults(func=cmd_runs_continue)
-
-    p = runs.add_parser("resume", help="resume a parked run: retry, skip or fail its step")
-    p.add_argument("run_id")
-    p.add_argument("--action", required=True, choices=("retry", "skip", "fail"))
-    p.add_argument("--output", help="skip: the step's output (JSON, or @file)")
-    p.add_argument("--context", help="a JSON object merged into the run's trigger data (or @file)")
-    api_options(p)
-    p.set_defaults(func=cmd_runs_resume)
-
-    p = runs.add_parser("rerun", help="start a new run of a run's trigger from a chosen step")
-    p.add_argument("run_id")
-    p.add_argument("--from", dest="from_step", required=True, help="the main-flow step to start at")
-    p.add_argument(
-        "--current", action="store_true", help="run the live version (default: the run's own)"
+    api_command(
+        runs,
+        "rerun",
+        "start a new run of a run's trigger from a chosen step",
+        cmd_runs_rerun,
+        arg("run_id"),
+        arg("--from", dest="from_step", required=True, help="the main-flow step to start at"),
+        arg("--current", action="store_true", help="run the live version (default: the run's own)"),
     )
-    api_options(p)
-    p.set_defaults(func=cmd_runs_rerun)

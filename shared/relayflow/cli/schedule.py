@@ -8,6 +8,7 @@ from typing import Any
 
 from relayflow.cli import json_docs
 from relayflow.cli.output import EXIT_OK, UsageError, print_json
+from relayflow.cli.parsing import command_group
 
 
 def cmd_schedule_preview(args: argparse.Namespace) -> int:
@@ -51,9 +52,7 @@ def cmd_schedule_preview(args: argparse.Namespace) -> int:
 
 def add_schedule_commands(sub: Any) -> None:
     """``relayflow schedule preview``."""
-    schedule = sub.add_parser("schedule", help="cron schedules").add_subparsers(
-        dest="schedule_command", required=True
-    )
+    schedule = command_group(sub, "schedule", "cron schedules")
     p = schedule.add_parser(
         "preview", help="next fire times of a cron expression and its EventBridge Scheduler form"
     )

@@ -8,14 +8,17 @@ from typing import Any
 
 from relayflow.cli.api import (
     api_client,
+    api_command,
     api_options,
     call_and_print,
+    endpoint,
     list_page,
     page_query,
     segment,
 )
 from relayflow.cli.inputs import json_option
 from relayflow.cli.output import EXIT_OK, print_json
+from relayflow.cli.parsing import arg, command_group, page_arguments
 
 
 def approval_line(approval: dict[str, Any]) -> str:
@@ -43,8 +46,7 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_approvals_get(args: argparse.Namespace) -> int:
-    return call_and_print(args, "GET", f"/approvals/{segment(args.approval_id)}")
+cmd_approvals_get = endpoint("GET", "/approvals/{approval_id}")
 
 
 def cmd_approvals_respond(args: argparse.Namespace) -> int:
@@ -77,66 +79,70 @@ def cmd_waitpoints_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_waitpoints_get(args: argparse.Namespace) -> int:
-    return call_and_print(args, "GET", f"/waitpoints/{segment(args.waitpoint_id)}")
+cmd_waitpoints_get = endpoint("GET", "/waitpoints/{waitpoint_id}")
 
 
-def cmd_waitpoints_complete(args: argparse.Namespace) -> int:
-    body = {"data": json_option(args.data, "--data")}
-    path = f"/waitpoints/{segment(args.waitpoint_id)}/complete"
-    return call_and_print(args, "POST", path, waitpoint_line, json=body)
+cmd_waitpoints_complete = endpoint(
+    "POST",
+    "/waitpoints/{waitpoint_id}/complete",
+    waitpoint_line,
+    body=lambda args: {"data": json_option(args.data, "--data")},
+)
 
 
-def cmd_waitpoints_fail(args: argparse.Namespace) -> int:
-    body = {"error": args.error, "message": args.message}
-    path = f"/waitpoints/{segment(args.waitpoint_id)}/fail"
-    return call_and_print(args, "POST", path, waitpoint_line, json=body)
+cmd_waitpoints_fail = endpoint(
+    "POST",
+    "/waitpoints/{waitpoint_id}/fail",
+    waitpoint_line,
+    body=lambda args: {"error": args.error, "message": args.message},
+)
 
 
 def add_wait_commands(sub: Any) -> None:
     """``relayflow approvals list|get|respond`` and ``relayflow waitpoints
     list|get|complete|fail``."""
-    approvals = sub.add_parser(
-        "approvals", help="list and decide approval requests"
-    ).add_subparsers(dest="approvals_command", required=True)
-    p = approvals.add_parser("list", help="approval requests, oldest first (default: pending)")
-    p.add_argument("--status", choices=("pending", "decided", "expired"), default="pending")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--next-token")
-    api_options(p)
-    p.set_defaults(func=cmd_approvals_list)
-    p = approvals.add_parser("get", help="one approval request")
-    p.add_argument("approval_id")
-    api_options(p)
-    p.set_defaults(func=cmd_approvals_get)
-    p = approvals.add_parser("respond", help="decide an approval request; the run resumes")
-    p.add_argument("approval_id")
-    p.add_argument("--option", required=True, help="one of the request's options")
-    p.add_argument("--data", help="form data as JSON, or @file")
-    api_options(p)
-    p.set_defaults(func=cmd_approvals_respond)
+    approvals = command_group(sub, "approvals", "list and decide approval requests")
+    api_command(
+        approvals,
+        "list",
+        "approval requests, oldest first (default: pending)",
+        cmd_approvals_list,
+        arg("--status", choices=("pending", "decided", "expired"), default="pending"),
+        *page_arguments(20),
+    )
+    api_command(approvals, "get", "one approval request", cmd_approvals_get, arg("approval_id"))
+    api_command(
+        approvals,
+        "respond",
+        "decide an approval request; the run resumes",
+        cmd_approvals_respond,
+        arg("approval_id"),
+        arg("--option", required=True, help="one of the request's options"),
+        arg("--data", help="form data as JSON, or @file"),
+    )
 
-    waitpoints = sub.add_parser(
-        "waitpoints", help="find, complete and fail waitpoints"
-    ).add_subparsers(dest="waitpoints_command", required=True)
+    waitpoints = command_group(sub, "waitpoints", "find, complete and fail waitpoints")
     p = waitpoints.add_parser("list", help="a run's waitpoints, or the one a key names")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--run", help="a run id")
     which.add_argument("--key", help="a rendered idempotency key")
     api_options(p)
     p.set_defaults(func=cmd_waitpoints_list)
-    p = waitpoints.add_parser("get", help="one waitpoint")
-    p.add_argument("waitpoint_id")
-    api_options(p)
-    p.set_defaults(func=cmd_waitpoints_get)
-    p = waitpoints.add_parser("complete", help="complete a waitpoint; the run resumes")
-    p.add_argument("waitpoint_id")
-    p.add_argument("--data", help="the step's output as JSON, or @file")
-    api_options(p)
-    p.set_defaults(func=cmd_waitpoints_complete)
-    p = waitpoints.add_parser("fail", help="fail a waitpoint; the run takes its failure route")
-    p.add_argument("waitpoint_id")
-    p.add_argument("--error", help="a short error code")
-    p.add_argument("--message", help="what went wrong")
-    api_options(p)
-    p.set_defaults(func=cmd_waitpoints_fail)
+    api_command(waitpoints, "get", "one waitpoint", cmd_waitpoints_get, arg("waitpoint_id"))
+    api_command(
+        waitpoints,
+        "complete",
+        "complete a waitpoint; the run resumes",
+        cmd_waitpoints_complete,
+        arg("waitpoint_id"),
+        arg("--data", help="the step's output as JSON, or @file"),
+    )
+    api_command(
+        waitpoints,
+        "fail",
+        "fail a waitpoint; the run takes its failure route",
+        cmd_waitpoints_fail,
+        arg("waitpoint_id"),
+        arg("--error", help="a short error code"),
+        arg("--message", help="what went wrong"),
+    )

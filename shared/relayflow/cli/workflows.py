@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from relayflow.cli.api import api_options, call_and_print, list_page, page_query, segment
+from relayflow.cli.api import api_command, endpoint, list_page, page_query
+from relayflow.cli.parsing import arg, command_group, page_arguments
 
 
 def cmd_workflows_list(args: argparse.Namespace) -> int:
@@ -39,21 +40,19 @@ def _workflow_text(workflow: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_workflows_get(args: argparse.Namespace) -> int:
-    return call_and_print(args, "GET", f"/workflows/{segment(args.workflow_id)}", _workflow_text)
+cmd_workflows_get = endpoint("GET", "/workflows/{workflow_id}", _workflow_text)
 
 
 def add_workflows_commands(sub: Any) -> None:
     """``relayflow workflows list|get``."""
-    workflows = sub.add_parser("workflows", help="the tenant's workflows").add_subparsers(
-        dest="workflows_command", required=True
+    workflows = command_group(sub, "workflows", "the tenant's workflows")
+    api_command(
+        workflows,
+        "list",
+        "workflows with their live and latest versions",
+        cmd_workflows_list,
+        *page_arguments(50),
     )
-    p = workflows.add_parser("list", help="workflows with their live and latest versions")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--next-token")
-    api_options(p)
-    p.set_defaults(func=cmd_workflows_list)
-    p = workflows.add_parser("get", help="one workflow and its versions")
-    p.add_argument("workflow_id")
-    api_options(p)
-    p.set_defaults(func=cmd_workflows_get)
+    api_command(
+        workflows, "get", "one workflow and its versions", cmd_workflows_get, arg("workflow_id")
+    )
