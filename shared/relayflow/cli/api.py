@@ -97,14 +97,15 @@ def api_options(parser: argparse.ArgumentParser) -> None:
 def api_command(
     group: Any,
     name: str,
-    help: str,
+    help_text: str,
     func: Callable[[argparse.Namespace], int],
     *arguments: Argument,
     common: Callable[[argparse.ArgumentParser], None] = api_options,
 ) -> argparse.ArgumentParser:
-    """Add the command ``name`` to ``group`` (a subparsers action): its ``arguments`` in order,
-    then the ``common`` options (``--api``, ``--api-key``, ``--json``); ``func`` runs it."""
-    parser = group.add_parser(name, help=help)
+    """Add the command ``name`` (listed with ``help_text``) to ``group`` (a subparsers action):
+    its ``arguments`` in order, then the ``common`` options (``--api``, ``--api-key``,
+    ``--json``); ``func`` runs it."""
+    parser = group.add_parser(name, help=help_text)
     for names, options in arguments:
         parser.add_argument(*names, **options)
     common(parser)

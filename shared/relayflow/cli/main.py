@@ -9,8 +9,10 @@ bug (the compiled state machine breaks an ASL rule: nothing was written, run or 
 
 This module is the composition root: it builds the parser from each command group's module
 and maps the errors they raise to exit codes. The groups import only the shared bottom
-modules (:mod:`relayflow.cli.output`, :mod:`relayflow.cli.inputs`, :mod:`relayflow.cli.api`,
-:mod:`relayflow.cli.workflow_files`), never this module or each other.
+modules (:mod:`relayflow.cli.output`, :mod:`relayflow.cli.parsing`, :mod:`relayflow.cli.inputs`,
+:mod:`relayflow.cli.api`, :mod:`relayflow.cli.workflow_files`, :mod:`relayflow.cli.json_docs`)
+and their own helpers (``run`` its :mod:`relayflow.cli.run_waits`), never this module or each
+other.
 """
 
 from __future__ import annotations

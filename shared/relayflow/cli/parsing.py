@@ -19,7 +19,9 @@ def page_arguments(limit: int) -> tuple[Argument, Argument]:
     return arg("--limit", type=int, default=limit), arg("--next-token")
 
 
-def command_group(sub: Any, name: str, help: str) -> Any:
+def command_group(sub: Any, name: str, help_text: str) -> Any:
     """The command group ``relayflow <name> ...`` (its subcommand is in ``<name>_command``):
     the subparsers action its commands are added to."""
-    return sub.add_parser(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
+    return sub.add_parser(name, help=help_text).add_subparsers(
+        dest=f"{name}_command", required=True
+    )
