@@ -44,7 +44,7 @@ LAMBDA_PYTHON = ROOT / ".venv" / "tools" / "lambda-py312" / "bin" / "python"
 SAM_PYTHON = ROOT / ".venv" / "tools" / "sam" / "bin" / "python"
 DOCKER_ENDPOINT = "http://host.docker.internal:4566"
 #: What the function containers may import from relayflow at run time: not these.
-NOT_IN_LAMBDA = ("relayflow.local", "relayflow.cli", "relayflow.cli_ops")
+NOT_IN_LAMBDA = ("relayflow.local", "relayflow.cli")
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ import pytest
 from relayflow_testing import bootstrap_client
 
 from relayflow.api.approval_page import FIELD_PREFIX, FormError, form_to_data
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.local.serve import LocalServer
 from relayflow.local.serve_http import MAX_REQUEST_BYTES
 from relayflow.triggers.signatures import sign

@@ -5,7 +5,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from relayflow.cli import build_parser
+from relayflow.cli.main import build_parser
 from relayflow.local import LocalRuntime
 from relayflow.local.aws_server import ExposedAws
 
@@ -39,7 +39,7 @@ def test_serve_takes_an_aws_port():
 def test_serve_binds_the_in_memory_aws_where_a_container_can_reach_it(monkeypatch):
     # Given serve asked to expose its AWS on every interface (a Linux sam local container
     # reaches the host through the Docker bridge, never through 127.0.0.1)
-    from relayflow import cli_serve
+    from relayflow.cli import serve as cli_serve
 
     args = build_parser().parse_args(["serve", "--aws-port", "4566", "--aws-host", "0.0.0.0"])
     assert (args.host, args.aws_host) == ("127.0.0.1", "0.0.0.0")

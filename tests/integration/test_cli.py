@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "workflows/examples/order_triage.yaml")

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from relayflow_testing import HTTP_TIMEOUT
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
@@ -156,7 +156,8 @@ def test_a_bad_key_and_an_unreachable_api_exit_1(server, api, capsys):
 
 
 def test_keys_create_and_revoke_through_the_local_admin_routes(server, capsys):
-    admin = ["--api", server.url, "--admin-token", server.admin_token]
+    # One token in 64 starts with "-", which argparse would take for an option: pass it with "=".
+    admin = ["--api", server.url, f"--admin-token={server.admin_token}"]
     # When a key is created for a new tenant
     key = run_json(capsys, ["keys", "create", "--tenant", "initech", "--name", "ci", *admin])
     # Then it works for that tenant only

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 
 PARENT = """
 id: parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +71,7 @@ def test_a_waitpoint_is_completed_with_json_at_the_prompt(tmp_path, monkeypatch,
 
 
 def test_without_a_terminal_the_wait_and_a_park_are_named_at_once(capsys):
-    from relayflow.cli_waits import waiting_progress
+    from relayflow.cli.run_waits import waiting_progress
     from relayflow.validation import load_workflow_text
 
     workflow = load_workflow_text(APPROVAL, "refund.yaml")
@@ -107,7 +107,7 @@ def test_a_failed_step_prints_one_concise_error_and_verbose_shows_the_rest(tmp_p
             [
                 sys.executable,
                 "-c",
-                "import sys; from relayflow.cli import main; sys.exit(main())",
+                "import sys; from relayflow.cli.main import main; sys.exit(main())",
                 "run",
                 str(path),
                 "--timeout",

@@ -13,7 +13,8 @@ import pytest
 
 import relayflow.compiler
 import relayflow.runner
-from relayflow.cli import EXIT_COMPILER_BUG, main
+from relayflow.cli.main import main
+from relayflow.cli.output import EXIT_COMPILER_BUG
 from relayflow.local.serve import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -530,7 +530,7 @@ def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(s
 def test_the_dlq_commands_list_retry_and_discard_against_serve(
     server, api, remote, capsys, monkeypatch
 ):
-    from relayflow.cli import main
+    from relayflow.cli.main import main
 
     monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
     monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.errors import InvalidRunInput
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow

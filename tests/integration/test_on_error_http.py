@@ -13,7 +13,7 @@ import httpx
 import pytest
 from relayflow_testing import Received, Reply, Server, allowed_server, tenant_client
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.control.recorder import status_change_event
 from relayflow.control.redrive import RedriveError, parse_message, redrive
 from relayflow.control.service import ControlPlane

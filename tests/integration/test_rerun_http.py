@@ -190,7 +190,7 @@ def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http,
 def test_the_cli_reruns_and_lists_workflows_and_breakers(http, remote, server, capsys, monkeypatch):
     import json
 
-    from relayflow.cli import main
+    from relayflow.cli.main import main
 
     monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
     monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)

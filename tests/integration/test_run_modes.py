@@ -85,7 +85,7 @@ def test_every_run_records_the_engine_that_compiled_its_version(
 
 
 def test_deploy_refuses_a_definition_that_needs_a_newer_client(tmp_path, capsys, monkeypatch):
-    from relayflow.cli import main
+    from relayflow.cli.main import main
 
     # Given a definition that needs Relayflow 99, and an API nobody listens on
     path = tmp_path / "greet.yaml"
@@ -445,7 +445,7 @@ def test_continue_refuses_a_run_that_is_not_stepping_through(runtime, plane, ten
 
 
 def test_the_local_runner_asks_before_each_step_and_can_run_to_the_end(runtime):
-    from relayflow.cli_runmodes import step_prompt
+    from relayflow.cli.run import step_prompt
     from relayflow.definition.models import Workflow
     from relayflow.runner import run_workflow
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration

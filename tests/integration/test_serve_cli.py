@@ -24,7 +24,7 @@ def relayflow(*args: str) -> list[str]:
     return [
         sys.executable,
         "-c",
-        "import sys; from relayflow.cli import main; sys.exit(main())",
+        "import sys; from relayflow.cli.main import main; sys.exit(main())",
         *args,
     ]
 

@@ -221,7 +221,7 @@ def test_a_stored_webhook_naming_as_secret_never_verifies_with_it(server):
 
 
 def test_relayflow_run_exits_2_naming_a_secret_outside_the_local_tenant(tmp_path: Path, capsys):
-    from relayflow.cli import main
+    from relayflow.cli.main import main
 
     path = tmp_path / "leak.yaml"
     path.write_text(

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from relayflow_testing import tenant_client
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.cost.bill import LOGS_ITEM
 from relayflow.cost.estimate import estimate

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from relayflow import __version__
-from relayflow.cli import main
+from relayflow.cli.main import main
 
 
 def test_version_prints_the_package_version(capsys):
@@ -22,7 +22,7 @@ def test_version_prints_the_package_version(capsys):
 def test_help_imports_nothing_heavy():
     probe = (
         "import sys\n"
-        "from relayflow.cli import main\n"
+        "from relayflow.cli.main import main\n"
         "try:\n"
         "    main(['--help'])\n"
         "except SystemExit:\n"

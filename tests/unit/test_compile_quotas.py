@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from relayflow.cli import EXIT_INVALID, main
+from relayflow.cli.main import main
+from relayflow.cli.output import EXIT_INVALID
 from relayflow.compiler import CompileOptions, compile_workflow
 from relayflow.compiler.check import definition_size
 from relayflow.compiler.quotas import (

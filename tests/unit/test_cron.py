@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.cron import (
     UnknownTimeZone,
     UnsupportedCron,

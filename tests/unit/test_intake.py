@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.definition.loader import parse_text
 from relayflow.intake import (
     MAX_DEPTH,

@@ -326,7 +326,8 @@ def test_a_for_each_collects_max_items_records():
 
 
 def test_validate_warns_and_strict_refuses(tmp_path, capsys):
-    from relayflow.cli import EXIT_INVALID, EXIT_OK, main
+    from relayflow.cli.main import main
+    from relayflow.cli.output import EXIT_INVALID, EXIT_OK
 
     path = tmp_path / "fanout.yaml"
     path.write_text(

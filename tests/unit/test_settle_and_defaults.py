@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.cli import main
+from relayflow.cli.main import main
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.compiler.driver import Driver

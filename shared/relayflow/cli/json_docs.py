@@ -4,12 +4,7 @@ the text output."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-
-def emit(document: Any) -> None:
-    print(json.dumps(document, indent=2, default=str))
 
 
 def validation(path: str, workflow: Any, problems: list[Any], warnings: list[Any]) -> dict:

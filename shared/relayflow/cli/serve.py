@@ -8,7 +8,9 @@ import signal
 import sys
 from typing import Any
 
-from relayflow.cli import EXIT_OK, EXIT_RUN_FAILED
+from relayflow.cli.api import API_KEY_ENV, API_URL_ENV
+from relayflow.cli.inputs import resources_option
+from relayflow.cli.output import EXIT_OK, EXIT_RUN_FAILED
 
 
 def _stop_on_sigterm() -> None:
@@ -23,14 +25,9 @@ def _stop_on_sigterm() -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
-    from relayflow.cli import EXIT_INVALID
-    from relayflow.cli_api import API_KEY_ENV, API_URL_ENV
     from relayflow.local.serve import LocalServer
 
-    resources = _load_resources(args.resources) if args.resources else None
-    if isinstance(resources, str):
-        print(f"relayflow: --resources {args.resources}: {resources}", file=sys.stderr)
-        return EXIT_INVALID
+    resources = resources_option(args.resources) if args.resources else None
     try:
         server = LocalServer(
             args.host,
@@ -79,18 +76,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_resources(path: str) -> Any:
-    """The ``--resources`` file, or the one-line reason it cannot be read."""
-    import yaml
-
-    from relayflow.local.resources import load_resources
-
-    try:
-        return load_resources(path)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        return " ".join(str(exc).split())
-
-
 def _expose_aws(host: str, port: int | None) -> Any:
     """``--aws-port`` (and ``--aws-host``): serve's in-memory AWS on a port
     (relayflow.local.aws_server)."""
@@ -99,3 +84,40 @@ def _expose_aws(host: str, port: int | None) -> Any:
     from relayflow.local.aws_server import ExposedAws
 
     return ExposedAws(host, port).__enter__()
+
+
+def add_serve_command(sub: Any) -> None:
+    """``relayflow serve``."""
+    p = sub.add_parser("serve", help="run the control API locally (local runtime, in memory)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=0.001,
+        help="multiply Wait and retry delays by this (default 0.001; 1 = real time)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=50.0,
+        help="requests per second per API key before 429 (default 50, bursts of 4x)",
+    )
+    p.add_argument(
+        "--aws-port",
+        type=int,
+        help="also serve the in-memory AWS (moto) on this port, e.g. 4566, for `sam local "
+        "invoke --env-vars events/env.json` (docs/development.md)",
+    )
+    p.add_argument(
+        "--aws-host",
+        help="address the in-memory AWS listens on (default: --host). On Linux, a `sam local` "
+        "container reaches the host through the Docker bridge, not 127.0.0.1: use 0.0.0.0 "
+        "(or the bridge's address, e.g. 172.17.0.1)",
+    )
+    p.add_argument(
+        "--resources",
+        help="YAML file of tables, queues, buses, identities and secrets to create in moto "
+        "first (as `relayflow run --resources`)",
+    )
+    p.set_defaults(func=cmd_serve)

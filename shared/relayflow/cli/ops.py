@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
+from relayflow.cli.output import EXIT_OK, EXIT_RUN_FAILED
+from relayflow.cli.parsing import command_group
 
 
 def cmd_ops_redrive(args: argparse.Namespace) -> int:
@@ -21,19 +21,17 @@ def cmd_ops_redrive(args: argparse.Namespace) -> int:
         result = redrive(args.queue, limit=args.limit)
     except RedriveError as exc:
         print(f"relayflow: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_RUN_FAILED
     for replay in result.replays:
         state = "replayed" if replay.ok else f"FAILED ({replay.error})"
         print(f"{replay.message_id}  {replay.function_arn or '-'}  {state}")
     print(f"{result.replayed} replayed, {len(result.failed)} left in the queue")
-    return EXIT_OK if not result.failed else EXIT_FAILED
+    return EXIT_OK if not result.failed else EXIT_RUN_FAILED
 
 
 def add_ops_commands(sub: Any) -> None:
     """The ``ops`` command group, added to ``relayflow``'s parser."""
-    ops = sub.add_parser("ops", help="operate a deployed stack (AWS credentials)").add_subparsers(
-        dest="ops_command", required=True
-    )
+    ops = command_group(sub, "ops", "operate a deployed stack (AWS credentials)")
     p = ops.add_parser(
         "redrive", help="replay a dead-letter queue's messages; each is deleted once it succeeds"
     )
