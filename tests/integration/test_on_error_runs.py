@@ -15,14 +15,13 @@ from typing import Any
 
 import pytest
 from relayflow_testing import Received, Reply, Server, allowed_server
+from runs import settle
 
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
-from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.dal.parks import parks_partition
 from relayflow.dal.schema import GSI1
-from relayflow.local import LocalRuntime
 
 pytestmark = pytest.mark.integration
 
@@ -99,15 +98,6 @@ def parked(plane: ControlPlane, tenant: str, run_id: str, timeout: float = 20.0)
             return run
         time.sleep(0.05)
     raise AssertionError(f"run {run_id} did not park")
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str, events=None):
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane, events=events)
-    return plane.get_run(tenant, run_id)
 
 
 def start(plane: ControlPlane, tenant: str, definition: dict[str, Any], trigger: Any) -> str:

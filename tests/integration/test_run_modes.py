@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
+from runs import settle
 
 from relayflow.adapters.aws import client
 from relayflow.control import service
@@ -34,15 +35,6 @@ def greet(greeting: str = "hi", requires: str | None = None) -> dict[str, Any]:
     if requires is not None:
         data["requires"] = requires
     return data
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane)
-    return plane.get_run(tenant, run_id)
 
 
 # --------------------------------------------------------------------------- engine version

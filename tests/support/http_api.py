@@ -1,0 +1,76 @@
+"""Helpers for tests that talk to ``relayflow serve`` (a :class:`LocalServer`) over HTTP:
+publish workflows, start runs and wait for them to settle, read the API's error bodies, and
+point the CLI at the server.
+
+On pytest's ``pythonpath`` (pyproject.toml), so any test imports it by name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from relayflow_testing import eventually
+
+#: Run statuses a run does not leave.
+SETTLED = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+
+
+def serve_cli_args(server: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The CLI's ``--api``/``--api-key`` arguments for ``server``'s bootstrap key, with the
+    environment's API URL and key taken away so only these arguments count."""
+    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
+    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
+    return ["--api", server.url, "--api-key", server.bootstrap_key]
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Any:
+    """``relayflow <argv> --json`` run to exit 0, its standard output decoded."""
+    from relayflow.cli import main
+
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def publish(client: httpx.Client, *definitions: dict[str, Any]) -> None:
+    """Each definition PUT at ``/workflows/<id>``, asserting it was created or updated."""
+    for definition in definitions:
+        put = client.put(f"/workflows/{definition['id']}", json=definition)
+        assert put.status_code in (200, 201), put.text
+
+
+def start_run(client: httpx.Client, workflow_id: str, payload: Any = None) -> str:
+    """A run of ``workflow_id`` started with ``payload`` as its input (``{}`` when none),
+    asserting the API answered 201; its run id."""
+    started = client.post(f"/workflows/{workflow_id}/runs", json={"input": payload or {}})
+    assert started.status_code == 201, started.text
+    return started.json()["run_id"]
+
+
+def settled_run(client: httpx.Client, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    """``GET /runs/<run_id>`` once the run's status is one it does not leave."""
+
+    def done() -> dict[str, Any] | None:
+        run = client.get(f"/runs/{run_id}").json()
+        return run if run.get("status") in SETTLED else None
+
+    return eventually(done, timeout=timeout)
+
+
+def run_ids(client: httpx.Client, workflow_id: str) -> set[str]:
+    """The ids of ``workflow_id``'s runs (the first page of 100)."""
+    page = client.get(f"/workflows/{workflow_id}/runs", params={"limit": 100})
+    assert page.status_code == 200, page.text
+    return {run["run_id"] for run in page.json()["items"]}
+
+
+def finished_run(client: httpx.Client, run_id: str, timeout: float = 30.0) -> dict[str, Any]:
+    """``GET /runs/<run_id>`` once the run's status is no longer ``running``."""
+
+    def find() -> dict[str, Any] | None:
+        run = client.get(f"/runs/{run_id}").json()
+        return run if run["status"] != "running" else None
+
+    return eventually(find, timeout=timeout)
