@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from http_api import finished_run
 from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server
 
 from relayflow.approvals.links import approval_guest_links
@@ -100,16 +101,6 @@ def pending(local: LocalServer, workflow_id: str, tools: Server) -> tuple[httpx.
     raise AssertionError(f"run {run_id} never asked for an approval")
 
 
-def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still running")
-
-
 def refunds(tools: Server) -> list[Any]:
     return [json.loads(r.body) for r in tools.requests if r.path == "/billing/refunds"]
 
@@ -128,7 +119,7 @@ def test_an_approved_call_waits_is_approved_by_guest_link_runs_once_and_resumes(
     answer = httpx.post(approval_guest_links(approval)["approve"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the tool runs exactly once and the loop finishes
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded", run
     assert refunds(tools) == [{"invoice": "inv-7"}]
     output = run["output"]["steps"]["refunder"]["output"]
@@ -148,7 +139,7 @@ def test_a_rejected_call_never_runs_and_the_model_is_told(env):
     answer = httpx.post(approval_guest_links(approval)["reject"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the refund never ran, the loop went on, and the rejection is recorded
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded", run
     assert refunds(tools) == []
     calls = run["output"]["steps"]["refunder"]["output"]["tool_calls"]

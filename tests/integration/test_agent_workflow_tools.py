@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +15,9 @@ from relayflow.definition import load_workflow_text
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import override_settings
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 
 CHILD = """
 id: price-lookup
@@ -49,22 +48,6 @@ def call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def turn(*content: dict[str, Any]) -> dict[str, Any]:
     return {"content": list(content), "usage": {"input_tokens": 100, "output_tokens": 10}}
-
-
-@pytest.fixture
-def fixtures(tmp_path: Path) -> Iterator[Any]:
-    def write(name: str, *turns: dict[str, Any]) -> str:
-        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": list(turns)}))
-        return name
-
-    with override_settings(ai_fixtures_dir=str(tmp_path)):
-        yield write
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 def agent(fixture: str, extra: str = "") -> Workflow:

@@ -16,12 +16,14 @@ from typing import Any
 import httpx
 import pytest
 from cdp_browser import Browser, require_chromium
+from http_api import finished_run
 from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.approvals.links import approval_guest_links
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+TIME_SCALE = 0.01
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -35,12 +37,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
         yield chromium
     finally:
         chromium.close()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.01) as local:
-        yield local
 
 
 def refund_workflow() -> dict[str, Any]:
@@ -90,16 +86,6 @@ def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
     raise AssertionError("the run never waited for its approval")
 
 
-def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} is still running")
-
-
 # ----------------------------------------------------------------------------- the test
 
 
@@ -131,7 +117,7 @@ def test_a_guest_approves_in_chromium_and_the_run_continues(server, browser, tmp
         assert (tmp_path / "outcome.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
         # And the run continues on on_approve with the decision and the form data
-        run = finished(api, run_id)
+        run = finished_run(api, run_id)
         assert run["status"] == "succeeded"
         assert [step["key"] for step in run["steps"]] == ["ask", "pay"]
         decision = run["steps"][0]["output"]

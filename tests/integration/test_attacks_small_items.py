@@ -19,13 +19,13 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
+from relayflow_testing import bootstrap_client, eventually
 
 from relayflow.approvals.page import FIELD_PREFIX, FormError, form_to_data
 from relayflow.cli import main
@@ -108,16 +108,6 @@ def run_ids(api: httpx.Client, workflow_id: str) -> set[str]:
     page = api.get(f"/workflows/{workflow_id}/runs", params={"limit": 100})
     assert page.status_code == 200, page.text
     return {run["run_id"] for run in page.json()["items"]}
-
-
-def eventually(find: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
 
 
 def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server
 
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX
 from relayflow.control.cancel_on import handle_cancel
@@ -35,12 +34,6 @@ from relayflow.settings import get_settings
 from relayflow.triggers.sync import TENANT_FIELD
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -25,12 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TRIAGE = str(ROOT / "workflows/examples/order_triage.yaml")
 PAYMENT = str(ROOT / "workflows/examples/payment_retry.yaml")
 TRIAGE_INPUT = "@" + str(ROOT / "events/examples/order_triage.json")
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
 
 
 @pytest.fixture

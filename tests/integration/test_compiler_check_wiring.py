@@ -4,7 +4,6 @@ never write, run or deploy the machine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 import relayflow.compiler
 import relayflow.runner
 from relayflow.cli import EXIT_COMPILER_BUG, main
-from relayflow.local.serve import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIAGE = str(ROOT / "workflows/examples/order_triage.yaml")
@@ -58,12 +56,6 @@ def test_run_refuses_the_machine_before_the_local_runtime_sees_it(broken_compile
     assert main(["run", TRIAGE, "--json"]) == EXIT_COMPILER_BUG
     assert "[reachable] state 'orphan'" in capsys.readouterr().err
     assert LocalRuntime.current() is None  # no runtime was left open
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
 
 
 @pytest.mark.integration

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from cdp_browser import Browser, CdpError, require_chromium
-from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server, allowed_server
+from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server
 
 from relayflow.local.serve import LocalServer
 
@@ -131,12 +131,6 @@ def _viewport(width: int, height: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def server(remote: Server) -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.002) as local:
         with httpx.Client(
@@ -146,14 +140,6 @@ def server(remote: Server) -> Iterator[LocalServer]:
                 put = api.put(f"/workflows/{definition['id']}", json=definition)
                 assert put.status_code in (200, 201), put.text
         yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
-    ) as client:
-        yield client
 
 
 def sign_in(browser: Browser, server: LocalServer, key: str) -> None:

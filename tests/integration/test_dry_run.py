@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from example_workflows import order_fulfilment
 from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
-from relayflow.definition import load_workflow, load_workflow_text
+from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
-from relayflow.local.resources import LocalResources, load_resources, provision
+from relayflow.local.resources import LocalResources, provision
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
 from relayflow.steps.dry_run import PLACEHOLDER, REDACTED
@@ -54,19 +55,8 @@ def outputs(result: RunResult) -> dict[str, Any]:
 
 def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(runtime):
     # Given the example's resources, and a rule that would copy the bus's events to SQS
-    provision(load_resources(ROOT / "workflows/examples/local/order_fulfilment.resources.yaml"))
-    queue_url = client("sqs").create_queue(QueueName="seen-events")["QueueUrl"]
-    queue_arn = client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    client("events").put_rule(
-        Name="all", EventBusName="app-shop", EventPattern='{"source": ["shop.orders"]}'
-    )
-    client("events").put_targets(
-        Rule="all", EventBusName="app-shop", Targets=[{"Id": "q", "Arn": queue_arn}]
-    )
-    workflow = load_workflow(ROOT / "workflows/examples/order_fulfilment.yaml")
-    trigger = json.loads((ROOT / "events/examples/order_fulfilment.json").read_text())
+    example = order_fulfilment()
+    workflow, trigger, queue_url = example.workflow, example.trigger, example.seen_events
     # When it runs dry
     result = run_workflow(workflow, trigger, runtime=runtime, dry_run=True)
     # Then it succeeds, and nothing was written, sent or put

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from relayflow_testing import load_handler, moto_table
+from serial_moto import serialise_dynamodb
 
 from relayflow.adapters.aws import client
 from relayflow.dal import create_table
@@ -60,18 +61,8 @@ class DynamoRequests:
 
 @pytest.fixture
 def serial_dynamodb(monkeypatch: pytest.MonkeyPatch) -> DynamoRequests:
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
     served = DynamoRequests()
-    original = DynamoHandler.call_action
-
-    def one_at_a_time(self: Any) -> Any:
-        with lock:
-            served.actions.append(self._get_action().split(".")[-1])
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
+    serialise_dynamodb(monkeypatch, served.actions)
     return served
 
 

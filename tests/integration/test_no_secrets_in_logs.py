@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
+from relayflow_testing import eventually
 
 from relayflow.local.serve import LocalServer
 from relayflow.triggers.signatures import sign
@@ -84,22 +84,6 @@ def server(captured: dict[str, io.StringIO]) -> Iterator[LocalServer]:
         yield local
 
 
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
-
-
 def guest_link_flow(server: LocalServer, api: httpx.Client) -> list[str]:
     """Open and answer a guest approval link; the secrets it involved."""
     from relayflow.approvals.links import approval_guest_links, signing_key
@@ -116,15 +100,13 @@ def guest_link_flow(server: LocalServer, api: httpx.Client) -> list[str]:
                 return WaitDal().get_approval("local", view.approval_id)
         return None
 
-    approval = wait_for(pending, "the approval")
+    approval = eventually(pending)
     links = approval_guest_links(approval)
     page = httpx.get(links["approve"], timeout=30)
     assert page.status_code == 200, page.text
     answer = httpx.post(links["approve"], data={}, timeout=30)
     assert answer.status_code == 200, answer.text
-    assert wait_for(
-        lambda: api.get(f"/runs/{run_id}").json()["status"] == "succeeded", "the run's end"
-    )
+    assert eventually(lambda: api.get(f"/runs/{run_id}").json()["status"] == "succeeded")
     signatures = [parse_qs(urlsplit(url).query)["sig"][0] for url in links.values()]
     key = signing_key()
     return [*signatures, key if isinstance(key, str) else key.decode()]

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server
 from runs import settle
 
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
@@ -35,12 +34,6 @@ class Events:
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.details += [json.loads(e["Detail"]) | {"type": e["DetailType"]} for e in Entries]
         return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"}]}
-
-
-@pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import uuid
 from typing import Any
 
 import pytest
-from runs import settle
+from runs import entered_states, settle
+from workflow_shapes import THREE_STEPS
 
 from relayflow.adapters.aws import client
 from relayflow.control import service
@@ -297,32 +298,10 @@ def test_a_templated_target_without_a_route_fails_the_run_naming_it(runtime, pla
 # --------------------------------------------------------------------------- step-through
 
 
-THREE_STEPS: dict[str, Any] = {
-    "id": "three",
-    # Step-through pauses at callback gates, which only Standard machines have (engines.md).
-    "engine": "standard",
-    "start": "one",
-    "steps": {
-        "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
-        "two": {"type": "transform", "mapping": {"n": 2}, "on_success": "three"},
-        "three": {"type": "transform", "mapping": {"n": 3}},
-    },
-}
-
-
 def entered(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> list[str]:
     """The steps whose main state the run has entered so far."""
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    events = runtime.sfn_client.get_execution_history(
-        executionArn=run.execution_arn, maxResults=1000
-    )["events"]
-    return [
-        e["stateEnteredEventDetails"]["name"]
-        for e in events
-        if "stateEnteredEventDetails" in e
-        and e["stateEnteredEventDetails"]["name"] in THREE_STEPS["steps"]
-    ]
+    states = entered_states(runtime, plane, tenant, run_id)
+    return [name for name in states if name in THREE_STEPS["steps"]]
 
 
 def waiting_gate(plane: ControlPlane, tenant: str, run_id: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from runs import settle
+from runs import entered_states, settle
 
 from relayflow.control.service import ControlPlane
 from relayflow.dal.waits import WaitDal
@@ -55,15 +55,7 @@ def pending(plane: ControlPlane, tenant: str, run_id: str, count: int) -> list[s
 
 
 def entered(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> list[str]:
-    run = plane.dal.get_run(tenant, run_id)
-    events = runtime.sfn_client.get_execution_history(
-        executionArn=run.execution_arn, maxResults=1000
-    )["events"]
-    return [
-        e["stateEnteredEventDetails"]["name"]
-        for e in events
-        if "stateEnteredEventDetails" in e and "." not in e["stateEnteredEventDetails"]["name"]
-    ]
+    return [name for name in entered_states(runtime, plane, tenant, run_id) if "." not in name]
 
 
 def test_each_branch_of_a_parallel_waits_before_its_step(runtime, plane, tenant):

@@ -8,11 +8,14 @@ On pytest's ``pythonpath`` (pyproject.toml), so any test imports it by name.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import eventually
+from relayflow_testing import FixedClock, eventually
 
 #: Run statuses a run does not leave.
 SETTLED = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
@@ -74,3 +77,48 @@ def finished_run(client: httpx.Client, run_id: str, timeout: float = 30.0) -> di
         return run if run["status"] != "running" else None
 
     return eventually(find, timeout=timeout)
+
+
+def run_in_status(client: httpx.Client, run_id: str, *statuses: str) -> dict[str, Any]:
+    """``GET /runs/<run_id>`` once the run's status is one of ``statuses``."""
+
+    def find() -> dict[str, Any] | None:
+        run = client.get(f"/runs/{run_id}").json()
+        return run if run["status"] in statuses else None
+
+    return eventually(find, timeout=30.0)
+
+
+@contextmanager
+def admission_clock(server: Any, now: float) -> Iterator[FixedClock]:
+    """``server``'s admission reads the time from a :class:`FixedClock` set to ``now`` (the
+    test moves it), back to ``time.time`` on the way out."""
+    admission = server.control().admission
+    clock = FixedClock(now)
+    admission.clock = clock
+    try:
+        yield clock
+    finally:
+        admission.clock = time.time
+
+
+def order_event_delivery(
+    tenant: str, workflow_id: str, event_id: str, detail: dict[str, Any]
+) -> dict[str, Any]:
+    """A trigger delivery of a ``shop``/``order.created`` event (id ``event_id``, with
+    ``detail`` and the tenant field) to ``workflow_id``'s first trigger, as the bus rule
+    sends it to the trigger function."""
+    from relayflow.triggers.sync import TENANT_FIELD
+
+    return {
+        "kind": "event",
+        "tenant": tenant,
+        "workflow_id": workflow_id,
+        "trigger_index": 0,
+        "event": {
+            "id": event_id,
+            "source": "shop",
+            "detail-type": "order.created",
+            "detail": {**detail, TENANT_FIELD: tenant},
+        },
+    }

@@ -144,6 +144,13 @@ def allowed_server() -> Iterator[Server]:
             server.stop()
 
 
+def fresh_allowed_server() -> Iterator[Server]:
+    """A fixture function: a fresh :func:`allowed_server` per test, for a module to declare as
+    ``server = pytest.fixture(fresh_allowed_server, name="server")``."""
+    with allowed_server() as server:
+        yield server
+
+
 @contextmanager
 def platform_runtime(time_scale: float = 0.001) -> Iterator[Any]:
     """A :class:`LocalRuntime` with what the control plane needs in it: the Relayflow table

@@ -21,3 +21,15 @@ def settle(runtime: Any, plane: Any, tenant: str, run_id: str, events: Any = Non
     described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
     record_status_change(status_change_event(described), control=plane, events=events)
     return plane.get_run(tenant, run_id)
+
+
+def entered_states(runtime: Any, plane: Any, tenant: str, run_id: str) -> list[str]:
+    """The names of the states the run's execution has entered so far, in order."""
+    run = plane.dal.get_run(tenant, run_id)
+    assert run is not None and run.execution_arn
+    events = runtime.sfn_client.get_execution_history(
+        executionArn=run.execution_arn, maxResults=1000
+    )["events"]
+    return [
+        e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e
+    ]
