@@ -10,7 +10,7 @@ time scale is the module's ``TIME_SCALE``, 0.001 unless the module sets one), a 
 its bootstrap key (``api``, tenant ``local``; a module that sets ``UNTHROTTLED = True`` gets a
 server whose rate limit lets bursts through, and one that sets ``WITH_REMOTE = True`` gets
 ``remote`` started first, so the server's settings let it reach that recording server), the
-CLI's ``--api``/``--api-key`` arguments for it (``serve_cli``), and ``remote``: a recording
+CLI's ``--api``/``--api-key`` arguments for it (``cli``), and ``remote``: a recording
 HTTP server on 127.0.0.1 the SSRF guard lets product code reach."""
 
 from __future__ import annotations
@@ -79,5 +79,5 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def serve_cli(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def cli(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return serve_cli_args(server, monkeypatch)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from relayflow_testing import Server, fresh_allowed_server, load_handler, moto_table
+from scripted_ai import AGENT_CONTEXT
 
 from relayflow.definition import load_workflow_text
 from relayflow.local import LocalRuntime
@@ -306,12 +306,7 @@ def test_a_duplicate_invocation_executes_no_tool_twice(server, fixtures, monkeyp
         },
         "context": {"execution_id": "exec-1", "state": "triage", "attempt": 0},
     }
-    context = SimpleNamespace(
-        function_name="relayflow-agent",
-        aws_request_id="req-1",
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
-        get_remaining_time_in_millis=lambda: 60_000,
-    )
+    context = AGENT_CONTEXT
     handler = load_handler("agent").handler
     with moto_table(monkeypatch):
         # When the same step execution is invoked twice (Lambda's at-least-once delivery)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from scripted_ai import AGENT_CONTEXT
+from workflow_shapes import FAILING_CHILD
 
 from relayflow.definition import load_workflow_text
 from relayflow.definition.models import Workflow
@@ -30,15 +32,6 @@ steps:
       price: "{{ trigger.qty * 5 }}"
       parent: "{{ run.parent.step }}"
       dry_run: "{{ run.dry_run }}"
-"""
-
-#: Fails natively: two items for a for_each that allows one.
-FAILING_CHILD = """
-id: failing-child
-start: each
-steps:
-  each: {type: for_each, items: "{{ trigger.items }}", step: one, max_items: 1}
-  one: {type: noop}
 """
 
 
@@ -194,7 +187,6 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     (a run of tenant acme, one run id per test), with moto for the step-results table and
     S3."""
     import uuid
-    from types import SimpleNamespace
 
     from relayflow_testing import load_handler, moto_table
 
@@ -202,12 +194,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from relayflow.compiler import compile_workflow
     from relayflow.settings import get_settings
 
-    context = SimpleNamespace(
-        function_name="relayflow-agent",
-        aws_request_id="req-1",
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
-        get_remaining_time_in_millis=lambda: 60_000,
-    )
+    context = AGENT_CONTEXT
     handler = load_handler("agent").handler
     run_id = uuid.uuid4().hex
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from http_api import finished_run
 from relayflow_testing import HTTP_TIMEOUT, tenant_client
+from workflow_shapes import refund_approval
 
 from relayflow.approvals.links import approval_guest_links, sign_link, signing_key
 from relayflow.local.serve import LocalServer
@@ -32,23 +33,13 @@ FORM = {
 
 
 def refund_workflow(workflow_id: str, form: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "id": workflow_id,
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund {{ trigger.order }}",
-                "prompt": "Refund {{ trigger.amount }} EUR?",
-                "timeout_seconds": 600,
-                "form_schema": form,
-                "on_approve": "pay",
-                "on_reject": "keep",
-            },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
-        },
-    }
+    return refund_approval(
+        workflow_id,
+        title="Refund {{ trigger.order }}",
+        prompt="Refund {{ trigger.amount }} EUR?",
+        timeout_seconds=600,
+        form_schema=form,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import pytest
 from cdp_browser import Browser, require_chromium
 from http_api import finished_run
 from relayflow_testing import HTTP_TIMEOUT
+from workflow_shapes import refund_approval
 
 from relayflow.approvals.links import approval_guest_links
 from relayflow.local.serve import LocalServer
@@ -40,31 +41,21 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
 
 
 def refund_workflow() -> dict[str, Any]:
-    return {
-        "id": "refund-browser",
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund order {{ trigger.order }}",
-                "description": "The customer asks for their money back.",
-                "prompt": "Refund {{ trigger.amount }} EUR?",
-                "timeout_seconds": 600,
-                "form_schema": {
-                    "type": "object",
-                    "properties": {
-                        "note": {"type": "string", "title": "Note for the customer"},
-                        "goodwill": {"type": "boolean", "title": "Add a goodwill voucher"},
-                    },
-                    "required": ["note"],
-                },
-                "on_approve": "pay",
-                "on_reject": "keep",
+    return refund_approval(
+        "refund-browser",
+        title="Refund order {{ trigger.order }}",
+        description="The customer asks for their money back.",
+        prompt="Refund {{ trigger.amount }} EUR?",
+        timeout_seconds=600,
+        form_schema={
+            "type": "object",
+            "properties": {
+                "note": {"type": "string", "title": "Note for the customer"},
+                "goodwill": {"type": "boolean", "title": "Add a goodwill voucher"},
             },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
+            "required": ["note"],
         },
-    }
+    )
 
 
 def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:

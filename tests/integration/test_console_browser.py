@@ -20,6 +20,7 @@ import httpx
 import pytest
 from cdp_browser import Browser, CdpError, require_chromium
 from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server
+from workflow_shapes import parking_charge, refund_approval
 
 from relayflow.local.serve import LocalServer
 
@@ -81,35 +82,13 @@ def workflows(url: str) -> list[dict[str, Any]]:
                 },
             },
         },
-        {
-            "id": "charging",
-            "start": "charge",
-            "steps": {
-                "charge": {
-                    "type": "webhook_out",
-                    "url": f"{url}/charge",
-                    "on_error": {"action": "park"},
-                    "on_success": "receipt",
-                },
-                "receipt": {"type": "transform", "mapping": {"paid": "{{ steps.charge.output }}"}},
-            },
-        },
-        {
-            "id": "refund",
-            "start": "ask",
-            "steps": {
-                "ask": {
-                    "type": "approval",
-                    "title": "Refund order {{ trigger.order }}",
-                    "prompt": "Pay back {{ trigger.amount }} EUR?",
-                    "timeout_seconds": 86400,
-                    "on_approve": "pay",
-                    "on_reject": "keep",
-                },
-                "pay": {"type": "transform", "mapping": {"refunded": True}},
-                "keep": {"type": "transform", "mapping": {"refunded": False}},
-            },
-        },
+        parking_charge(url, {"paid": "{{ steps.charge.output }}"}),
+        refund_approval(
+            "refund",
+            title="Refund order {{ trigger.order }}",
+            prompt="Pay back {{ trigger.amount }} EUR?",
+            timeout_seconds=86400,
+        ),
     ]
 
 

@@ -130,9 +130,8 @@ steps:
 """
 
 
-def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_steps(
-    runtime, receiver
-):
+def notify_workflow(receiver: Server) -> Any:
+    """HTTP_AND_HOOK against ``receiver``, with its billing token and hook secret stored."""
     provision(
         LocalResources(
             secrets={
@@ -141,7 +140,13 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
             }
         )
     )
-    workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+    return load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+
+
+def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_steps(
+    runtime, receiver
+):
+    workflow = notify_workflow(receiver)
     # When it runs dry
     result = run_workflow(workflow, {"customer": "c-1"}, runtime=runtime, dry_run=True)
     assert result.status == "succeeded", (result.error, result.cause)
@@ -167,15 +172,7 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
 
 
 def test_a_normal_run_of_the_same_workflow_acts(runtime, receiver):
-    provision(
-        LocalResources(
-            secrets={
-                "relayflow/local/billing-token": "t0k3n",
-                "relayflow/local/hook-secret": "whsec",
-            }
-        )
-    )
-    workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+    workflow = notify_workflow(receiver)
     result = run_workflow(workflow, {"customer": "c-1"}, runtime=runtime)
     assert result.status == "succeeded", (result.error, result.cause)
     assert [(r.method, r.path) for r in receiver.requests] == [

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from relayflow_testing import eventually
+from workflow_shapes import refund_approval
 
 from relayflow.local.serve import LocalServer
 from relayflow.triggers.signatures import sign
@@ -30,21 +31,7 @@ STORED_NAME = f"relayflow/local/{SECRET_NAME}"
 
 
 def approval_workflow() -> dict[str, Any]:
-    return {
-        "id": "refund-logs",
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund {{ trigger.order }}",
-                "timeout_seconds": 600,
-                "on_approve": "pay",
-                "on_reject": "keep",
-            },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
-        },
-    }
+    return refund_approval("refund-logs", title="Refund {{ trigger.order }}", timeout_seconds=600)
 
 
 def hooked_workflow() -> dict[str, Any]:

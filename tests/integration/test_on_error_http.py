@@ -10,6 +10,7 @@ import httpx
 import pytest
 from http_api import cli_json, run_in_status
 from relayflow_testing import Received, Reply, Server, tenant_client
+from workflow_shapes import parking_charge
 
 from relayflow.cli import main
 
@@ -27,19 +28,7 @@ def ok(received: Received) -> Reply:
 
 @pytest.fixture(scope="module")
 def http(api: httpx.Client, remote: Server) -> httpx.Client:
-    definition = {
-        "id": "charging",
-        "start": "charge",
-        "steps": {
-            "charge": {
-                "type": "webhook_out",
-                "url": f"{remote.url}/charge",
-                "on_error": {"action": "park"},
-                "on_success": "receipt",
-            },
-            "receipt": {"type": "transform", "mapping": {"charge": "{{ steps.charge.output }}"}},
-        },
-    }
+    definition = parking_charge(remote.url, {"charge": "{{ steps.charge.output }}"})
     assert api.put("/workflows/charging", json=definition).status_code in (200, 201)
     return api
 
@@ -51,7 +40,7 @@ def parked_run(http: httpx.Client, remote: Server) -> str:
     return run_id
 
 
-def test_resume_over_the_cli_retries_the_step(http, remote, serve_cli, capsys):
+def test_resume_over_the_cli_retries_the_step(http, remote, cli, capsys):
     remote.requests.clear()
     run_id = parked_run(http, remote)
     # The parked run is listed over HTTP and by the CLI, with its step and error
@@ -62,17 +51,17 @@ def test_resume_over_the_cli_retries_the_step(http, remote, serve_cli, capsys):
     # (with the endpoint's status and body, never a stack trace)
     assert parked_error["details"] == {"status": 500, "body": '{"error": "down"}'}
     assert "answered 500" in parked_error["Cause"] and "stackTrace" not in json.dumps(listed)
-    page = cli_json(capsys, ["runs", "list", "--parked", *serve_cli])
+    page = cli_json(capsys, ["runs", "list", "--parked", *cli])
     assert [r["run_id"] for r in page["items"]] == [run_id]
     # When the remote recovers and the run is resumed with retry over the CLI
     remote.reply = ok
-    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "retry", *serve_cli])
+    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "retry", *cli])
     assert answer == {"run_id": run_id, "action": "retry", "step": "charge", "status": "running"}
     run = run_in_status(http, run_id, "succeeded")
     # Then the step acted twice and the run's verdict is shown by GET and the CLI
     assert len(remote.to("/charge")) == 2
     assert run["outcome"] == "succeeded"
-    assert main(["runs", "get", run_id, *serve_cli]) == 0
+    assert main(["runs", "get", run_id, *cli]) == 0
     assert "SUCCEEDED" in capsys.readouterr().out
     assert http.get("/runs", params={"status": "parked"}).json()["items"] == []
 
@@ -103,9 +92,9 @@ def test_resume_answers_422_404_and_409_over_http(http, remote, server):
     assert (again.status_code, again.json()["code"]) == (409, "conflict")
 
 
-def test_a_failed_park_ends_the_run_failed(http, remote, serve_cli, capsys):
+def test_a_failed_park_ends_the_run_failed(http, remote, cli, capsys):
     run_id = parked_run(http, remote)
-    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "fail", *serve_cli])
+    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "fail", *cli])
     assert answer["action"] == "fail"
     run = run_in_status(http, run_id, "failed")
     assert (run["outcome"], run["error"]) == ("failed", "Relayflow.HttpError")

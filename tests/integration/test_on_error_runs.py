@@ -39,9 +39,7 @@ class Events:
 @pytest.fixture
 def failing(remote: Server) -> Server:
     """The remote API answers 500 until ``remote.reply`` is set to ``ok``."""
-    remote.requests.clear()
-    remote.reply = fail
-    return remote
+    return remote.answering(fail)
 
 
 def fail(received: Received) -> Reply:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from runs import entered_states, settle
-from workflow_shapes import THREE_STEPS
+from workflow_shapes import THREE_STEPS, kind_dispatch
 
 from relayflow.adapters.aws import client
 from relayflow.control import service
@@ -229,19 +229,7 @@ def handler(label: str) -> dict[str, Any]:
     }
 
 
-DISPATCH: dict[str, Any] = {
-    "id": "dispatch",
-    "start": "route",
-    "steps": {
-        "route": {
-            "type": "sub_workflow",
-            "workflow_id": "{{ trigger.kind }}-handler",
-            "input": {"kind": "{{ trigger.kind }}"},
-            "on_failure": "missing",
-        },
-        "missing": {"type": "transform", "mapping": {"error": "{{ error.Error }}"}},
-    },
-}
+DISPATCH = kind_dispatch(missing={"type": "transform", "mapping": {"error": "{{ error.Error }}"}})
 
 
 def test_a_templated_target_routes_to_a_child_chosen_by_input(runtime, plane, tenant):

@@ -34,13 +34,13 @@ def gate_of(http: httpx.Client, run_id: str) -> str:
     raise AssertionError("no gate is pending")
 
 
-def test_step_through_over_the_cli_and_http(http, serve_cli, capsys):
+def test_step_through_over_the_cli_and_http(http, cli, capsys):
     # Given a step-through run started from the CLI
-    run = cli_json(capsys, ["runs", "start", "three", "--step-through", *serve_cli])
+    run = cli_json(capsys, ["runs", "start", "three", "--step-through", *cli])
     assert run["step_through"] is True and run["dry_run"] is False
     assert gate_of(http, run["run_id"]) == "one"
     # When it is continued once, the first step is released
-    assert main(["runs", "continue", run["run_id"], *serve_cli]) == 0
+    assert main(["runs", "continue", run["run_id"], *cli]) == 0
     assert f"run {run['run_id']}: step one released" in capsys.readouterr().out
     # And each further continue releases exactly the step the run waits before
     assert gate_of(http, run["run_id"]) == "two"
@@ -48,15 +48,15 @@ def test_step_through_over_the_cli_and_http(http, serve_cli, capsys):
     assert released.status_code == 200 and released.json()["released"] == "two"
     assert gate_of(http, run["run_id"]) == "three"
     # When it is told to run to its end, it finishes
-    assert main(["runs", "continue", run["run_id"], "--to-end", *serve_cli]) == 0
+    assert main(["runs", "continue", run["run_id"], "--to-end", *cli]) == 0
     assert finished_run(http, run["run_id"])["status"] == "succeeded"
     # And continuing a finished run is a 409 naming the reason
-    assert main(["runs", "continue", run["run_id"], *serve_cli]) == 1
+    assert main(["runs", "continue", run["run_id"], *cli]) == 1
     assert "409 conflict" in capsys.readouterr().err
 
 
-def test_a_dry_run_started_over_the_cli_is_dry(http, serve_cli, capsys):
-    run = cli_json(capsys, ["runs", "start", "three", "--dry-run", *serve_cli])
+def test_a_dry_run_started_over_the_cli_is_dry(http, cli, capsys):
+    run = cli_json(capsys, ["runs", "start", "three", "--dry-run", *cli])
     assert run["dry_run"] is True
     detail = finished_run(http, run["run_id"])
     assert detail["status"] == "succeeded" and detail["dry_run"] is True

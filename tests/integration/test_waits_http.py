@@ -132,36 +132,36 @@ def test_waitpoint_complete_twice_and_fail_over_http(client):
     assert client.get("/waitpoints/" + "0" * 32).status_code == 404
 
 
-def test_cli_lists_and_responds_to_approvals_and_completes_waitpoints(client, serve_cli, capsys):
+def test_cli_lists_and_responds_to_approvals_and_completes_waitpoints(client, cli, capsys):
     run_id = start_run(client, "purchase", {"item": "a chair"})
     approval = pending_approval(client, run_id)
     # approvals list shows it
-    assert main(["approvals", "list", *serve_cli]) == 0
+    assert main(["approvals", "list", *cli]) == 0
     assert approval["approval_id"] in capsys.readouterr().out
     # approvals respond decides it
     argv = ["approvals", "respond", approval["approval_id"], "--option", "approve"]
-    assert main([*argv, "--data", '{"budget": 42}', *serve_cli, "--json"]) == 0
+    assert main([*argv, "--data", '{"budget": 42}', *cli, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "decided"
     assert finished_run(client, run_id)["output"]["steps"]["buy"]["output"] == {"budget": 42}
     # a second respond fails with the API's message
-    assert main([*argv, *serve_cli]) != 0
+    assert main([*argv, *cli]) != 0
     assert "already decided" in capsys.readouterr().err
     # waitpoints list / complete
     run_id = start_run(client, "callback")
     eventually(lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"])
-    assert main(["waitpoints", "list", "--run", run_id, *serve_cli, "--json"]) == 0
+    assert main(["waitpoints", "list", "--run", run_id, *cli, "--json"]) == 0
     (waitpoint,) = json.loads(capsys.readouterr().out)["items"]
     complete = ["waitpoints", "complete", waitpoint["waitpoint_id"], "--data", '{"ok": 1}']
-    assert main([*complete, *serve_cli]) == 0
+    assert main([*complete, *cli]) == 0
     assert "completed" in capsys.readouterr().out
     assert finished_run(client, run_id)["output"]["steps"]["done"]["output"] == {"got": {"ok": 1}}
     # and waitpoints fail on another run
     run_id = start_run(client, "callback")
     eventually(lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"])
-    assert main(["waitpoints", "list", "--run", run_id, *serve_cli, "--json"]) == 0
+    assert main(["waitpoints", "list", "--run", run_id, *cli, "--json"]) == 0
     (waitpoint,) = json.loads(capsys.readouterr().out)["items"]
     fail = ["waitpoints", "fail", waitpoint["waitpoint_id"], "--error", "E1", "--message", "no"]
-    assert main([*fail, *serve_cli]) == 0
+    assert main([*fail, *cli]) == 0
     capsys.readouterr()
     assert finished_run(client, run_id)["output"]["steps"]["broken"]["output"] == {"why": "E1: no"}
 

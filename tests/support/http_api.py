@@ -8,6 +8,8 @@ On pytest's ``pythonpath`` (pyproject.toml), so any test imports it by name.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,3 +124,15 @@ def order_event_delivery(
             "detail": {**detail, TENANT_FIELD: tenant},
         },
     }
+
+
+def serve_process(argv: list[str]) -> subprocess.Popen[str]:
+    """``argv`` (a ``relayflow serve`` command line) started in its own process, its standard
+    output a text pipe read line by line as it prints (unbuffered), its errors discarded."""
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )

@@ -37,6 +37,24 @@ def load_handler(function: str) -> ModuleType:
     return module
 
 
+def lambda_context(function: str) -> Any:
+    """The Lambda context ``sam local invoke`` gives ``functions/<function>`` in the ``dev``
+    stage (30 s left)."""
+    from types import SimpleNamespace
+
+    name = f"relayflow-dev-{function}"
+    return SimpleNamespace(
+        function_name=name,
+        function_version="$LATEST",
+        memory_limit_in_mb=512,
+        log_group_name=f"/aws/lambda/{name}",
+        log_stream_name="sam-local",
+        aws_request_id="sam-local-invoke",
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        get_remaining_time_in_millis=lambda: 30_000,
+    )
+
+
 def load_event(function: str, case: str) -> dict[str, Any]:
     """``events/<function>/<case>.json``: the file `sam local invoke -e` would send."""
     return json.loads((ROOT / "events" / function / f"{case}.json").read_text())
@@ -122,6 +140,12 @@ class Server:
     def echo(received: Received) -> Reply:
         body = json.dumps({"method": received.method, "path": received.path}).encode()
         return 200, {"Content-Type": "application/json", "ETag": '"v1"'}, body
+
+    def answering(self, reply: Callable[[Received], Reply]) -> Server:
+        """This server, its record cleared, answering with ``reply`` from now on."""
+        self.requests.clear()
+        self.reply = reply
+        return self
 
     def to(self, path: str) -> list[Received]:
         return [r for r in self.requests if r.path == path]

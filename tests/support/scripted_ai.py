@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from relayflow.settings import override_settings
@@ -26,3 +27,12 @@ def scripted_turns(folder: Path) -> Iterator[Callable[..., str]]:
 
     with override_settings(ai_fixtures_dir=str(folder)):
         yield write
+
+
+#: The Lambda context the agent function gets in these tests (60 s left).
+AGENT_CONTEXT = SimpleNamespace(
+    function_name="relayflow-agent",
+    aws_request_id="req-1",
+    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
+    get_remaining_time_in_millis=lambda: 60_000,
+)

@@ -110,3 +110,81 @@ THREE_STEPS: dict[str, Any] = {
         "three": {"type": "transform", "mapping": {"n": 3}},
     },
 }
+
+
+#: A cycle a → b → a whose header ``a`` fails (a string times two) into ``b``, in the cycle,
+#: under a step limit of 3.
+LOOPING_ROUTE: dict[str, Any] = {
+    "id": "loop-route",
+    "start": "a",
+    "max_steps_per_run": 3,
+    "steps": {
+        "a": {
+            "type": "transform",
+            "mapping": "{{ trigger.count * 2 }}",
+            "on_success": "b",
+            "on_failure": "b",
+        },
+        "b": {"type": "condition", "expression": "trigger.flag", "on_true": "a"},
+    },
+}
+
+
+#: A child that fails natively (no Lambda): two items for a for_each that allows one.
+FAILING_CHILD = """
+id: failing-child
+start: each
+steps:
+  each: {type: for_each, items: "{{ trigger.items }}", step: one, max_items: 1}
+  one: {type: noop}
+"""
+
+
+def refund_approval(workflow_id: str, **ask: Any) -> dict[str, Any]:
+    """``ask``, an approval with the fields ``ask`` (title, prompt, timeout, form…), goes on to
+    ``pay`` (``{"refunded": true}``) when approved and ``keep`` (``{"refunded": false}``) when
+    rejected."""
+    return {
+        "id": workflow_id,
+        "start": "ask",
+        "steps": {
+            "ask": {"type": "approval", **ask, "on_approve": "pay", "on_reject": "keep"},
+            "pay": {"type": "transform", "mapping": {"refunded": True}},
+            "keep": {"type": "transform", "mapping": {"refunded": False}},
+        },
+    }
+
+
+def parking_charge(url: str, receipt: dict[str, Any]) -> dict[str, Any]:
+    """``charging``: ``charge`` (a webhook_out to ``<url>/charge``) parks the run when it fails,
+    then ``receipt`` outputs the mapping ``receipt``."""
+    return {
+        "id": "charging",
+        "start": "charge",
+        "steps": {
+            "charge": {
+                "type": "webhook_out",
+                "url": f"{url}/charge",
+                "on_error": {"action": "park"},
+                "on_success": "receipt",
+            },
+            "receipt": {"type": "transform", "mapping": receipt},
+        },
+    }
+
+
+def kind_dispatch(
+    workflow_id: str = "dispatch", *, missing: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``route`` runs the sub-workflow ``<trigger.kind>-handler`` with ``{"kind": …}``; with
+    ``missing``, a failure of ``route`` goes on to the step ``missing`` (that definition)."""
+    route: dict[str, Any] = {
+        "type": "sub_workflow",
+        "workflow_id": "{{ trigger.kind }}-handler",
+        "input": {"kind": "{{ trigger.kind }}"},
+    }
+    steps: dict[str, Any] = {"route": route}
+    if missing is not None:
+        route["on_failure"] = "missing"
+        steps["missing"] = missing
+    return {"id": workflow_id, "start": "route", "steps": steps}
