@@ -5,14 +5,13 @@ runs exactly once. Rejected: it never runs, and the model is told."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from http_api import finished_run
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server
 
 from relayflow.approvals.links import approval_guest_links
@@ -81,8 +80,6 @@ def workflow(workflow_id: str, tools: Server) -> dict[str, Any]:
 
 
 def pending(local: LocalServer, workflow_id: str, tools: Server) -> tuple[httpx.Client, str, Any]:
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     api = httpx.Client(base_url=local.url, headers={"X-Api-Key": local.bootstrap_key}, timeout=30)
     assert api.put(f"/workflows/{workflow_id}", json=workflow(workflow_id, tools)).status_code in (
@@ -92,13 +89,7 @@ def pending(local: LocalServer, workflow_id: str, tools: Server) -> tuple[httpx.
     started = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"invoice": "inv-7"}})
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return api, run_id, WaitDal().get_approval("local", view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never asked for an approval")
+    return api, run_id, stored_approval("local", run_id)
 
 
 def refunds(tools: Server) -> list[Any]:

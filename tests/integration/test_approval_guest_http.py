@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
-from http_api import finished_run
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT, tenant_client
 from workflow_shapes import refund_approval
 
@@ -52,8 +52,6 @@ def start_pending(
     client: httpx.Client, tenant: str, workflow_id: str, form: dict[str, Any] | None = None
 ) -> tuple[str, Any]:
     """Start a run of the refund workflow; its run id and stored approval once it waits."""
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     put = client.put(f"/workflows/{workflow_id}", json=refund_workflow(workflow_id, form))
     assert put.status_code in (200, 201), put.text
@@ -62,14 +60,7 @@ def start_pending(
     )
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        page = get_wait_service().list_approvals(tenant, limit=100)
-        for view in page.items:
-            if view.run_id == run_id:
-                return run_id, WaitDal().get_approval(tenant, view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never waited for an approval")
+    return run_id, stored_approval(tenant, run_id)
 
 
 def stored(tenant: str, approval_id: str) -> Any:

@@ -9,14 +9,13 @@ the console's browser tests); a missing Chromium fails under ``make test`` and i
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from cdp_browser import Browser, require_chromium
-from http_api import finished_run
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT
 from workflow_shapes import refund_approval
 
@@ -59,8 +58,6 @@ def refund_workflow() -> dict[str, Any]:
 
 
 def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     assert api.put("/workflows/refund-browser", json=refund_workflow()).status_code in (200, 201)
     started = api.post(
@@ -68,13 +65,7 @@ def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
     )
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return run_id, WaitDal().get_approval("local", view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError("the run never waited for its approval")
+    return run_id, stored_approval("local", run_id)
 
 
 # ----------------------------------------------------------------------------- the test

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from relayflow_testing import bootstrap_client, eventually
+from workflow_shapes import two_transforms
 
 from relayflow.approvals.page import FIELD_PREFIX, FormError, form_to_data
 from relayflow.cli import main
@@ -74,14 +75,7 @@ EVIL = {
     "steps": {"echo": {"type": "transform", "mapping": {"got": "{{ trigger }}"}}},
     "triggers": [{"type": "webhook", "slug": f"evil-{SUFFIX}"}],
 }
-STEPPED = {
-    "id": "stepped",
-    "start": "one",
-    "steps": {
-        "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
-        "two": {"type": "transform", "mapping": {"n": 2}},
-    },
-}
+STEPPED = two_transforms("stepped")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from cdp_browser import Browser, CdpError, require_chromium
 from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server
-from workflow_shapes import parking_charge, refund_approval
+from workflow_shapes import charging, refund_approval
 
 from relayflow.local.serve import LocalServer
 
@@ -82,7 +82,7 @@ def workflows(url: str) -> list[dict[str, Any]]:
                 },
             },
         },
-        parking_charge(url, {"paid": "{{ steps.charge.output }}"}),
+        charging(url, {"paid": "{{ steps.charge.output }}"}),
         refund_approval(
             "refund",
             title="Refund order {{ trigger.order }}",

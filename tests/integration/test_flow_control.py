@@ -269,34 +269,35 @@ def test_the_lease_lasts_the_invocations_remaining_time(aws):
 
 # --------------------------------------------------------------------------- whole workflows
 
-FAN_OUT = """
-id: fan-out
+
+def each_order(workflow_id: str, charge: str) -> str:
+    """``each`` runs ``charge`` (a transform with the fields ``charge``) per trigger order."""
+    return f"""
+id: {workflow_id}
 start: each
 steps:
   each:
     type: for_each
-    items: "{{ trigger.orders }}"
+    items: "{{{{ trigger.orders }}}}"
     step: charge
   charge:
     type: transform
-    mapping: {order: "{{ item }}", position: "{{ index }}"}
+{charge}"""
+
+
+FAN_OUT = each_order(
+    "fan-out",
+    """    mapping: {order: "{{ item }}", position: "{{ index }}"}
     concurrency: {limit: 2}
     retry: {max_attempts: 1}
-"""
-
-UNLIMITED = """
-id: unlimited
-start: each
-steps:
-  each:
-    type: for_each
-    items: "{{ trigger.orders }}"
-    step: charge
-  charge:
-    type: transform
-    mapping: {order: "{{ item }}"}
+""",
+)
+UNLIMITED = each_order(
+    "unlimited",
+    """    mapping: {order: "{{ item }}"}
     retry: {max_attempts: 2}
-"""
+""",
+)
 
 
 class Counting:

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from http_api import stored_approval
 from relayflow_testing import eventually
 from workflow_shapes import refund_approval
 
@@ -74,20 +75,12 @@ def server(captured: dict[str, io.StringIO]) -> Iterator[LocalServer]:
 def guest_link_flow(server: LocalServer, api: httpx.Client) -> list[str]:
     """Open and answer a guest approval link; the secrets it involved."""
     from relayflow.approvals.links import approval_guest_links, signing_key
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     assert api.put("/workflows/refund-logs", json=approval_workflow()).status_code == 201
     started = api.post("/workflows/refund-logs/runs", json={"input": {"order": "o-7"}})
     run_id = started.json()["run_id"]
 
-    def pending() -> Any:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return WaitDal().get_approval("local", view.approval_id)
-        return None
-
-    approval = eventually(pending)
+    approval = stored_approval("local", run_id)
     links = approval_guest_links(approval)
     page = httpx.get(links["approve"], timeout=30)
     assert page.status_code == 200, page.text

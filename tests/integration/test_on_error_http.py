@@ -10,7 +10,7 @@ import httpx
 import pytest
 from http_api import cli_json, run_in_status
 from relayflow_testing import Received, Reply, Server, tenant_client
-from workflow_shapes import parking_charge
+from workflow_shapes import charging
 
 from relayflow.cli import main
 
@@ -28,7 +28,7 @@ def ok(received: Received) -> Reply:
 
 @pytest.fixture(scope="module")
 def http(api: httpx.Client, remote: Server) -> httpx.Client:
-    definition = parking_charge(remote.url, {"charge": "{{ steps.charge.output }}"})
+    definition = charging(remote.url, {"charge": "{{ steps.charge.output }}"})
     assert api.put("/workflows/charging", json=definition).status_code in (200, 201)
     return api
 

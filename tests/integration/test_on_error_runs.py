@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+import workflow_shapes as shapes
 from relayflow_testing import Received, Reply, Server
 from runs import settle
 
@@ -52,27 +53,10 @@ def ok(received: Received) -> Reply:
 
 def charging(url: str, on_error: dict[str, Any], **charge: Any) -> dict[str, Any]:
     """charge (a webhook_out with ``on_error``) → receipt; ``refund`` when charge routes to it."""
-    definition: dict[str, Any] = {
-        "id": "charging",
-        "start": "charge",
-        "steps": {
-            "charge": {
-                "type": "webhook_out",
-                "url": f"{url}/charge",
-                "body": {"order": "{{ trigger.order }}"},
-                "on_error": on_error,
-                "on_success": "receipt",
-                **charge,
-            },
-            "receipt": {
-                "type": "transform",
-                "mapping": {
-                    "charge": "{{ steps.charge.output }}",
-                    "note": "{{ trigger.note }}",
-                },
-            },
-        },
-    }
+    receipt = {"charge": "{{ steps.charge.output }}", "note": "{{ trigger.note }}"}
+    definition = shapes.charging(
+        url, receipt, on_error, body={"order": "{{ trigger.order }}"}, **charge
+    )
     if charge.get("on_failure") == "refund":
         definition["steps"]["refund"] = {
             "type": "transform",

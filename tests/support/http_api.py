@@ -136,3 +136,18 @@ def serve_process(argv: list[str]) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+def stored_approval(tenant: str, run_id: str, timeout: float = 30.0) -> Any:
+    """The stored approval item the run asked for, once it asked (the server runs in this
+    process: its wait service and table are this process's)."""
+    from relayflow.control.waits import get_wait_service
+    from relayflow.dal.waits import WaitDal
+
+    def asked() -> Any:
+        for view in get_wait_service().list_approvals(tenant, limit=100).items:
+            if view.run_id == run_id:
+                return WaitDal().get_approval(tenant, view.approval_id)
+        return None
+
+    return eventually(asked, timeout=timeout)

@@ -24,6 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: request that compiles a workflow or starts a run takes more than 5 s on a loaded 2-core CI
 #: machine; the bound only ends a test that is failing anyway.
 HTTP_TIMEOUT = 30.0
+#: The golden compiled machines (``tests/golden/*.asl.json``) and the example workflows
+#: (``workflows/examples/*.yaml``), sorted by path.
+GOLDEN_MACHINES = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))
+EXAMPLE_WORKFLOWS = sorted((ROOT / "workflows" / "examples").glob("*.yaml"))
 
 
 def load_handler(function: str) -> ModuleType:

@@ -155,9 +155,12 @@ def refund_approval(workflow_id: str, **ask: Any) -> dict[str, Any]:
     }
 
 
-def parking_charge(url: str, receipt: dict[str, Any]) -> dict[str, Any]:
-    """``charging``: ``charge`` (a webhook_out to ``<url>/charge``) parks the run when it fails,
-    then ``receipt`` outputs the mapping ``receipt``."""
+def charging(
+    url: str, receipt: dict[str, Any], on_error: Any = None, **charge: Any
+) -> dict[str, Any]:
+    """``charging``: ``charge`` (a webhook_out to ``<url>/charge`` with the fields ``charge``)
+    handles its failure by ``on_error`` (parking the run unless told), then ``receipt``
+    outputs the mapping ``receipt``."""
     return {
         "id": "charging",
         "start": "charge",
@@ -165,7 +168,8 @@ def parking_charge(url: str, receipt: dict[str, Any]) -> dict[str, Any]:
             "charge": {
                 "type": "webhook_out",
                 "url": f"{url}/charge",
-                "on_error": {"action": "park"},
+                **charge,
+                "on_error": {"action": "park"} if on_error is None else on_error,
                 "on_success": "receipt",
             },
             "receipt": {"type": "transform", "mapping": receipt},
@@ -188,3 +192,36 @@ def kind_dispatch(
         route["on_failure"] = "missing"
         steps["missing"] = missing
     return {"id": workflow_id, "start": "route", "steps": steps}
+
+
+def soft_failure(done: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """``soft``: ``boom`` (a code step) raises, and its ``on_error: continue`` fallback outputs
+    ``{"price": 0}`` before ``done`` (that step); ``extra`` top-level fields follow ``start``."""
+    return {
+        "id": "soft",
+        "start": "boom",
+        **extra,
+        "steps": {
+            "boom": {
+                "type": "code",
+                "code": "raise ValueError('no stock')",
+                "timeout_seconds": 10,
+                "retry": "none",
+                "on_error": {"action": "continue", "output": {"price": 0}},
+                "on_success": "done",
+            },
+            "done": done,
+        },
+    }
+
+
+def two_transforms(workflow_id: str) -> dict[str, Any]:
+    """``one`` (``{"n": 1}``) → ``two`` (``{"n": 2}``): two transforms."""
+    return {
+        "id": workflow_id,
+        "start": "one",
+        "steps": {
+            "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
+            "two": {"type": "transform", "mapping": {"n": 2}},
+        },
+    }
