@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from http_api import run_ids
 from relayflow_testing import bootstrap_client, eventually
 from workflow_shapes import two_transforms
 
@@ -96,12 +97,6 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
             put = client.put(f"/workflows/{definition['id']}", json=definition)
             assert put.status_code in (200, 201), put.text
         yield client
-
-
-def run_ids(api: httpx.Client, workflow_id: str) -> set[str]:
-    page = api.get(f"/workflows/{workflow_id}/runs", params={"limit": 100})
-    assert page.status_code == 200, page.text
-    return {run["run_id"] for run in page.json()["items"]}
 
 
 def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

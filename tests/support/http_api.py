@@ -1,6 +1,6 @@
 """Helpers for tests that talk to ``relayflow serve`` (a :class:`LocalServer`) over HTTP:
-publish workflows, start runs and wait for them to settle, read the API's error bodies, and
-point the CLI at the server.
+publish workflows, start runs and wait for their states or approvals, serve's admission clock,
+and the CLI pointed at the server (in process or as its own process).
 
 On pytest's ``pythonpath`` (pyproject.toml), so any test imports it by name.
 """
@@ -18,9 +18,6 @@ from typing import Any
 import httpx
 import pytest
 from relayflow_testing import FixedClock, eventually
-
-#: Run statuses a run does not leave.
-SETTLED = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 
 
 def serve_cli_args(server: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -52,16 +49,6 @@ def start_run(client: httpx.Client, workflow_id: str, payload: Any = None) -> st
     started = client.post(f"/workflows/{workflow_id}/runs", json={"input": payload or {}})
     assert started.status_code == 201, started.text
     return started.json()["run_id"]
-
-
-def settled_run(client: httpx.Client, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
-    """``GET /runs/<run_id>`` once the run's status is one it does not leave."""
-
-    def done() -> dict[str, Any] | None:
-        run = client.get(f"/runs/{run_id}").json()
-        return run if run.get("status") in SETTLED else None
-
-    return eventually(done, timeout=timeout)
 
 
 def run_ids(client: httpx.Client, workflow_id: str) -> set[str]:

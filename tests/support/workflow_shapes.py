@@ -1,5 +1,5 @@
-"""Workflow shapes that tests and benches both build: the same definition asserted on in a
-test and measured in ``bench/``."""
+"""Workflow shapes that more than one test module (or a test and a bench) build: the same
+definition asserted on in several places, or asserted on in a test and measured in ``bench/``."""
 
 from __future__ import annotations
 
