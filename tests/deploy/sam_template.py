@@ -94,23 +94,32 @@ def function_env(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
     return {**(globals_.get("Variables") or {}), **(own.get("Variables") or {})}
 
 
+def template_parameters(template: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
+    """The template's parameters: each one's default (as text), overridden by ``given``."""
+    return {
+        name: str(spec.get("Default", ""))
+        for name, spec in (template.get("Parameters") or {}).items()
+    } | given
+
+
+def pseudo_parameters(parameters: dict[str, str]) -> dict[str, str]:
+    """The pseudo parameters (``AWS::Region``…) of the stack deployed with ``parameters``."""
+    return {
+        "AWS::Region": REGION,
+        "AWS::AccountId": ACCOUNT,
+        "AWS::Partition": PARTITION,
+        "AWS::StackName": f"relayflow-{parameters.get('Stage', 'dev')}",
+        "AWS::URLSuffix": "amazonaws.com",
+    }
+
+
 class Resolver:
     """Evaluates intrinsic functions for one set of parameter values."""
 
     def __init__(self, template: dict[str, Any], **parameters: str) -> None:
         self.template = template
-        self.parameters = {
-            name: str(spec.get("Default", ""))
-            for name, spec in (template.get("Parameters") or {}).items()
-        }
-        self.parameters.update(parameters)
-        self.pseudo = {
-            "AWS::Region": REGION,
-            "AWS::AccountId": ACCOUNT,
-            "AWS::Partition": PARTITION,
-            "AWS::StackName": f"relayflow-{self.parameters.get('Stage', 'dev')}",
-            "AWS::URLSuffix": "amazonaws.com",
-        }
+        self.parameters = template_parameters(template, parameters)
+        self.pseudo = pseudo_parameters(self.parameters)
 
     # ------------------------------------------------------------------ names and ARNs
 

@@ -13,7 +13,6 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from asl_validators import (
     validate_files,
 )
 from corpus import draw_corpus
+from relayflow_testing import EXAMPLE_WORKFLOWS, GOLDEN_MACHINES
 from workflow_strategies import LONG_DELAY, workflow_definitions
 
 from relayflow.compiler import compile_workflow
@@ -33,9 +33,6 @@ from relayflow.compiler.check import assert_valid_machine
 from relayflow.definition import AVAILABLE_STEP_TYPES
 from relayflow.validation import load_workflow, validate_data
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))
-EXAMPLES = sorted((ROOT / "workflows" / "examples").glob("*.yaml"))
 #: Definitions drawn; every one that validation accepts is compiled and validated. Some
 #: headroom: validation refuses the rare edge values the generator draws on purpose (a
 #: delay past Step Functions' limit, a timestamp that only matches the pattern, .inf/.nan),
@@ -97,7 +94,7 @@ BROKEN: dict[str, dict[str, Any]] = {
 def test_validators_report_broken_machines_and_pass_the_golden_files(asl_tools):
     # Given machines that AWS refuses, one per rule, and the golden files
     definitions = dict(BROKEN)
-    for path in GOLDEN:
+    for path in GOLDEN_MACHINES:
         definitions[path.name] = json.loads(path.read_text(encoding="utf-8"))
 
     # When both validators read them, with asl-validator's schemas compiled once (the
@@ -137,15 +134,15 @@ def test_golden_files_and_compiled_examples_have_no_diagnostics(asl_tools):
     # Given every golden ASL file as written and every example workflow, compiled
     examples = {
         f"workflows/examples/{path.name}": compile_workflow(load_workflow(path)).asl
-        for path in EXAMPLES
+        for path in EXAMPLE_WORKFLOWS
     }
-    assert len(GOLDEN) >= 20 and len(EXAMPLES) >= 5
+    assert len(GOLDEN_MACHINES) >= 20 and len(EXAMPLE_WORKFLOWS) >= 5
 
     # When both validators read the golden files (one node call) and the examples (another)
-    reports = {**validate_files(GOLDEN), **validate_definitions(examples)}
+    reports = {**validate_files(GOLDEN_MACHINES), **validate_definitions(examples)}
 
     # Then neither says anything about any of them
-    assert set(reports) == {str(p) for p in GOLDEN} | set(examples)
+    assert set(reports) == {str(p) for p in GOLDEN_MACHINES} | set(examples)
     assert all(r.ok for r in reports.values()), _failures(reports)
 
 

@@ -10,15 +10,15 @@ invocation writes exactly one metrics line, under the names the dashboard draws.
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 import json
 import socket
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from relayflow_testing import lambda_context, load_handler
 from sam_template import ROOT, function_resources, load_template
 
 from relayflow import naming
@@ -38,16 +38,6 @@ def samples(kinds: list[str]) -> list[tuple[str, Path]]:
 
 SAMPLES = samples(STEP_FUNCTIONS)
 PLATFORM_SAMPLES = samples(PLATFORM_FUNCTIONS)
-
-
-def load_handler(kind: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"deploy_fn_{kind}", ROOT / "functions" / kind / "app.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("kind", FUNCTIONS)
@@ -150,19 +140,6 @@ def test_the_handler_answers_each_sample_like_lambda_would(
     assert metrics[outcome] == 1
 
 
-def _context(kind: str) -> SimpleNamespace:
-    return SimpleNamespace(
-        function_name=f"relayflow-dev-{kind}",
-        function_version="$LATEST",
-        memory_limit_in_mb=512,
-        log_group_name=f"/aws/lambda/relayflow-dev-{kind}",
-        log_stream_name="sam-local",
-        aws_request_id="sam-local-invoke",
-        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:relayflow-dev-{kind}",
-        get_remaining_time_in_millis=lambda: 30_000,
-    )
-
-
 @pytest.mark.parametrize(
     ("kind", "sample"), PLATFORM_SAMPLES, ids=[f"{k}/{s.stem}" for k, s in PLATFORM_SAMPLES]
 )
@@ -178,7 +155,7 @@ def test_platform_handlers_answer_each_sample_in_their_contract(kind, sample: Pa
     event = json.loads(sample.read_text())
     # When it is invoked with the sample
     try:
-        result = handler(event, _context(kind))
+        result = handler(event, lambda_context(kind))
     except Exception as exc:
         # Then only the authorizer may raise, and only API Gateway's "Unauthorized" (a 401)
         assert kind == "authorizer" and str(exc) == "Unauthorized", f"{kind}: {exc!r}"

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from dynamodb_calls import Recorder, load_snapshot
+from relayflow_testing import lambda_context, load_handler
 from sam_template import (
     ACCOUNT,
     REGION,
@@ -32,7 +32,7 @@ from sam_template import (
     load_template,
     role_statements,
 )
-from test_handler_samples import lambda_sandbox, load_handler  # noqa: F401 (a fixture)
+from test_handler_samples import lambda_sandbox  # noqa: F401 (a fixture)
 
 from relayflow import naming
 from relayflow.compiler import CompileOptions, compile_workflow
@@ -217,16 +217,7 @@ def _sample_calls(kind: str, sandbox: pytest.MonkeyPatch) -> set[tuple[str, str,
     create_table(client("dynamodb"))
     client("events").create_event_bus(Name=get_settings().event_bus_name)
     handler = load_handler(kind).handler
-    context = SimpleNamespace(
-        function_name=f"relayflow-dev-{kind}",
-        function_version="$LATEST",
-        memory_limit_in_mb=512,
-        log_group_name=f"/aws/lambda/relayflow-dev-{kind}",
-        log_stream_name="sam-local",
-        aws_request_id="sam-local-invoke",
-        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:relayflow-dev-{kind}",
-        get_remaining_time_in_millis=lambda: 30_000,
-    )
+    context = lambda_context(kind)
     with Recorder() as recorder:
         for sample in sorted((ROOT / "events" / kind).glob("*.json")):
             # The samples' outcomes are test_handler_samples.py's concern; the calls are ours.

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from relayflow_testing import load_handler
 from sam_template import ROOT, function_resources, load_template
-from test_handler_samples import load_handler
 
 FUNCTIONS = function_resources(load_template())
 OUTCOMES = json.loads((ROOT / "events" / "outcomes.json").read_text())

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from relayflow_testing import load_handler
 from sam_template import (
     ROOT,
     Resolver,
@@ -21,7 +22,7 @@ from sam_template import (
     function_resources,
     load_template,
 )
-from test_handler_samples import lambda_sandbox, load_handler
+from test_handler_samples import lambda_sandbox
 
 TEMPLATE = load_template()
 RESOURCES = TEMPLATE["Resources"]

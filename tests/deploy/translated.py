@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from sam_template import ACCOUNT, PARTITION, REGION, ROOT
+from sam_template import ROOT, pseudo_parameters, template_parameters
 
 SAM_PYTHON = ROOT / ".venv" / "tools" / "sam" / "bin" / "python"
 CFN_LINT = ROOT / ".venv" / "tools" / "sam" / "bin" / "cfn-lint"
@@ -163,17 +163,8 @@ class NameResolver:
 
     def __init__(self, template: dict[str, Any], parameters: dict[str, str]) -> None:
         self.template = template
-        self.parameters = {
-            name: str(spec.get("Default", ""))
-            for name, spec in (template.get("Parameters") or {}).items()
-        } | parameters
-        self.pseudo = {
-            "AWS::Region": REGION,
-            "AWS::AccountId": ACCOUNT,
-            "AWS::Partition": PARTITION,
-            "AWS::StackName": f"relayflow-{self.parameters.get('Stage', 'dev')}",
-            "AWS::URLSuffix": "amazonaws.com",
-        }
+        self.parameters = template_parameters(template, parameters)
+        self.pseudo = pseudo_parameters(self.parameters)
 
     def ref(self, name: str) -> str:
         if name in self.pseudo:

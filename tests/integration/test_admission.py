@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,53 +21,28 @@ from typing import Any
 
 import httpx
 import pytest
+from http_api import admission_clock, order_event_delivery
 from relayflow_testing import FixedClock, eventually
+from serial_moto import serialise_dynamodb
 
 from relayflow.control.admission import key_id
 from relayflow.control.dispatch import handle_trigger
 from relayflow.local.serve import LocalServer
-from relayflow.triggers.sync import TENANT_FIELD
 
 pytestmark = pytest.mark.integration
 TENANT = "local"
 T0 = 1_900_000_000.0
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
-    ) as c:
-        yield c
-
-
 @pytest.fixture
 def clock(server: LocalServer) -> Iterator[FixedClock]:
-    admission = server.control().admission
-    clock = FixedClock(T0)
-    admission.clock = clock
-    yield clock
-    admission.clock = time.time
+    with admission_clock(server, T0) as clock:
+        yield clock
 
 
 @pytest.fixture
 def serial_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    original = DynamoHandler.call_action
-
-    def one_at_a_time(self: Any) -> Any:
-        with lock:
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
+    serialise_dynamodb(monkeypatch)
 
 
 def workflow(workflow_id: str, *, delay: int = 100, **rules: Any) -> dict[str, Any]:
@@ -354,18 +327,7 @@ def test_concurrent_debounced_triggers_share_one_pending_run(server, clock, seri
 
 
 def event_delivery(workflow_id: str, n: int) -> dict[str, Any]:
-    return {
-        "kind": "event",
-        "tenant": TENANT,
-        "workflow_id": workflow_id,
-        "trigger_index": 0,
-        "event": {
-            "id": f"evt-{n}",
-            "source": "shop",
-            "detail-type": "order.created",
-            "detail": {"n": n, TENANT_FIELD: TENANT},
-        },
-    }
+    return order_event_delivery(TENANT, workflow_id, f"evt-{n}", {"n": n})
 
 
 def test_250_events_with_max_100_give_three_runs_of_100_100_and_50(

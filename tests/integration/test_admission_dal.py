@@ -8,10 +8,10 @@ import random
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 from relayflow_testing import moto_table
+from serial_moto import serialise_dynamodb
 
 from relayflow.dal.admission import AdmissionDal
 
@@ -21,16 +21,7 @@ TENANT, WORKFLOW, KEY = "acme", "render", "k1"
 
 @pytest.fixture
 def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[AdmissionDal]:
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    original = DynamoHandler.call_action
-
-    def one_at_a_time(self: Any) -> Any:
-        with lock:
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
+    serialise_dynamodb(monkeypatch)
     with moto_table(monkeypatch):
         yield AdmissionDal()
 

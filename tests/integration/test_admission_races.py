@@ -16,20 +16,19 @@ without a slot owner never ends.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from http_api import admission_clock, order_event_delivery
 from relayflow_testing import FixedClock, eventually
 
 from relayflow.control.admission import key_id
 from relayflow.control.dispatch import handle_trigger
 from relayflow.control.models import StartRunResult
 from relayflow.local.serve import LocalServer
-from relayflow.triggers.sync import TENANT_FIELD
 
 pytestmark = pytest.mark.integration
 TENANT = "local"
@@ -40,19 +39,10 @@ T0 = 1_900_000_000.0
 TERMINAL = ("succeeded", "failed", "timed_out", "aborted")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
 @pytest.fixture
 def clock(server: LocalServer) -> Iterator[FixedClock]:
-    admission = server.control().admission
-    clock = FixedClock(T0)
-    admission.clock = clock
-    yield clock
-    admission.clock = time.time
+    with admission_clock(server, T0) as clock:
+        yield clock
 
 
 def noop_workflow(workflow_id: str, **rules: Any) -> dict[str, Any]:
@@ -93,6 +83,20 @@ def all_runs(server: LocalServer, workflow_id: str) -> list[Any]:
     return items
 
 
+def racing_starts(control: Any, wf: str, round_no: int) -> list[StartRunResult]:
+    """What 3 to 8 starts of ``wf`` with one Idempotency-Key at the same moment answered."""
+    key = f"{wf}-{round_no}"
+    return at_once(
+        racers(round_no),
+        lambda: control.start_run(TENANT, wf, {"r": key}, idempotency_key=key),
+    )
+
+
+def assert_all_succeed(server: LocalServer, run_ids: list[str]) -> None:
+    eventually(lambda: all(run_status(server, r) in TERMINAL for r in run_ids), timeout=120)
+    assert {run_status(server, r) for r in run_ids} == {"succeeded"}
+
+
 def assert_one_run(answers: list[StartRunResult]) -> str:
     """The duplicates' answers name one run, created by exactly one of them, never
     skipped or queued behind itself."""
@@ -119,16 +123,11 @@ def test_duplicate_starts_through_a_gate_make_one_run_that_ends(server, name, ru
     run_ids = []
     for round_no in range(ROUNDS):
         # When 3 to 8 requests with one Idempotency-Key start at the same moment
-        key = f"{wf}-{round_no}"
-        answers = at_once(
-            racers(round_no),
-            lambda key=key: control.start_run(TENANT, wf, {"r": key}, idempotency_key=key),
-        )
+        answers = racing_starts(control, wf, round_no)
         # Then they name one run, created once, never skipped or cancelled by its repeats
         run_ids.append(assert_one_run(answers))
     # And every run ends as it should (a run left queued with no slot owner never ends)
-    eventually(lambda: all(run_status(server, r) in TERMINAL for r in run_ids), timeout=120)
-    assert {run_status(server, r) for r in run_ids} == {"succeeded"}
+    assert_all_succeed(server, run_ids)
     assert len(all_runs(server, wf)) == ROUNDS
     # And no gate holds or queues anything
     store = control.admission.store
@@ -148,15 +147,9 @@ def test_duplicate_starts_behind_a_running_run_queue_once_and_all_end(server):
     control.put_workflow(TENANT, wf, noop_workflow(wf, concurrency={"limit": 1}))
     run_ids = []
     for round_no in range(BACKLOG_ROUNDS):
-        key = f"{wf}-{round_no}"
-        answers = at_once(
-            racers(round_no),
-            lambda key=key: control.start_run(TENANT, wf, {"r": key}, idempotency_key=key),
-        )
-        run_ids.append(assert_one_run(answers))
+        run_ids.append(assert_one_run(racing_starts(control, wf, round_no)))
     # Then every run ends, in turn, and the queue is empty
-    eventually(lambda: all(run_status(server, r) in TERMINAL for r in run_ids), timeout=120)
-    assert {run_status(server, r) for r in run_ids} == {"succeeded"}
+    assert_all_succeed(server, run_ids)
     store = control.admission.store
     eventually(lambda: store.gate(TENANT, wf, key_id("default"))["running"] == 0)
     gate = store.gate(TENANT, wf, key_id("default"))
@@ -172,11 +165,7 @@ def test_duplicate_starts_into_a_debounce_fold_into_one_run(server, clock):
     )
     run_ids = []
     for round_no in range(ROUNDS):
-        key = f"{wf}-{round_no}"
-        answers = at_once(
-            racers(round_no),
-            lambda key=key: control.start_run(TENANT, wf, {"r": key}, idempotency_key=key),
-        )
+        answers = racing_starts(control, wf, round_no)
         # Then the duplicates name one pending run, opened by one of them
         assert len({a.run_id for a in answers}) == 1 and sum(a.created for a in answers) == 1
         assert {a.admission for a in answers} == {"debounced"}
@@ -184,26 +173,14 @@ def test_duplicate_starts_into_a_debounce_fold_into_one_run(server, clock):
     # And once the period passed each starts and ends
     clock.now += 10
     server.fire_due_deadlines(clock.now)
-    eventually(lambda: all(run_status(server, r) in TERMINAL for r in run_ids), timeout=120)
-    assert {run_status(server, r) for r in run_ids} == {"succeeded"}
+    assert_all_succeed(server, run_ids)
     assert len(all_runs(server, wf)) == ROUNDS
     for n in range(ROUNDS):
         assert control.admission.store.pending(TENANT, wf, key_id(f"{wf}-{n}")) is None
 
 
 def event_delivery(workflow_id: str, event_id: str) -> dict[str, Any]:
-    return {
-        "kind": "event",
-        "tenant": TENANT,
-        "workflow_id": workflow_id,
-        "trigger_index": 0,
-        "event": {
-            "id": event_id,
-            "source": "shop",
-            "detail-type": "order.created",
-            "detail": {"event": event_id, TENANT_FIELD: TENANT},
-        },
-    }
+    return order_event_delivery(TENANT, workflow_id, event_id, {"event": event_id})
 
 
 def test_duplicate_deliveries_into_a_batch_join_it_once(server, clock):

@@ -4,7 +4,6 @@ once its slot frees (the recorder starts it on the step-through variant)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -12,24 +11,9 @@ import pytest
 from relayflow_testing import eventually
 
 from relayflow.control.admission import key_id
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
 TENANT = "local"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
-    ) as c:
-        yield c
 
 
 def register(api: httpx.Client, workflow_id: str, delay: int, **rules: Any) -> str:

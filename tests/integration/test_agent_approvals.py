@@ -5,13 +5,13 @@ runs exactly once. Rejected: it never runs, and the model is told."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT, Server, allowed_server
 
 from relayflow.approvals.links import approval_guest_links
@@ -80,8 +80,6 @@ def workflow(workflow_id: str, tools: Server) -> dict[str, Any]:
 
 
 def pending(local: LocalServer, workflow_id: str, tools: Server) -> tuple[httpx.Client, str, Any]:
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     api = httpx.Client(base_url=local.url, headers={"X-Api-Key": local.bootstrap_key}, timeout=30)
     assert api.put(f"/workflows/{workflow_id}", json=workflow(workflow_id, tools)).status_code in (
@@ -91,23 +89,7 @@ def pending(local: LocalServer, workflow_id: str, tools: Server) -> tuple[httpx.
     started = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"invoice": "inv-7"}})
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return api, run_id, WaitDal().get_approval("local", view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never asked for an approval")
-
-
-def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still running")
+    return api, run_id, stored_approval("local", run_id)
 
 
 def refunds(tools: Server) -> list[Any]:
@@ -128,7 +110,7 @@ def test_an_approved_call_waits_is_approved_by_guest_link_runs_once_and_resumes(
     answer = httpx.post(approval_guest_links(approval)["approve"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the tool runs exactly once and the loop finishes
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded", run
     assert refunds(tools) == [{"invoice": "inv-7"}]
     output = run["output"]["steps"]["refunder"]["output"]
@@ -148,7 +130,7 @@ def test_a_rejected_call_never_runs_and_the_model_is_told(env):
     answer = httpx.post(approval_guest_links(approval)["reject"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200, answer.text
     # Then the refund never ran, the loop went on, and the rejection is recorded
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded", run
     assert refunds(tools) == []
     calls = run["output"]["steps"]["refunder"]["output"]["tool_calls"]

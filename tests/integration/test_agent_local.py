@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from relayflow_testing import Server, allowed_server, load_handler, moto_table
+from relayflow_testing import Server, fresh_allowed_server, load_handler, moto_table
+from scripted_ai import AGENT_CONTEXT
 
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import override_settings
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
@@ -43,22 +41,7 @@ def answer(response: Any, outcome: str | None = None) -> dict[str, Any]:
     return call("final", "final_answer", args)
 
 
-@pytest.fixture
-def fixtures(tmp_path: Path) -> Iterator[Any]:
-    """``write(name, *turns)`` writes a scripted fixture the agent step reads."""
-
-    def write(name: str, *turns: dict[str, Any]) -> str:
-        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": list(turns)}))
-        return name
-
-    with override_settings(ai_fixtures_dir=str(tmp_path)):
-        yield write
-
-
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 @pytest.fixture(scope="module")
@@ -323,12 +306,7 @@ def test_a_duplicate_invocation_executes_no_tool_twice(server, fixtures, monkeyp
         },
         "context": {"execution_id": "exec-1", "state": "triage", "attempt": 0},
     }
-    context = SimpleNamespace(
-        function_name="relayflow-agent",
-        aws_request_id="req-1",
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
-        get_remaining_time_in_millis=lambda: 60_000,
-    )
+    context = AGENT_CONTEXT
     handler = load_handler("agent").handler
     with moto_table(monkeypatch):
         # When the same step execution is invoked twice (Lambda's at-least-once delivery)

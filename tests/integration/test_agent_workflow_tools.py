@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_ai import AGENT_CONTEXT
+from workflow_shapes import FAILING_CHILD
 
 from relayflow.definition.models import Workflow
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import override_settings
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 
 CHILD = """
 id: price-lookup
@@ -33,15 +34,6 @@ steps:
       dry_run: "{{ run.dry_run }}"
 """
 
-#: Fails natively: two items for a for_each that allows one.
-FAILING_CHILD = """
-id: failing-child
-start: each
-steps:
-  each: {type: for_each, items: "{{ trigger.items }}", step: one, max_items: 1}
-  one: {type: noop}
-"""
-
 
 def call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_call", "id": call_id, "name": name, "input": args}
@@ -49,22 +41,6 @@ def call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def turn(*content: dict[str, Any]) -> dict[str, Any]:
     return {"content": list(content), "usage": {"input_tokens": 100, "output_tokens": 10}}
-
-
-@pytest.fixture
-def fixtures(tmp_path: Path) -> Iterator[Any]:
-    def write(name: str, *turns: dict[str, Any]) -> str:
-        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": list(turns)}))
-        return name
-
-    with override_settings(ai_fixtures_dir=str(tmp_path)):
-        yield write
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 def agent(fixture: str, extra: str = "") -> Workflow:
@@ -211,7 +187,6 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     (a run of tenant acme, one run id per test), with moto for the step-results table and
     S3."""
     import uuid
-    from types import SimpleNamespace
 
     from relayflow_testing import load_handler, moto_table
 
@@ -219,12 +194,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from relayflow.compiler import compile_workflow
     from relayflow.settings import get_settings
 
-    context = SimpleNamespace(
-        function_name="relayflow-agent",
-        aws_request_id="req-1",
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:relayflow-agent",
-        get_remaining_time_in_millis=lambda: 60_000,
-    )
+    context = AGENT_CONTEXT
     handler = load_handler("agent").handler
     run_id = uuid.uuid4().hex
 

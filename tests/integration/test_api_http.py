@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from http_api import finished_run
 from relayflow_testing import HTTP_TIMEOUT, tenant_client
 
 from relayflow.local.serve import LocalServer
@@ -61,22 +62,6 @@ def failing_workflow(workflow_id: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=TIME_SCALE) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=HTTP_TIMEOUT,
-    ) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     """A client of a second tenant, with a key created through the admin route."""
     with tenant_client(server, OTHER_TENANT) as client:
@@ -89,17 +74,6 @@ def put(api: httpx.Client, definition: dict[str, Any]) -> httpx.Response:
 
 def start(api: httpx.Client, workflow_id: str, body: Any = None, **headers: str) -> httpx.Response:
     return api.post(f"/workflows/{workflow_id}/runs", json=body or {"input": {}}, headers=headers)
-
-
-def wait_for_end(api: httpx.Client, run_id: str, timeout: float = 30.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} still running after {timeout} s")
-        time.sleep(0.05)
 
 
 def step_output(run: dict[str, Any], key: str) -> Any:
@@ -325,7 +299,7 @@ def test_register_update_and_roll_back(api):
     detail = api.get("/workflows/versioned").json()
     assert (detail["live_version"], detail["latest_version"]) == (1, 2)
     assert detail["definition"]["steps"]["mark"]["mapping"] == {"label": "one"}
-    run = wait_for_end(api, start(api, "versioned").json()["run_id"])
+    run = finished_run(api, start(api, "versioned").json()["run_id"])
     assert (run["version"], run["status"]) == (1, "succeeded")
     assert step_output(run, "mark") == {"label": "one"}
     # And an unknown version is a 404
@@ -367,8 +341,8 @@ def test_an_idempotency_key_maps_repeats_to_one_run(api):
     # And another key starts another run
     other_key = start(api, "idem", {"input": {"order": 2}}, **{"Idempotency-Key": "order-2"})
     assert other_key.status_code == 201 and other_key.json()["run_id"] != first.json()["run_id"]
-    wait_for_end(api, first.json()["run_id"])
-    wait_for_end(api, other_key.json()["run_id"])
+    finished_run(api, first.json()["run_id"])
+    finished_run(api, other_key.json()["run_id"])
     runs = api.get("/workflows/idem/runs").json()["items"]
     assert sorted(r["run_id"] for r in runs) == sorted(
         {first.json()["run_id"], other_key.json()["run_id"]}
@@ -386,7 +360,7 @@ def test_a_run_finishes_on_the_version_it_started_on(api):
     explicit = start(api, "pinned", {"input": {}, "version": 1}).json()
     # Then the early run finishes on version 1, new runs on version 2 unless pinned to 1
     early_run, late_run, explicit_run = (
-        wait_for_end(api, run["run_id"]) for run in (early, late, explicit)
+        finished_run(api, run["run_id"]) for run in (early, late, explicit)
     )
     assert (early_run["version"], step_output(early_run, "mark")) == (1, {"label": "one"})
     assert (late_run["version"], step_output(late_run, "mark")) == (2, {"label": "two"})
@@ -403,7 +377,7 @@ def test_cancel_aborts_a_running_run_and_refuses_a_finished_one(api):
     # Then it is aborted, and cancelling it again is a conflict
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["status"] == "aborted"
-    assert wait_for_end(api, run["run_id"])["status"] == "aborted"
+    assert finished_run(api, run["run_id"])["status"] == "aborted"
     assert_error(api.post(f"/runs/{run['run_id']}/cancel"), 409, "conflict")
 
 
@@ -412,7 +386,7 @@ def test_runs_and_workflows_are_paged(api):
     put(api, noop_workflow("paged"))
     started = [start(api, "paged", {"input": {"n": n}}).json()["run_id"] for n in range(5)]
     for run_id in started:
-        wait_for_end(api, run_id)
+        finished_run(api, run_id)
     # When they are listed two at a time
     seen: list[str] = []
     token = None
@@ -504,8 +478,8 @@ def test_the_recorder_updates_runs_and_publishes_lifecycle_events(api, server, l
     put(api, noop_workflow("recorded"))
     put(api, failing_workflow("broken"))
     # When one run of each finishes
-    ok = wait_for_end(api, start(api, "recorded", {"input": {"a": 1}}).json()["run_id"])
-    bad = wait_for_end(api, start(api, "broken", {"input": {"zero": 0}}).json()["run_id"])
+    ok = finished_run(api, start(api, "recorded", {"input": {"a": 1}}).json()["run_id"])
+    bad = finished_run(api, start(api, "broken", {"input": {"zero": 0}}).json()["run_id"])
     # Then GET /runs/{id} shows what the recorder stored from the status-change events
     assert ok["status"] == "succeeded" and ok["ended_at"] and ok["duration_ms"] is not None
     assert ok["input"] == {"a": 1}
@@ -542,7 +516,7 @@ def test_another_tenants_ids_are_404_on_every_route(api, other):
     # Given a workflow and a run of tenant local
     put(api, noop_workflow("private"))
     run_id = start(api, "private").json()["run_id"]
-    wait_for_end(api, run_id)
+    finished_run(api, run_id)
     # When tenant globex addresses them, every route answers as if they did not exist
     for response in (
         other.get("/workflows/private"),

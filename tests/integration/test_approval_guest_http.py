@@ -10,12 +10,15 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT, tenant_client
+from workflow_shapes import refund_approval
 
 from relayflow.approvals.links import approval_guest_links, sign_link, signing_key
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+TIME_SCALE = 0.01
 
 OTHER_TENANT = "globex"
 FORM = {
@@ -30,37 +33,13 @@ FORM = {
 
 
 def refund_workflow(workflow_id: str, form: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "id": workflow_id,
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund {{ trigger.order }}",
-                "prompt": "Refund {{ trigger.amount }} EUR?",
-                "timeout_seconds": 600,
-                "form_schema": form,
-                "on_approve": "pay",
-                "on_reject": "keep",
-            },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
-        },
-    }
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.01) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
-    ) as client:
-        yield client
+    return refund_approval(
+        workflow_id,
+        title="Refund {{ trigger.order }}",
+        prompt="Refund {{ trigger.amount }} EUR?",
+        timeout_seconds=600,
+        form_schema=form,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +52,6 @@ def start_pending(
     client: httpx.Client, tenant: str, workflow_id: str, form: dict[str, Any] | None = None
 ) -> tuple[str, Any]:
     """Start a run of the refund workflow; its run id and stored approval once it waits."""
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     put = client.put(f"/workflows/{workflow_id}", json=refund_workflow(workflow_id, form))
     assert put.status_code in (200, 201), put.text
@@ -83,24 +60,7 @@ def start_pending(
     )
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        page = get_wait_service().list_approvals(tenant, limit=100)
-        for view in page.items:
-            if view.run_id == run_id:
-                return run_id, WaitDal().get_approval(tenant, view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never waited for an approval")
-
-
-def finished(client: httpx.Client, run_id: str, timeout: float = 20) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = client.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still running")
+    return run_id, stored_approval(tenant, run_id)
 
 
 def stored(tenant: str, approval_id: str) -> Any:
@@ -154,7 +114,7 @@ def test_a_guest_approves_once_and_the_run_continues_with_the_form_data(api):
     # Then the outcome page says so and the run takes on_approve with the data in the output
     assert answer.status_code == 200, answer.text
     assert "Approved — the workflow continues" in answer.text
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded"
     assert [s["key"] for s in run["steps"]] == ["ask", "pay"]
     output = run["steps"][0]["output"]
@@ -177,7 +137,7 @@ def test_a_guest_rejects_and_the_run_takes_on_reject(api):
     run_id, approval = start_pending(api, "local", "guest-reject")
     answer = httpx.post(approval_guest_links(approval)["reject"], data={}, timeout=HTTP_TIMEOUT)
     assert answer.status_code == 200 and "Rejected — the workflow continues" in answer.text
-    run = finished(api, run_id)
+    run = finished_run(api, run_id)
     assert run["status"] == "succeeded"
     assert [s["key"] for s in run["steps"]] == ["ask", "keep"]
     assert run["steps"][0]["output"]["approved"] is False
@@ -304,6 +264,6 @@ def test_the_approval_notification_carries_a_working_guest_link_per_option(api):
         assert httpx.get(links["approve"], timeout=HTTP_TIMEOUT).status_code == 200
         answered = httpx.post(links["approve"], data={}, timeout=HTTP_TIMEOUT)
         assert answered.status_code == 200, answered.text
-        run = finished(api, run_id)
+        run = finished_run(api, run_id)
         assert run["status"] == "succeeded"
         assert run["output"]["steps"]["pay"]["output"] == {"refunded": True}

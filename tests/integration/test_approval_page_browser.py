@@ -9,19 +9,21 @@ the console's browser tests); a missing Chromium fails under ``make test`` and i
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from cdp_browser import Browser, require_chromium
+from http_api import finished_run, stored_approval
 from relayflow_testing import HTTP_TIMEOUT
+from workflow_shapes import refund_approval
 
 from relayflow.approvals.links import approval_guest_links
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+TIME_SCALE = 0.01
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -37,43 +39,25 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.01) as local:
-        yield local
-
-
 def refund_workflow() -> dict[str, Any]:
-    return {
-        "id": "refund-browser",
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund order {{ trigger.order }}",
-                "description": "The customer asks for their money back.",
-                "prompt": "Refund {{ trigger.amount }} EUR?",
-                "timeout_seconds": 600,
-                "form_schema": {
-                    "type": "object",
-                    "properties": {
-                        "note": {"type": "string", "title": "Note for the customer"},
-                        "goodwill": {"type": "boolean", "title": "Add a goodwill voucher"},
-                    },
-                    "required": ["note"],
-                },
-                "on_approve": "pay",
-                "on_reject": "keep",
+    return refund_approval(
+        "refund-browser",
+        title="Refund order {{ trigger.order }}",
+        description="The customer asks for their money back.",
+        prompt="Refund {{ trigger.amount }} EUR?",
+        timeout_seconds=600,
+        form_schema={
+            "type": "object",
+            "properties": {
+                "note": {"type": "string", "title": "Note for the customer"},
+                "goodwill": {"type": "boolean", "title": "Add a goodwill voucher"},
             },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
+            "required": ["note"],
         },
-    }
+    )
 
 
 def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     assert api.put("/workflows/refund-browser", json=refund_workflow()).status_code in (200, 201)
     started = api.post(
@@ -81,23 +65,7 @@ def waiting_approval(server: LocalServer, api: httpx.Client) -> tuple[str, Any]:
     )
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return run_id, WaitDal().get_approval("local", view.approval_id)
-        time.sleep(0.05)
-    raise AssertionError("the run never waited for its approval")
-
-
-def finished(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} is still running")
+    return run_id, stored_approval("local", run_id)
 
 
 # ----------------------------------------------------------------------------- the test
@@ -131,7 +99,7 @@ def test_a_guest_approves_in_chromium_and_the_run_continues(server, browser, tmp
         assert (tmp_path / "outcome.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
         # And the run continues on on_approve with the decision and the form data
-        run = finished(api, run_id)
+        run = finished_run(api, run_id)
         assert run["status"] == "succeeded"
         assert [step["key"] for step in run["steps"]] == ["ask", "pay"]
         decision = run["steps"][0]["output"]

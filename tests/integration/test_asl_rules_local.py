@@ -5,16 +5,15 @@ wide parallel step merges every branch's output."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Server
+from relayflow_testing import fresh_allowed_server
+from workflow_shapes import routing_retry_loop
 
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
 from relayflow.runner import RunResult, run_workflow
-from relayflow.settings import override_settings
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
@@ -30,14 +29,7 @@ def outputs(result: RunResult) -> dict[str, Any]:
     return {step.key: step.output for step in result.steps if "[" not in step.key}
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with override_settings(ssrf_allow=["127.0.0.1"]):
-        recording = Server()
-        try:
-            yield recording
-        finally:
-            recording.stop()
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 # --------------------------------------------------------------------------- keys ending .$
@@ -72,32 +64,8 @@ steps:
 
 # --------------------------------------------------------------------------- retry reset
 
-CONDITION_LOOP = """
-id: loop
-start: count
-steps:
-  count: {type: noop, on_success: check}
-  check:
-    type: condition
-    expression: "trigger.n > 0"
-    retry: {max_attempts: 2, backoff: linear, base_seconds: 1}
-    on_true: count
-    on_false: done
-  done: {type: noop}
-"""
-CUSTOM_LOOP = """
-id: loop
-start: count
-steps:
-  count: {type: noop, on_success: check}
-  check:
-    type: custom
-    url: https://decider.example.com/route
-    retry: {max_attempts: 2, backoff: linear, base_seconds: 1}
-    branches: {again: count}
-    on_success: done
-  done: {type: noop}
-"""
+CONDITION_LOOP = routing_retry_loop("loop", "condition")
+CUSTOM_LOOP = routing_retry_loop("loop", "custom")
 
 
 class FlakyRouter:

@@ -19,13 +19,15 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
+from http_api import run_ids
+from relayflow_testing import bootstrap_client, eventually
+from workflow_shapes import two_transforms
 
 from relayflow.api.approval_page import FIELD_PREFIX, FormError, form_to_data
 from relayflow.cli.main import main
@@ -74,14 +76,7 @@ EVIL = {
     "steps": {"echo": {"type": "transform", "mapping": {"got": "{{ trigger }}"}}},
     "triggers": [{"type": "webhook", "slug": f"evil-{SUFFIX}"}],
 }
-STEPPED = {
-    "id": "stepped",
-    "start": "one",
-    "steps": {
-        "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
-        "two": {"type": "transform", "mapping": {"n": 2}},
-    },
-}
+STEPPED = two_transforms("stepped")
 
 
 @pytest.fixture(scope="module")
@@ -102,22 +97,6 @@ def api(server: LocalServer) -> Iterator[httpx.Client]:
             put = client.put(f"/workflows/{definition['id']}", json=definition)
             assert put.status_code in (200, 201), put.text
         yield client
-
-
-def run_ids(api: httpx.Client, workflow_id: str) -> set[str]:
-    page = api.get(f"/workflows/{workflow_id}/runs", params={"limit": 100})
-    assert page.status_code == 200, page.text
-    return {run["run_id"] for run in page.json()["items"]}
-
-
-def eventually(find: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
 
 
 def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+from http_api import finished_run
 from relayflow_testing import (
     HTTP_TIMEOUT,
     Received,
     Reply,
     Server,
-    bootstrap_client,
     step_config,
     tenant_client,
 )
@@ -42,6 +42,7 @@ from relayflow.settings import override_settings
 from relayflow.steps.boundary import REAL
 
 pytestmark = pytest.mark.integration
+UNTHROTTLED = True
 
 OTHER_TENANT = "globex"
 THREADS = 20
@@ -49,19 +50,6 @@ T0 = 1_900_000_000.0
 
 
 # ----------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        local.set_rate_limit(per_second=1000, burst=10_000)
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
@@ -417,21 +405,10 @@ def test_a_tool_step_without_a_breaker_calls_through(server, remote, tenant):
 # ----------------------------------------------------------------------------- whole workflows
 
 
-def wait_for_end(api: httpx.Client, run_id: str, timeout: float = 20.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} still running after {timeout} s")
-        time.sleep(0.05)
-
-
 def run_to_end(server: LocalServer, api: httpx.Client, workflow_id: str) -> dict[str, Any]:
     started = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"zero": 0}})
     assert started.status_code == 201, started.text
-    run = wait_for_end(api, started.json()["run_id"])
+    run = finished_run(api, started.json()["run_id"])
     server.settle()  # the recorder's pass over this end (and the breaker) is complete
     return run
 
@@ -597,7 +574,7 @@ def test_a_half_open_workflow_breaker_lets_one_scheduled_run_through(server, api
     assert (item.state, item.trial_token) == ("half_open", first.run_id)
     # And when the trial run fails, the recorder opens the breaker again
     assert first.run_id
-    assert wait_for_end(api, first.run_id)["status"] == "failed"
+    assert finished_run(api, first.run_id)["status"] == "failed"
     server.settle()
     reopened = control.breakers.get("local", "workflow:daily")
     assert reopened is not None

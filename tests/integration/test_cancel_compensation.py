@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server
 
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX
 from relayflow.control.cancel_on import handle_cancel
@@ -37,18 +36,10 @@ from relayflow.validation import validate_data
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
 @pytest.fixture
 def receiver(remote: Server) -> Server:
     """Answers 200 with ``{"id": <last path segment>}``; ``/fail…`` paths answer 500."""
-    remote.requests.clear()
-    remote.reply = answer
-    return remote
+    return remote.answering(answer)
 
 
 def answer(received: Received) -> Reply:
@@ -189,14 +180,21 @@ class Events:
         return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"}]}
 
 
-def test_a_repeated_recorder_delivery_starts_one_compensation(runtime, plane, tenant, receiver):
-    # Given a cancelled saga run
+def cancelled_saga(
+    runtime: LocalRuntime, plane: ControlPlane, tenant: str, receiver: Server
+) -> tuple[RunItem, dict[str, Any]]:
+    """A saga run cancelled while it holds, and the status-change event of its end."""
     run = start(plane, tenant, saga(receiver.url, LONG_DELAY))
     arn = run.execution_arn or ""
     entered(runtime, arn, "hold")
     plane.cancel_run(tenant, run.run_id)
     runtime.wait(arn, timeout=60)
-    event = status_change_event(runtime.sfn_client.describe_execution(executionArn=arn))
+    return run, status_change_event(runtime.sfn_client.describe_execution(executionArn=arn))
+
+
+def test_a_repeated_recorder_delivery_starts_one_compensation(runtime, plane, tenant, receiver):
+    # Given a cancelled saga run
+    run, event = cancelled_saga(runtime, plane, tenant, receiver)
     # When the recorder's first delivery starts the compensation but fails to publish (so
     # EventBridge delivers it again), and the retry succeeds, and a duplicate arrives later
     with pytest.raises(LifecycleEventNotPublished):
@@ -225,12 +223,7 @@ def test_a_throttled_history_read_defers_a_stopped_saga_runs_record(
     runtime, plane, tenant, receiver, monkeypatch
 ):
     # Given a cancelled saga run, and Step Functions throttling its history read once
-    run = start(plane, tenant, saga(receiver.url, LONG_DELAY))
-    arn = run.execution_arn or ""
-    entered(runtime, arn, "hold")
-    plane.cancel_run(tenant, run.run_id)
-    runtime.wait(arn, timeout=60)
-    event = status_change_event(runtime.sfn_client.describe_execution(executionArn=arn))
+    run, event = cancelled_saga(runtime, plane, tenant, receiver)
     history = plane.machines.history
     throttled = [1]
 
@@ -394,6 +387,14 @@ def wait_parked(plane: ControlPlane, tenant: str, run_id: str) -> None:
     raise AssertionError(f"run {run_id} did not park")
 
 
+def assert_compensated(plane: ControlPlane, tenant: str, run_id: str, error: str) -> None:
+    """The run is stored failed with ``error``, and its two steps were undone."""
+    stored = plane.dal.get_run(tenant, run_id)
+    assert stored is not None
+    assert (stored.status, stored.error, stored.outcome) == ("failed", error, "compensated")
+    assert stored.compensation == UNDONE
+
+
 def test_a_parked_step_resumed_with_fail_runs_the_compensations(runtime, plane, tenant, receiver):
     # Given a saga run parked at its third step
     run = start(plane, tenant, parked_saga(receiver.url))
@@ -409,14 +410,7 @@ def test_a_parked_step_resumed_with_fail_runs_the_compensations(runtime, plane, 
         "/undo/charge",
         "/undo/reserve/r1",
     ]
-    stored = plane.dal.get_run(tenant, run.run_id)
-    assert stored is not None
-    assert (stored.status, stored.error, stored.outcome) == (
-        "failed",
-        "Relayflow.HttpError",
-        "compensated",
-    )
-    assert stored.compensation == UNDONE
+    assert_compensated(plane, tenant, run.run_id, "Relayflow.HttpError")
 
 
 def test_a_park_that_times_out_runs_the_compensations(runtime, plane, tenant, receiver):
@@ -426,14 +420,7 @@ def test_a_park_that_times_out_runs_the_compensations(runtime, plane, tenant, re
     record(runtime, plane, run.execution_arn or "")
     # Then the run fails with ParkTimeout and the two steps are undone, newest first
     assert paths(receiver)[3:] == ["/undo/charge", "/undo/reserve/r1"]
-    stored = plane.dal.get_run(tenant, run.run_id)
-    assert stored is not None
-    assert (stored.status, stored.error, stored.outcome) == (
-        "failed",
-        "Relayflow.ParkTimeout",
-        "compensated",
-    )
-    assert stored.compensation == UNDONE
+    assert_compensated(plane, tenant, run.run_id, "Relayflow.ParkTimeout")
 
 
 # --------------------------------------------------------------------------- relayflow run

@@ -4,17 +4,16 @@ over HTTP, then the server's own recorder starts the compensation and records it
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, Server, allowed_server, eventually
 
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+WITH_REMOTE = True
 
 
 def ok(received: Received) -> Reply:
@@ -29,12 +28,6 @@ def remote() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def server(remote: Server) -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
 def http(server: LocalServer) -> Iterator[httpx.Client]:
     with httpx.Client(
         base_url=server.url,
@@ -42,15 +35,6 @@ def http(server: LocalServer) -> Iterator[httpx.Client]:
         timeout=30,
     ) as client:
         yield client
-
-
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.05)
-    return found
 
 
 def test_a_run_cancelled_over_http_is_compensated_and_shows_it(http, remote):

@@ -4,14 +4,13 @@ the publishing tenant only."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import tenant_client
+from relayflow_testing import eventually, tenant_client
 
 from relayflow.local.serve import LocalServer
 
@@ -20,32 +19,9 @@ OTHER_TENANT = "globex"
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
-    ) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     with tenant_client(server, OTHER_TENANT) as client:
         yield client
-
-
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.05)
-    return found
 
 
 def cancellable(workflow_id: str, source: str) -> dict[str, Any]:

@@ -3,21 +3,17 @@ and exit codes, called in-process through main() (and ``serve`` as a real proces
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from http_api import cli_json, serve_process
 from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.cli.main import main
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
 
@@ -27,112 +23,93 @@ PAYMENT = str(ROOT / "workflows/examples/payment_retry.yaml")
 TRIAGE_INPUT = "@" + str(ROOT / "events/examples/order_triage.json")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture
-def api(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The connection options, passed on the command line (the environment is cleared)."""
-    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
-    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
-    return ["--api", server.url, "--api-key", server.bootstrap_key]
-
-
-def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
-    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
-
-
-def wait_for_end(capsys, api: list[str], run_id: str, timeout: float = 30.0) -> dict:
+def wait_for_end(capsys, cli: list[str], run_id: str, timeout: float = 30.0) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        run = run_json(capsys, ["runs", "get", run_id, *api])
+        run = cli_json(capsys, ["runs", "get", run_id, *cli])
         if run["status"] != "running":
             return run
         time.sleep(0.05)
     raise AssertionError(f"run {run_id} did not end")
 
 
-def test_deploy_registers_each_file_and_prints_its_version(api, capsys):
+def test_deploy_registers_each_file_and_prints_its_version(cli, capsys):
     # When two example workflows are deployed
-    assert main(["deploy", TRIAGE, PAYMENT, *api]) == 0
+    assert main(["deploy", TRIAGE, PAYMENT, *cli]) == 0
     out = capsys.readouterr().out
     # Then each is reported with its id and live version
     assert f"✓ {TRIAGE}: workflow 'order-triage' created, version 1 (live 1)" in out
     assert "workflow 'payment-retry'" in out
     assert "warning:" not in out  # its webhook trigger is registered, not just stored
     # And deploying the same file again publishes nothing new
-    assert main(["deploy", TRIAGE, *api]) == 0
+    assert main(["deploy", TRIAGE, *cli]) == 0
     assert "'order-triage' updated, version 1 (live 1)" in capsys.readouterr().out
 
 
-def test_deploy_registers_a_sub_workflows_child_before_its_parent(api, capsys):
+def test_deploy_registers_a_sub_workflows_child_before_its_parent(cli, capsys):
     # When the parent is named before the child it starts
     parent = str(ROOT / "workflows/examples/order_shipping.yaml")
     child = str(ROOT / "workflows/examples/shipping_quote.yaml")
-    assert main(["deploy", parent, child, *api]) == 0
+    assert main(["deploy", parent, child, *cli]) == 0
     # Then the child is registered first, so the parent's child exists when it is checked
     out = capsys.readouterr().out
     assert out.index("'shipping-quote' created") < out.index("'order-shipping' created")
 
 
-def test_deploy_of_an_invalid_definition_prints_every_problem_and_exits_2(api, tmp_path, capsys):
+def test_deploy_of_an_invalid_definition_prints_every_problem_and_exits_2(cli, tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "id: broken\nstart: a\nsteps:\n  a: {type: noop, on_success: ghost}\n  b: {type: noop}\n"
     )
-    assert main(["deploy", str(bad), *api]) == 2
+    assert main(["deploy", str(bad), *cli]) == 2
     err = capsys.readouterr().err
     assert f"✗ {bad}: 2 problem(s)" in err
     assert f"{bad}: steps.a.on_success: step 'ghost' does not exist [unknown-step]" in err
     assert f"{bad}: steps.b: step 'b' cannot be reached from start 'a' [unreachable]" in err
 
 
-def test_deploy_of_an_unreadable_file_exits_2_without_a_request(api, tmp_path, capsys):
+def test_deploy_of_an_unreadable_file_exits_2_without_a_request(cli, tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: [unclosed\n")
-    assert main(["deploy", str(bad), *api]) == 2
+    assert main(["deploy", str(bad), *cli]) == 2
     assert "invalid YAML" in capsys.readouterr().err
 
 
-def test_runs_start_get_list_and_cancel(api, server, capsys):
-    assert main(["deploy", TRIAGE, *api]) == 0
+def test_runs_start_get_list_and_cancel(cli, server, capsys):
+    assert main(["deploy", TRIAGE, *cli]) == 0
     capsys.readouterr()
     # When a run is started twice with one idempotency key
     argv = ["runs", "start", "order-triage", "--input", TRIAGE_INPUT, "--idempotency-key", "k1"]
-    assert main([*argv, *api]) == 0
+    assert main([*argv, *cli]) == 0
     first = capsys.readouterr().out
-    assert main([*argv, *api]) == 0
+    assert main([*argv, *cli]) == 0
     repeat = capsys.readouterr().out
     # Then both name the same run, the second says it already existed
     run_id = first.split()[1].rstrip(":")
     assert len(run_id) == 32 and f"run {run_id}: RUNNING" in first
     assert run_id in repeat and "already started with this Idempotency-Key" in repeat
     # And `runs get` shows its step timeline once it has finished
-    run = wait_for_end(capsys, api, run_id)
+    run = wait_for_end(capsys, cli, run_id)
     assert run["status"] == "succeeded"
-    assert main(["runs", "get", run_id, *api]) == 0
+    assert main(["runs", "get", run_id, *cli]) == 0
     out = capsys.readouterr().out
     assert f"run {run_id}: SUCCEEDED" in out
     assert "price_line[2]" in out and "transform" in out
     # And `runs list` lists it, filtered by status
-    assert main(["runs", "list", "--workflow", "order-triage", "--status", "succeeded", *api]) == 0
+    assert main(["runs", "list", "--workflow", "order-triage", "--status", "succeeded", *cli]) == 0
     assert run_id in capsys.readouterr().out
-    page = run_json(capsys, ["runs", "list", "--workflow", "order-triage", "--limit", "1", *api])
+    page = cli_json(capsys, ["runs", "list", "--workflow", "order-triage", "--limit", "1", *cli])
     assert len(page["items"]) == 1
     # And a run held by the 900 s review delay (in real time now) can be cancelled, once
     server.runtime.time_scale = 1.0
     try:
-        held = run_json(
+        held = cli_json(
             capsys,
-            ["runs", "start", "order-triage", "--input", TRIAGE_INPUT, "--version", "1", *api],
+            ["runs", "start", "order-triage", "--input", TRIAGE_INPUT, "--version", "1", *cli],
         )
-        assert main(["runs", "cancel", held["run_id"], *api]) == 0
+        assert main(["runs", "cancel", held["run_id"], *cli]) == 0
         assert f"run {held['run_id']}: ABORTED" in capsys.readouterr().out
-        assert main(["runs", "cancel", held["run_id"], *api]) == 1
+        assert main(["runs", "cancel", held["run_id"], *cli]) == 1
         assert "409 conflict" in capsys.readouterr().err
     finally:
         server.runtime.time_scale = 0.001
@@ -148,7 +125,7 @@ def test_connection_options_come_from_the_environment(server, monkeypatch, capsy
     assert "--api-key" in capsys.readouterr().err
 
 
-def test_a_bad_key_and_an_unreachable_api_exit_1(server, api, capsys):
+def test_a_bad_key_and_an_unreachable_api_exit_1(server, cli, capsys):
     assert main(["runs", "get", "0" * 32, "--api", server.url, "--api-key", "rf_nope"]) == 1
     assert "401 unauthorized" in capsys.readouterr().err
     assert main(["runs", "get", "0" * 32, "--api", "http://127.0.0.1:9", "--api-key", "k"]) == 1
@@ -159,7 +136,7 @@ def test_keys_create_and_revoke_through_the_local_admin_routes(server, capsys):
     # One token in 64 starts with "-", which argparse would take for an option: pass it with "=".
     admin = ["--api", server.url, f"--admin-token={server.admin_token}"]
     # When a key is created for a new tenant
-    key = run_json(capsys, ["keys", "create", "--tenant", "initech", "--name", "ci", *admin])
+    key = cli_json(capsys, ["keys", "create", "--tenant", "initech", "--name", "ci", *admin])
     # Then it works for that tenant only
     headers = {"X-Api-Key": key["secret"]}
     assert key["tenant"] == "initech" and key["secret"].startswith("rf_")
@@ -212,13 +189,7 @@ def test_keys_without_a_backend_is_a_usage_error(monkeypatch, capsys):
 
 def test_serve_prints_its_url_and_keys_and_answers_until_stopped():
     # Given `relayflow serve` on a free port, in its own process
-    process = subprocess.Popen(
-        [sys.executable, "-m", "relayflow.cli", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = serve_process([sys.executable, "-m", "relayflow.cli", "serve", "--port", "0"])
     try:
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(3)]

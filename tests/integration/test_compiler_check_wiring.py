@@ -4,7 +4,6 @@ never write, run or deploy the machine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ import relayflow.compiler
 import relayflow.runner
 from relayflow.cli.main import main
 from relayflow.cli.output import EXIT_COMPILER_BUG
-from relayflow.local.serve import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIAGE = str(ROOT / "workflows/examples/order_triage.yaml")
@@ -59,12 +57,6 @@ def test_run_refuses_the_machine_before_the_local_runtime_sees_it(broken_compile
     assert main(["run", TRIAGE, "--json"]) == EXIT_COMPILER_BUG
     assert "[reachable] state 'orphan'" in capsys.readouterr().err
     assert LocalRuntime.current() is None  # no runtime was left open
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
 
 
 @pytest.mark.integration

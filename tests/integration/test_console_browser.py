@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from cdp_browser import Browser, CdpError, require_chromium
-from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server, allowed_server
+from relayflow_testing import HTTP_TIMEOUT, Received, Reply, Server
+from workflow_shapes import charging, refund_approval
 
 from relayflow.local.serve import LocalServer
 
@@ -81,35 +82,13 @@ def workflows(url: str) -> list[dict[str, Any]]:
                 },
             },
         },
-        {
-            "id": "charging",
-            "start": "charge",
-            "steps": {
-                "charge": {
-                    "type": "webhook_out",
-                    "url": f"{url}/charge",
-                    "on_error": {"action": "park"},
-                    "on_success": "receipt",
-                },
-                "receipt": {"type": "transform", "mapping": {"paid": "{{ steps.charge.output }}"}},
-            },
-        },
-        {
-            "id": "refund",
-            "start": "ask",
-            "steps": {
-                "ask": {
-                    "type": "approval",
-                    "title": "Refund order {{ trigger.order }}",
-                    "prompt": "Pay back {{ trigger.amount }} EUR?",
-                    "timeout_seconds": 86400,
-                    "on_approve": "pay",
-                    "on_reject": "keep",
-                },
-                "pay": {"type": "transform", "mapping": {"refunded": True}},
-                "keep": {"type": "transform", "mapping": {"refunded": False}},
-            },
-        },
+        charging(url, {"paid": "{{ steps.charge.output }}"}),
+        refund_approval(
+            "refund",
+            title="Refund order {{ trigger.order }}",
+            prompt="Pay back {{ trigger.amount }} EUR?",
+            timeout_seconds=86400,
+        ),
     ]
 
 
@@ -131,12 +110,6 @@ def _viewport(width: int, height: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def server(remote: Server) -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.002) as local:
         with httpx.Client(
@@ -146,14 +119,6 @@ def server(remote: Server) -> Iterator[LocalServer]:
                 put = api.put(f"/workflows/{definition['id']}", json=definition)
                 assert put.status_code in (200, 201), put.text
         yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
-    ) as client:
-        yield client
 
 
 def sign_in(browser: Browser, server: LocalServer, key: str) -> None:

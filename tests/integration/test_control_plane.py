@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from runs import settle
 
 from relayflow.adapters.aws import client
 from relayflow.control.errors import (
@@ -21,7 +22,6 @@ from relayflow.control.errors import (
     PayloadTooLarge,
     Unprocessable,
 )
-from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
 from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
@@ -45,17 +45,6 @@ def definition(workflow_id: str = "greet", greeting: str = "v1", delay: int = 0)
             "done": {"type": "transform", "mapping": {"greeting": greeting}},
         },
     }
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
-    """Wait for the run's execution to end and let the recorder record it (what EventBridge
-    does on AWS); returns the run as the control plane then reports it."""
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane)
-    return plane.get_run(tenant, run_id)
 
 
 def greeting(detail: Any) -> str:

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
+from http_api import finished_run
 from relayflow_testing import (
     HTTP_TIMEOUT,
     Received,
     Reply,
     Server,
     allowed_server,
-    bootstrap_client,
+    eventually,
     tenant_client,
 )
 
@@ -72,12 +72,6 @@ def server(remote: Remote) -> Iterator[LocalServer]:
         yield local
 
 
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
-
-
 @pytest.fixture(autouse=True)
 def reset_remote(remote: Remote) -> None:
     remote.flaky_status = 503
@@ -110,31 +104,20 @@ def definition(workflow_id: str, remote: Remote) -> dict[str, Any]:
     }
 
 
-def wait_for_end(api: httpx.Client, run_id: str, timeout: float = 20.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = api.get(f"/runs/{run_id}").json()
-        if run["status"] != "running":
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} still running after {timeout} s")
-        time.sleep(0.05)
-
-
 def failed_run(server: LocalServer, api: httpx.Client, workflow_id: str, remote: Remote) -> str:
     """PUT the workflow, run it to its failure at ``charge``, and let the recorder archive it."""
     assert api.put(f"/workflows/{workflow_id}", json=definition(workflow_id, remote)).is_success
     started = api.post(f"/workflows/{workflow_id}/runs", json={"input": {"order": "o-1"}})
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    assert wait_for_end(api, run_id)["status"] == "failed"
+    assert finished_run(api, run_id)["status"] == "failed"
     server.settle()
     return run_id
 
 
 def settled(server: LocalServer, api: httpx.Client, run_id: str) -> dict[str, Any]:
     """The run once its current execution ended and the recorder settled its DLQ entry."""
-    run = wait_for_end(api, run_id)
+    run = finished_run(api, run_id)
     server.settle()
     return run
 
@@ -205,7 +188,7 @@ def test_an_output_read_after_the_failure_survives_the_resume(server, api, remot
     assert api.put("/workflows/resume-reads", json=data).is_success
     started = api.post("/workflows/resume-reads/runs", json={"input": {"order": "o-2"}})
     run_id = started.json()["run_id"]
-    assert wait_for_end(api, run_id)["status"] == "failed"
+    assert finished_run(api, run_id)["status"] == "failed"
     server.settle()
     # When the endpoint recovers and the run is resumed from the DLQ
     remote.flaky_status = 200
@@ -395,78 +378,60 @@ def test_the_recorder_sends_the_workflow_failure_notification_once_per_failed_ex
     assert mine[0]["event"] == "relayflow.run.failed" and mine[0]["id"] != mine[1]["id"]
 
 
-def test_an_approval_that_expired_waits_for_a_manual_retry(server, api):
-    # Given an approval that fails its run when nobody answers within a second
-    workflow = {
-        "id": "expiring",
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund?",
-                "timeout_seconds": 1,
-                "timeout_action": "fail",
-                "on_approve": "done",
-                "on_reject": "done",
+EXPIRING_APPROVAL = {
+    "type": "approval",
+    "title": "Refund?",
+    "timeout_seconds": 1,
+    "timeout_action": "fail",
+    "on_approve": "done",
+    "on_reject": "done",
+}
+
+
+@pytest.mark.parametrize(
+    ("workflow", "failing_step"),
+    [
+        # an approval that fails its run when nobody answers within a second
+        (
+            {
+                "id": "expiring",
+                "start": "ask",
+                "steps": {"ask": EXPIRING_APPROVAL, "done": {"type": "noop"}},
             },
-            "done": {"type": "noop"},
-        },
-    }
-    put = api.put("/workflows/expiring", json=workflow)
+            "ask",
+        ),
+        # the same approval in a parallel branch: the run fails in the parallel
+        (
+            {
+                "id": "expiring-branch",
+                "start": "fan",
+                "steps": {
+                    "fan": {"type": "parallel", "branches": ["ask", "note"]},
+                    "ask": EXPIRING_APPROVAL,
+                    "done": {"type": "noop"},
+                    "note": {"type": "noop"},
+                },
+            },
+            "fan",
+        ),
+    ],
+    ids=["approval", "approval-inside-a-parallel"],
+)
+def test_an_approval_that_expired_waits_for_a_manual_retry(server, api, workflow, failing_step):
+    # Given an approval that fails its run when nobody answers in time
+    put = api.put(f"/workflows/{workflow['id']}", json=workflow)
     assert put.is_success, put.text
-    run_id = api.post("/workflows/expiring/runs", json={"input": {}}).json()["run_id"]
+    run_id = api.post(f"/workflows/{workflow['id']}/runs", json={"input": {}}).json()["run_id"]
     run = settled(server, api, run_id)
     assert (run["status"], run["error"]) == ("failed", "States.Timeout")
     # Then its DLQ entry is not transient: asking the approver again is a person's decision
+    # (and the approval the run ended in expired, inside a parallel too)
     entry = api.get(f"/dlq/{run_id}").json()
     assert (entry["failing_step"], entry["transient"], entry["next_retry_at"]) == (
-        "ask",
+        failing_step,
         False,
         None,
     )
-
-
-def test_an_approval_that_expired_inside_a_parallel_waits_for_a_manual_retry(server, api):
-    # Given an approval in a parallel branch that fails its run when nobody answers in time
-    workflow = {
-        "id": "expiring-branch",
-        "start": "fan",
-        "steps": {
-            "fan": {"type": "parallel", "branches": ["ask", "note"]},
-            "ask": {
-                "type": "approval",
-                "title": "Refund?",
-                "timeout_seconds": 1,
-                "timeout_action": "fail",
-                "on_approve": "done",
-                "on_reject": "done",
-            },
-            "done": {"type": "noop"},
-            "note": {"type": "noop"},
-        },
-    }
-    assert api.put("/workflows/expiring-branch", json=workflow).is_success
-    run_id = api.post("/workflows/expiring-branch/runs", json={"input": {}}).json()["run_id"]
-    run = settled(server, api, run_id)
-    assert (run["status"], run["error"]) == ("failed", "States.Timeout")
-    # Then the run failed in the parallel, and its entry is still not retried automatically:
-    # the approval it ended in expired
-    entry = api.get(f"/dlq/{run_id}").json()
-    assert (entry["failing_step"], entry["transient"], entry["next_retry_at"]) == (
-        "fan",
-        False,
-        None,
-    )
-
-
-def wait_for(find: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
 
 
 def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(server, api, remote):
@@ -501,10 +466,10 @@ def test_a_retry_does_not_ask_again_for_a_decision_or_a_callback_already_given(s
         items = api.get("/approvals").json()["items"]
         return next((a for a in items if a["run_id"] == run_id), None)
 
-    approval = wait_for(pending_approval)
+    approval = eventually(pending_approval)
     answer = api.post(f"/approvals/{approval['approval_id']}/respond", json={"option": "approve"})
     assert answer.status_code == 200, answer.text
-    (waitpoint,) = wait_for(
+    (waitpoint,) = eventually(
         lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     )
     done = api.post(
@@ -596,7 +561,7 @@ def test_a_retry_after_a_failed_waitpoint_waits_for_it_again_under_the_same_id(s
     }
     assert api.put("/workflows/partner-failed", json=workflow).is_success
     run_id = api.post("/workflows/partner-failed/runs", json={"input": {}}).json()["run_id"]
-    (first,) = wait_for(lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"])
+    (first,) = eventually(lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"])
     path = f"/waitpoints/{first['waitpoint_id']}"
     assert api.post(f"{path}/fail", json={"message": "try later"}).status_code == 200
     run = settled(server, api, run_id)
@@ -611,7 +576,7 @@ def test_a_retry_after_a_failed_waitpoint_waits_for_it_again_under_the_same_id(s
         waitpoint = api.get(path).json()
         return waitpoint if waitpoint["status"] == "pending" else None
 
-    again = wait_for(pending)
+    again = eventually(pending)
     assert again["error"] is None
     assert api.post(f"{path}/complete", json={"data": {"ok": True}}).status_code == 200
     run = settled(server, api, run_id)

@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from example_workflows import order_fulfilment
 from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
 from relayflow.local import LocalRuntime
-from relayflow.local.resources import LocalResources, load_resources, provision
+from relayflow.local.resources import LocalResources, provision
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
 from relayflow.steps.dry_run import PLACEHOLDER
 from relayflow.tools.call_records import REDACTED
-from relayflow.validation import load_workflow, load_workflow_text
+from relayflow.validation import load_workflow_text
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -55,19 +56,8 @@ def outputs(result: RunResult) -> dict[str, Any]:
 
 def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(runtime):
     # Given the example's resources, and a rule that would copy the bus's events to SQS
-    provision(load_resources(ROOT / "workflows/examples/local/order_fulfilment.resources.yaml"))
-    queue_url = client("sqs").create_queue(QueueName="seen-events")["QueueUrl"]
-    queue_arn = client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    client("events").put_rule(
-        Name="all", EventBusName="app-shop", EventPattern='{"source": ["shop.orders"]}'
-    )
-    client("events").put_targets(
-        Rule="all", EventBusName="app-shop", Targets=[{"Id": "q", "Arn": queue_arn}]
-    )
-    workflow = load_workflow(ROOT / "workflows/examples/order_fulfilment.yaml")
-    trigger = json.loads((ROOT / "events/examples/order_fulfilment.json").read_text())
+    example = order_fulfilment()
+    workflow, trigger, queue_url = example.workflow, example.trigger, example.seen_events
     # When it runs dry
     result = run_workflow(workflow, trigger, runtime=runtime, dry_run=True)
     # Then it succeeds, and nothing was written, sent or put
@@ -141,9 +131,8 @@ steps:
 """
 
 
-def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_steps(
-    runtime, receiver
-):
+def notify_workflow(receiver: Server) -> Any:
+    """HTTP_AND_HOOK against ``receiver``, with its billing token and hook secret stored."""
     provision(
         LocalResources(
             secrets={
@@ -152,7 +141,13 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
             }
         )
     )
-    workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+    return load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+
+
+def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_steps(
+    runtime, receiver
+):
+    workflow = notify_workflow(receiver)
     # When it runs dry
     result = run_workflow(workflow, {"customer": "c-1"}, runtime=runtime, dry_run=True)
     assert result.status == "succeeded", (result.error, result.cause)
@@ -178,15 +173,7 @@ def test_http_calls_are_recorded_without_secrets_and_dry_run_output_feeds_later_
 
 
 def test_a_normal_run_of_the_same_workflow_acts(runtime, receiver):
-    provision(
-        LocalResources(
-            secrets={
-                "relayflow/local/billing-token": "t0k3n",
-                "relayflow/local/hook-secret": "whsec",
-            }
-        )
-    )
-    workflow = load_workflow_text(HTTP_AND_HOOK.format(url=receiver.url), "notify.yaml")
+    workflow = notify_workflow(receiver)
     result = run_workflow(workflow, {"customer": "c-1"}, runtime=runtime)
     assert result.status == "succeeded", (result.error, result.cause)
     assert [(r.method, r.path) for r in receiver.requests] == [

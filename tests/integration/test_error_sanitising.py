@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, bootstrap_client
+from relayflow_testing import Received, Reply, Server, allowed_server
 
 from relayflow.local.serve import LocalServer
 
@@ -83,12 +83,6 @@ def log() -> Iterator[io.StringIO]:
 def server(remote: Server, log: io.StringIO) -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.001) as local:
         yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
 
 
 def notifications(remote: Server) -> dict[str, Any]:

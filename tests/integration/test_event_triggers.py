@@ -27,20 +27,6 @@ OTHER_TENANT = "globex"
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=TIME_SCALE) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=HTTP_TIMEOUT
-    ) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def other(server: LocalServer) -> Iterator[httpx.Client]:
     """A client of a second tenant."""
     with tenant_client(server, OTHER_TENANT) as client:

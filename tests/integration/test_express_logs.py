@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from relayflow_testing import allowed_server
+from workflow_shapes import soft_failure
 
 from relayflow.control.dlq import Dlq
 from relayflow.control.express_logs import ExecutionLogs
@@ -132,22 +133,7 @@ def test_a_succeeded_express_run_shows_native_steps_with_times_and_outputs(runti
 
 def test_a_step_whose_error_went_to_its_fallback_shows_it(runtime, plane, tenant):
     # Given a step with on_error: continue that fails
-    definition = {
-        "id": "soft",
-        "start": "boom",
-        "outputs": ["boom"],  # kept in the final document
-        "steps": {
-            "boom": {
-                "type": "code",
-                "code": "raise ValueError('no stock')",
-                "timeout_seconds": 10,
-                "retry": "none",
-                "on_error": {"action": "continue", "output": {"price": 0}},
-                "on_success": "done",
-            },
-            "done": {"type": "noop"},
-        },
-    }
+    definition = soft_failure({"type": "noop"}, outputs=["boom"])  # boom kept in the document
     run_id = run_to_end(runtime, plane, tenant, definition, {})
     # When the run is read / Then the step shows its fallback, its error and its output
     detail = plane.get_run(tenant, run_id)

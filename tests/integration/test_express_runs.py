@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from relayflow_testing import allowed_server, load_handler
+from workflow_shapes import two_transforms
 
 from relayflow.control.errors import InvalidDefinition, Unprocessable
 from relayflow.control.express_sweep import sweep_express_runs
@@ -151,14 +152,19 @@ def test_the_sweep_settles_a_recorded_failure_into_the_dlq(runtime, plane, tenan
     assert started.run_id not in again["settled"] + again["timed_out"]
 
 
-def test_a_killed_express_run_is_swept_to_timed_out_and_archived(runtime, plane, tenant):
-    # Given an Express run killed before its machine could record an end
+def put_slow(plane: ControlPlane, tenant: str, seconds: int) -> None:
+    """``slow``, one delay of ``seconds``, published for ``tenant``."""
     definition = {
         "id": "slow",
         "start": "pause",
-        "steps": {"pause": {"type": "delay", "seconds": 200}},
+        "steps": {"pause": {"type": "delay", "seconds": seconds}},
     }
     plane.put_workflow(tenant, "slow", definition)
+
+
+def test_a_killed_express_run_is_swept_to_timed_out_and_archived(runtime, plane, tenant):
+    # Given an Express run killed before its machine could record an end
+    put_slow(plane, tenant, 200)
     runtime.time_scale = 1.0
     try:
         started = plane.start_run(tenant, "slow", {})
@@ -278,12 +284,7 @@ def test_cancelling_an_express_run_marks_it_aborted_and_its_machine_does_not_ove
     runtime, plane, tenant
 ):
     # Given a running Express run (a real-time delay keeps it running)
-    definition = {
-        "id": "slow",
-        "start": "pause",
-        "steps": {"pause": {"type": "delay", "seconds": 1}},
-    }
-    plane.put_workflow(tenant, "slow", definition)
+    put_slow(plane, tenant, 1)
     runtime.time_scale = 1.0
     try:
         started = plane.start_run(tenant, "slow", {})
@@ -323,14 +324,7 @@ def test_without_the_fix_moto_cannot_start_sync_executions(runtime):
 
 def test_step_through_of_an_express_workflow_runs_on_a_standard_sibling(runtime, plane, tenant):
     # Given an Express workflow of two steps
-    definition = {
-        "id": "two",
-        "start": "one",
-        "steps": {
-            "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
-            "two": {"type": "transform", "mapping": {"n": 2}},
-        },
-    }
+    definition = two_transforms("two")
     plane.put_workflow(tenant, "two", definition)
     assert machine_type(runtime, plane, tenant, "two") == "EXPRESS"
     # When a step-through run starts and is continued to its end

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from relayflow_testing import Server, allowed_server
+from workflow_shapes import soft_failure
 
 from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.models import RunDetail
@@ -109,21 +110,7 @@ def failing_for_each() -> dict[str, Any]:
 
 def fallback() -> dict[str, Any]:
     """A step that fails into its on_error fallback; its record leaves the document."""
-    return {
-        "id": "soft",
-        "start": "boom",
-        "steps": {
-            "boom": {
-                "type": "code",
-                "code": "raise ValueError('no stock')",
-                "timeout_seconds": 10,
-                "retry": "none",
-                "on_error": {"action": "continue", "output": {"price": 0}},
-                "on_success": "done",
-            },
-            "done": {"type": "transform", "mapping": {"ok": True}},
-        },
-    }
+    return soft_failure({"type": "transform", "mapping": {"ok": True}})
 
 
 def wide_parallel(settle: str) -> dict[str, Any]:

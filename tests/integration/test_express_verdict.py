@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from relayflow_testing import Server, allowed_server
+from relayflow_testing import Server, fresh_allowed_server
 
 from relayflow.control.express_sweep import sweep_express_runs
 from relayflow.control.service import ControlPlane
@@ -26,10 +26,7 @@ pytestmark = pytest.mark.integration
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 @pytest.fixture

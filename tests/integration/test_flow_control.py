@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from relayflow_testing import load_handler, moto_table
+from serial_moto import serialise_dynamodb
 
 from relayflow.adapters.aws import client
 from relayflow.dal import create_table
@@ -60,18 +61,8 @@ class DynamoRequests:
 
 @pytest.fixture
 def serial_dynamodb(monkeypatch: pytest.MonkeyPatch) -> DynamoRequests:
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
     served = DynamoRequests()
-    original = DynamoHandler.call_action
-
-    def one_at_a_time(self: Any) -> Any:
-        with lock:
-            served.actions.append(self._get_action().split(".")[-1])
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
+    serialise_dynamodb(monkeypatch, served.actions)
     return served
 
 
@@ -278,34 +269,35 @@ def test_the_lease_lasts_the_invocations_remaining_time(aws):
 
 # --------------------------------------------------------------------------- whole workflows
 
-FAN_OUT = """
-id: fan-out
+
+def each_order(workflow_id: str, charge: str) -> str:
+    """``each`` runs ``charge`` (a transform with the fields ``charge``) per trigger order."""
+    return f"""
+id: {workflow_id}
 start: each
 steps:
   each:
     type: for_each
-    items: "{{ trigger.orders }}"
+    items: "{{{{ trigger.orders }}}}"
     step: charge
   charge:
     type: transform
-    mapping: {order: "{{ item }}", position: "{{ index }}"}
+{charge}"""
+
+
+FAN_OUT = each_order(
+    "fan-out",
+    """    mapping: {order: "{{ item }}", position: "{{ index }}"}
     concurrency: {limit: 2}
     retry: {max_attempts: 1}
-"""
-
-UNLIMITED = """
-id: unlimited
-start: each
-steps:
-  each:
-    type: for_each
-    items: "{{ trigger.orders }}"
-    step: charge
-  charge:
-    type: transform
-    mapping: {order: "{{ item }}"}
+""",
+)
+UNLIMITED = each_order(
+    "unlimited",
+    """    mapping: {order: "{{ item }}"}
     retry: {max_attempts: 2}
-"""
+""",
+)
 
 
 class Counting:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from relayflow.runner import RunResult, run_workflow
 from relayflow.validation import validate_data
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 
 DEFINITION: dict[str, Any] = {
     "id": "not-a-list",
@@ -29,12 +29,6 @@ DEFINITION: dict[str, Any] = {
         "caught": {"type": "transform", "mapping": {"error": "{{ error.Error }}"}},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 def run(runtime: LocalRuntime, trigger: Any, definition: dict[str, Any] = DEFINITION) -> RunResult:

@@ -8,37 +8,23 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import HTTP_TIMEOUT, bootstrap_client
+from relayflow_testing import HTTP_TIMEOUT
 
 from relayflow.adapters.aws import client
 from relayflow.control.dispatch import Dispatcher
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+UNTHROTTLED = True
 
 SCHEMA = {
     "type": "object",
     "properties": {"order": {"type": "integer"}, "email": {"type": "string"}},
     "required": ["order"],
 }
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        local.set_rate_limit(per_second=1000, burst=10_000)
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as c:
-        yield c
 
 
 def put(api: httpx.Client, definition: dict[str, Any]) -> None:

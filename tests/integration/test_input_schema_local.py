@@ -6,8 +6,6 @@ that breaks the workflow's own schema before anything runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +14,10 @@ from relayflow.cli.main import main
 from relayflow.errors import InvalidRunInput
 from relayflow.local import LocalRuntime
 from relayflow.runner import run_workflow
-from relayflow.settings import override_settings
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 
 CHILD = """
 id: sized-lookup
@@ -55,22 +53,6 @@ def call(call_id: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def turn(*content: dict[str, Any]) -> dict[str, Any]:
     return {"content": list(content), "usage": {"input_tokens": 10, "output_tokens": 5}}
-
-
-@pytest.fixture
-def fixtures(tmp_path: Path) -> Iterator[Any]:
-    def write(name: str, *turns: dict[str, Any]) -> str:
-        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": list(turns)}))
-        return name
-
-    with override_settings(ai_fixtures_dir=str(tmp_path)):
-        yield write
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 def child_runs(runtime: LocalRuntime) -> int:

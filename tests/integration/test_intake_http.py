@@ -5,15 +5,15 @@ stored approval, waitpoint, run or workflow afterwards."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
+from http_api import publish, start_run
+from relayflow_testing import eventually
+from workflow_shapes import long_waitpoint, webhook_echo
 
 from relayflow.intake import MAX_DEPTH
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
 
@@ -24,52 +24,16 @@ APPROVAL = {
         "ask": {"type": "approval", "title": "Go?", "options": ["approve", "reject"]},
     },
 }
-WAITPOINT = {
-    "id": "intake-waitpoint",
-    "start": "wait",
-    "steps": {"wait": {"type": "waitpoint", "timeout_seconds": 600}},
-}
-ECHO = {
-    "id": "intake-echo",
-    "start": "echo",
-    "steps": {"echo": {"type": "transform", "mapping": {"got": "{{ trigger }}"}}},
-    "triggers": [{"type": "webhook", "slug": "intake-open"}],
-}
+WAITPOINT = long_waitpoint("intake-waitpoint")
+ECHO = webhook_echo("intake-echo", "intake-open")
 NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def client(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
-    ) as http:
-        for definition in (APPROVAL, WAITPOINT, ECHO):
-            put = http.put(f"/workflows/{definition['id']}", json=definition)
-            assert put.status_code in (200, 201), put.text
-        yield http
-
-
-def eventually(find: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
-
-
-def start(client: httpx.Client, workflow_id: str) -> str:
-    started = client.post(f"/workflows/{workflow_id}/runs", json={"input": {}})
-    assert started.status_code == 201, started.text
-    return started.json()["run_id"]
+def client(api: httpx.Client) -> httpx.Client:
+    publish(api, APPROVAL, WAITPOINT, ECHO)
+    return api
 
 
 def nested(depth: int, leaf: str = "1") -> str:
@@ -91,7 +55,7 @@ def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
 @pytest.mark.parametrize("literal", NON_FINITE)
 def test_non_finite_approval_data_is_refused_and_the_approval_stays_usable(client, literal):
     # Given a pending approval
-    run_id = start(client, "intake-approval")
+    run_id = start_run(client, "intake-approval")
 
     def pending() -> Any:
         items = client.get("/approvals").json()["items"]
@@ -121,7 +85,7 @@ def test_non_finite_approval_data_is_refused_and_the_approval_stays_usable(clien
 
 @pytest.mark.parametrize("literal", NON_FINITE)
 def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(client, literal):
-    run_id = start(client, "intake-waitpoint")
+    run_id = start_run(client, "intake-waitpoint")
 
     def waiting() -> Any:
         items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
@@ -145,7 +109,7 @@ def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(cli
 
 def test_an_empty_key_in_waitpoint_data_is_refused_and_the_waitpoint_stays_readable(client):
     # An empty key was stored (moto), and every later read of the waitpoint answered 500
-    run_id = start(client, "intake-waitpoint")
+    run_id = start_run(client, "intake-waitpoint")
 
     def waiting() -> Any:
         items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
@@ -298,7 +262,7 @@ def test_the_wait_service_refuses_unstorable_data_from_any_caller(client):
     from relayflow.control.waits import get_wait_service
 
     # Given a pending approval and a caller that is not the API (no JSON text to parse)
-    run_id = start(client, "intake-approval")
+    run_id = start_run(client, "intake-approval")
 
     def pending() -> Any:
         items = client.get("/approvals").json()["items"]

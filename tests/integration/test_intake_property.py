@@ -10,8 +10,7 @@ well under a minute.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relayflow_testing import HTTP_TIMEOUT
+from relayflow_testing import HTTP_TIMEOUT, eventually
+from workflow_shapes import long_waitpoint, webhook_echo
 
 from relayflow.local.serve import LocalServer
 
@@ -39,17 +39,8 @@ APPROVAL = {
         }
     },
 }
-WAITPOINT = {
-    "id": "hostile-waitpoint",
-    "start": "wait",
-    "steps": {"wait": {"type": "waitpoint", "timeout_seconds": 600}},
-}
-ECHO = {
-    "id": "hostile-echo",
-    "start": "echo",
-    "steps": {"echo": {"type": "transform", "mapping": {"got": "{{ trigger }}"}}},
-    "triggers": [{"type": "webhook", "slug": "hostile-open"}],
-}
+WAITPOINT = long_waitpoint("hostile-waitpoint")
+ECHO = webhook_echo("hostile-echo", "hostile-open")
 
 # ----------------------------------------------------------------------------- hostile JSON
 
@@ -206,16 +197,6 @@ class World:
         for entry in self.read("/dlq", limit=100)["items"][:3]:
             self.read(f"/dlq/{entry['run_id']}")
         self.read("/breakers")
-
-
-def eventually(find: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("nothing appeared in time")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ output stays in the run's timeline. (Resumes from the DLQ: tests/integration/tes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,7 @@ from relayflow.validation import load_workflow, load_workflow_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
+BARE_RUNTIME = True
 
 
 def run(runtime: LocalRuntime, definition: str, trigger: Any) -> RunResult:

@@ -17,6 +17,7 @@ from relayflow.settings import override_settings
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 
 
 @pytest.fixture
@@ -27,12 +28,6 @@ def fixtures(tmp_path: Path) -> Iterator[Any]:
 
     with override_settings(ai_fixtures_dir=str(tmp_path)):
         yield write
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 def batch_workflow(fixture: str, extra: str = "") -> str:

@@ -15,7 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
+from http_api import stored_approval
+from relayflow_testing import eventually
+from workflow_shapes import refund_approval
 
 from relayflow.local.serve import LocalServer
 from relayflow.triggers.signatures import sign
@@ -30,21 +32,7 @@ STORED_NAME = f"relayflow/local/{SECRET_NAME}"
 
 
 def approval_workflow() -> dict[str, Any]:
-    return {
-        "id": "refund-logs",
-        "start": "ask",
-        "steps": {
-            "ask": {
-                "type": "approval",
-                "title": "Refund {{ trigger.order }}",
-                "timeout_seconds": 600,
-                "on_approve": "pay",
-                "on_reject": "keep",
-            },
-            "pay": {"type": "transform", "mapping": {"refunded": True}},
-            "keep": {"type": "transform", "mapping": {"refunded": False}},
-        },
-    }
+    return refund_approval("refund-logs", title="Refund {{ trigger.order }}", timeout_seconds=600)
 
 
 def hooked_workflow() -> dict[str, Any]:
@@ -84,47 +72,21 @@ def server(captured: dict[str, io.StringIO]) -> Iterator[LocalServer]:
         yield local
 
 
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
-
-
 def guest_link_flow(server: LocalServer, api: httpx.Client) -> list[str]:
     """Open and answer a guest approval link; the secrets it involved."""
     from relayflow.approvals.links import approval_guest_links, signing_key
-    from relayflow.control.waits import get_wait_service
-    from relayflow.dal.waits import WaitDal
 
     assert api.put("/workflows/refund-logs", json=approval_workflow()).status_code == 201
     started = api.post("/workflows/refund-logs/runs", json={"input": {"order": "o-7"}})
     run_id = started.json()["run_id"]
 
-    def pending() -> Any:
-        for view in get_wait_service().list_approvals("local", limit=100).items:
-            if view.run_id == run_id:
-                return WaitDal().get_approval("local", view.approval_id)
-        return None
-
-    approval = wait_for(pending, "the approval")
+    approval = stored_approval("local", run_id)
     links = approval_guest_links(approval)
     page = httpx.get(links["approve"], timeout=30)
     assert page.status_code == 200, page.text
     answer = httpx.post(links["approve"], data={}, timeout=30)
     assert answer.status_code == 200, answer.text
-    assert wait_for(
-        lambda: api.get(f"/runs/{run_id}").json()["status"] == "succeeded", "the run's end"
-    )
+    assert eventually(lambda: api.get(f"/runs/{run_id}").json()["status"] == "succeeded")
     signatures = [parse_qs(urlsplit(url).query)["sig"][0] for url in links.values()]
     key = signing_key()
     return [*signatures, key if isinstance(key, str) else key.decode()]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+from relayflow_testing import Received, Reply, fresh_allowed_server
 
 from relayflow.dal import RunItem
 from relayflow.local import LocalRuntime
@@ -34,10 +34,7 @@ def runtime() -> Iterator[LocalRuntime]:
         yield rt
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 def sent_emails(runtime: LocalRuntime) -> list[Any]:

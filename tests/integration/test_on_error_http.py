@@ -5,18 +5,17 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, tenant_client
+from http_api import cli_json, run_in_status
+from relayflow_testing import Received, Reply, Server, tenant_client
+from workflow_shapes import charging
 
 from relayflow.cli.main import main
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
+WITH_REMOTE = True
 
 
 def fail(received: Received) -> Reply:
@@ -28,70 +27,20 @@ def ok(received: Received) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(remote: Server) -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def http(server: LocalServer, remote: Server) -> Iterator[httpx.Client]:
-    definition = {
-        "id": "charging",
-        "start": "charge",
-        "steps": {
-            "charge": {
-                "type": "webhook_out",
-                "url": f"{remote.url}/charge",
-                "on_error": {"action": "park"},
-                "on_success": "receipt",
-            },
-            "receipt": {"type": "transform", "mapping": {"charge": "{{ steps.charge.output }}"}},
-        },
-    }
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=30,
-    ) as client:
-        assert client.put("/workflows/charging", json=definition).status_code in (200, 201)
-        yield client
-
-
-@pytest.fixture
-def api(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
-    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
-    return ["--api", server.url, "--api-key", server.bootstrap_key]
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Any:
-    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
-
-
-def wait_for(http: httpx.Client, run_id: str, status: str) -> dict[str, Any]:
-    for _ in range(800):
-        run = http.get(f"/runs/{run_id}").json()
-        if run["status"] == status:
-            return run
-        time.sleep(0.025)
-    raise AssertionError(f"run {run_id} never became {status}")
+def http(api: httpx.Client, remote: Server) -> httpx.Client:
+    definition = charging(remote.url, {"charge": "{{ steps.charge.output }}"})
+    assert api.put("/workflows/charging", json=definition).status_code in (200, 201)
+    return api
 
 
 def parked_run(http: httpx.Client, remote: Server) -> str:
     remote.reply = fail
     run_id = http.post("/workflows/charging/runs", json={"input": {}}).json()["run_id"]
-    wait_for(http, run_id, "parked")
+    run_in_status(http, run_id, "parked")
     return run_id
 
 
-def test_resume_over_the_cli_retries_the_step(http, remote, api, capsys):
+def test_resume_over_the_cli_retries_the_step(http, remote, cli, capsys):
     remote.requests.clear()
     run_id = parked_run(http, remote)
     # The parked run is listed over HTTP and by the CLI, with its step and error
@@ -102,17 +51,17 @@ def test_resume_over_the_cli_retries_the_step(http, remote, api, capsys):
     # (with the endpoint's status and body, never a stack trace)
     assert parked_error["details"] == {"status": 500, "body": '{"error": "down"}'}
     assert "answered 500" in parked_error["Cause"] and "stackTrace" not in json.dumps(listed)
-    page = cli_json(capsys, ["runs", "list", "--parked", *api])
+    page = cli_json(capsys, ["runs", "list", "--parked", *cli])
     assert [r["run_id"] for r in page["items"]] == [run_id]
     # When the remote recovers and the run is resumed with retry over the CLI
     remote.reply = ok
-    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "retry", *api])
+    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "retry", *cli])
     assert answer == {"run_id": run_id, "action": "retry", "step": "charge", "status": "running"}
-    run = wait_for(http, run_id, "succeeded")
+    run = run_in_status(http, run_id, "succeeded")
     # Then the step acted twice and the run's verdict is shown by GET and the CLI
     assert len(remote.to("/charge")) == 2
     assert run["outcome"] == "succeeded"
-    assert main(["runs", "get", run_id, *api]) == 0
+    assert main(["runs", "get", run_id, *cli]) == 0
     assert "SUCCEEDED" in capsys.readouterr().out
     assert http.get("/runs", params={"status": "parked"}).json()["items"] == []
 
@@ -136,16 +85,16 @@ def test_resume_answers_422_404_and_409_over_http(http, remote, server):
     # When it is skipped with an output, it succeeds with that output downstream
     skipped = http.post(f"/runs/{run_id}/resume", json={"action": "skip", "output": {"id": "m"}})
     assert skipped.status_code == 200
-    run = wait_for(http, run_id, "succeeded")
+    run = run_in_status(http, run_id, "succeeded")
     assert run["steps"][-1]["output"] == {"charge": {"id": "m"}}
     # And a second resume is a conflict: the run is no longer parked
     again = http.post(f"/runs/{run_id}/resume", json={"action": "retry"})
     assert (again.status_code, again.json()["code"]) == (409, "conflict")
 
 
-def test_a_failed_park_ends_the_run_failed(http, remote, api, capsys):
+def test_a_failed_park_ends_the_run_failed(http, remote, cli, capsys):
     run_id = parked_run(http, remote)
-    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "fail", *api])
+    answer = cli_json(capsys, ["runs", "resume", run_id, "--action", "fail", *cli])
     assert answer["action"] == "fail"
-    run = wait_for(http, run_id, "failed")
+    run = run_in_status(http, run_id, "failed")
     assert (run["outcome"], run["error"]) == ("failed", "Relayflow.HttpError")

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server
+import workflow_shapes as shapes
+from relayflow_testing import Received, Reply, Server
+from runs import settle
 
 from relayflow.control.errors import Conflict, NotFound, Unprocessable
-from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.resume import ResumeRequest
 from relayflow.control.service import ControlPlane
 from relayflow.dal.parks import parks_partition
 from relayflow.dal.schema import GSI1
-from relayflow.local import LocalRuntime
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +37,10 @@ class Events:
         return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"}]}
 
 
-@pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
 @pytest.fixture
 def failing(remote: Server) -> Server:
     """The remote API answers 500 until ``remote.reply`` is set to ``ok``."""
-    remote.requests.clear()
-    remote.reply = fail
-    return remote
+    return remote.answering(fail)
 
 
 def fail(received: Received) -> Reply:
@@ -62,27 +53,10 @@ def ok(received: Received) -> Reply:
 
 def charging(url: str, on_error: dict[str, Any], **charge: Any) -> dict[str, Any]:
     """charge (a webhook_out with ``on_error``) → receipt; ``refund`` when charge routes to it."""
-    definition: dict[str, Any] = {
-        "id": "charging",
-        "start": "charge",
-        "steps": {
-            "charge": {
-                "type": "webhook_out",
-                "url": f"{url}/charge",
-                "body": {"order": "{{ trigger.order }}"},
-                "on_error": on_error,
-                "on_success": "receipt",
-                **charge,
-            },
-            "receipt": {
-                "type": "transform",
-                "mapping": {
-                    "charge": "{{ steps.charge.output }}",
-                    "note": "{{ trigger.note }}",
-                },
-            },
-        },
-    }
+    receipt = {"charge": "{{ steps.charge.output }}", "note": "{{ trigger.note }}"}
+    definition = shapes.charging(
+        url, receipt, on_error, body={"order": "{{ trigger.order }}"}, **charge
+    )
     if charge.get("on_failure") == "refund":
         definition["steps"]["refund"] = {
             "type": "transform",
@@ -99,15 +73,6 @@ def parked(plane: ControlPlane, tenant: str, run_id: str, timeout: float = 20.0)
             return run
         time.sleep(0.05)
     raise AssertionError(f"run {run_id} did not park")
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str, events=None):
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane, events=events)
-    return plane.get_run(tenant, run_id)
 
 
 def start(plane: ControlPlane, tenant: str, definition: dict[str, Any], trigger: Any) -> str:

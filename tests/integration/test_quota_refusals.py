@@ -22,12 +22,6 @@ TOOL = {
 }
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
 @pytest.fixture
 def http(server: LocalServer) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {server.bootstrap_key}"}

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from relayflow_testing import moto_table
+from serial_moto import serialise_dynamodb
 
 from relayflow.dal.limits import SUB_WINDOWS
 from relayflow.reliability.ratelimit import SlidingWindowLimiter
@@ -41,16 +42,7 @@ class Clock:
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """moto with the Relayflow table, each DynamoDB request atomic as on AWS (moto checks a
     condition and writes in two steps; the local runtime's compat fix does the same)."""
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    original = DynamoHandler.call_action
-
-    def atomic(self: object) -> object:
-        with lock:
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", atomic)
+    serialise_dynamodb(monkeypatch)
     with moto_table(monkeypatch):
         yield
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import Received, Reply, Server, allowed_server, tenant_client
+from relayflow_testing import Received, Reply, Server, tenant_client
 
 from relayflow.local.serve import LocalServer
 
@@ -47,18 +47,6 @@ def definition(url: str, label: str, workflow_id: str = "orders") -> dict[str, A
             },
         },
     }
-
-
-@pytest.fixture(scope="module")
-def remote() -> Iterator[Server]:
-    with allowed_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ recorder, against counts made by hand from the compiled machine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import HTTP_TIMEOUT
+from workflow_shapes import priced
 
 from relayflow.cost.runs import run_cost_usd
 from relayflow.local.serve import LocalServer
@@ -20,27 +19,7 @@ pytestmark = pytest.mark.integration
 #: price, a Lambda Task, per item) → done (Pass).
 #: Standard (``auto`` would pick Express, whose wrapper adds 3 states: see
 #: test_express_run_cost.py for Express runs' estimate).
-PRICED = {
-    "id": "priced",
-    "engine": "standard",
-    "start": "double",
-    "steps": {
-        "double": {
-            "type": "transform",
-            "mapping": {"n": "{{ trigger.n * 2 }}"},
-            "on_success": "each",
-        },
-        "each": {
-            "type": "for_each",
-            "items": "{{ trigger.items }}",
-            "step": "price",
-            "max_items": 5,
-            "on_success": "done",
-        },
-        "price": {"type": "transform", "mapping": {"p": "{{ item * 3 }}"}},
-        "done": {"type": "noop"},
-    },
-}
+PRICED = priced(engine="standard")
 #: Compiles to: charge (Lambda Task, 2 retries of Relayflow.ExpressionError) → its error
 #: route record_failure (Pass).
 RETRIED = {
@@ -62,22 +41,6 @@ RETRIED = {
         "record_failure": {"type": "noop"},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {server.bootstrap_key}"},
-        timeout=HTTP_TIMEOUT,
-    ) as client:
-        yield client
 
 
 def run_to_end(server: LocalServer, api: httpx.Client, definition: dict[str, Any], trigger: Any):

@@ -12,6 +12,8 @@ import uuid
 from typing import Any
 
 import pytest
+from runs import entered_states, settle
+from workflow_shapes import THREE_STEPS, kind_dispatch
 
 from relayflow.adapters.aws import client
 from relayflow.control import workflow_publish
@@ -34,15 +36,6 @@ def greet(greeting: str = "hi", requires: str | None = None) -> dict[str, Any]:
     if requires is not None:
         data["requires"] = requires
     return data
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane)
-    return plane.get_run(tenant, run_id)
 
 
 # --------------------------------------------------------------------------- engine version
@@ -236,19 +229,7 @@ def handler(label: str) -> dict[str, Any]:
     }
 
 
-DISPATCH: dict[str, Any] = {
-    "id": "dispatch",
-    "start": "route",
-    "steps": {
-        "route": {
-            "type": "sub_workflow",
-            "workflow_id": "{{ trigger.kind }}-handler",
-            "input": {"kind": "{{ trigger.kind }}"},
-            "on_failure": "missing",
-        },
-        "missing": {"type": "transform", "mapping": {"error": "{{ error.Error }}"}},
-    },
-}
+DISPATCH = kind_dispatch(missing={"type": "transform", "mapping": {"error": "{{ error.Error }}"}})
 
 
 def test_a_templated_target_routes_to_a_child_chosen_by_input(runtime, plane, tenant):
@@ -305,32 +286,10 @@ def test_a_templated_target_without_a_route_fails_the_run_naming_it(runtime, pla
 # --------------------------------------------------------------------------- step-through
 
 
-THREE_STEPS: dict[str, Any] = {
-    "id": "three",
-    # Step-through pauses at callback gates, which only Standard machines have (engines.md).
-    "engine": "standard",
-    "start": "one",
-    "steps": {
-        "one": {"type": "transform", "mapping": {"n": 1}, "on_success": "two"},
-        "two": {"type": "transform", "mapping": {"n": 2}, "on_success": "three"},
-        "three": {"type": "transform", "mapping": {"n": 3}},
-    },
-}
-
-
 def entered(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> list[str]:
     """The steps whose main state the run has entered so far."""
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    events = runtime.sfn_client.get_execution_history(
-        executionArn=run.execution_arn, maxResults=1000
-    )["events"]
-    return [
-        e["stateEnteredEventDetails"]["name"]
-        for e in events
-        if "stateEnteredEventDetails" in e
-        and e["stateEnteredEventDetails"]["name"] in THREE_STEPS["steps"]
-    ]
+    states = entered_states(runtime, plane, tenant, run_id)
+    return [name for name in states if name in THREE_STEPS["steps"]]
 
 
 def waiting_gate(plane: ControlPlane, tenant: str, run_id: str) -> str:

@@ -4,7 +4,6 @@ bad resources file is a usage error (exit 2)."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from http_api import serve_process
 
 pytestmark = pytest.mark.integration
 
@@ -30,13 +30,7 @@ def relayflow(*args: str) -> list[str]:
 
 
 def test_serve_creates_resources_and_says_it_keeps_everything_in_memory():
-    process = subprocess.Popen(
-        relayflow("serve", "--port", "0", "--resources", str(RESOURCES)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = serve_process(relayflow("serve", "--port", "0", "--resources", str(RESOURCES)))
     try:
         assert process.stdout is not None
         banner: list[str] = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,12 +17,6 @@ from relayflow.local.serve import LocalServer
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
 
 
 def test_serve_publishes_step_events_of_an_opted_in_workflow(server: LocalServer):

@@ -14,11 +14,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from aws_resources import create_orders_table
 from relayflow_testing import (
     Received,
     Reply,
     Server,
-    allowed_server,
+    fresh_allowed_server,
     load_event,
     load_handler,
     recorded_outputs,
@@ -55,10 +56,7 @@ def runtime() -> Iterator[LocalRuntime]:
         yield rt
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 def fresh(event: dict[str, Any], **run: Any) -> dict[str, Any]:
@@ -113,18 +111,7 @@ def test_a_duplicate_custom_step_posts_once(runtime, server):
 def test_a_duplicate_put_item_tool_writes_once(runtime):
     # Given the put_item sample and the user's table
     dynamodb = runtime.dynamodb_client
-    dynamodb.create_table(
-        TableName="orders",
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_orders_table(dynamodb)
     event = fresh(load_event("tool", "dynamodb_put_item"))
     handler = load_handler("tool").handler
     key = {"pk": {"S": "order#ord-1"}, "sk": {"S": "meta"}}

@@ -5,11 +5,10 @@ keep their machine (no gates, the same transitions)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
+from runs import entered_states, settle
 
-from relayflow.control.recorder import record_status_change, status_change_event
 from relayflow.control.service import ControlPlane
 from relayflow.dal.waits import WaitDal
 from relayflow.local import LocalRuntime
@@ -56,23 +55,7 @@ def pending(plane: ControlPlane, tenant: str, run_id: str, count: int) -> list[s
 
 
 def entered(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> list[str]:
-    run = plane.dal.get_run(tenant, run_id)
-    events = runtime.sfn_client.get_execution_history(
-        executionArn=run.execution_arn, maxResults=1000
-    )["events"]
-    return [
-        e["stateEnteredEventDetails"]["name"]
-        for e in events
-        if "stateEnteredEventDetails" in e and "." not in e["stateEnteredEventDetails"]["name"]
-    ]
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
-    run = plane.dal.get_run(tenant, run_id)
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane)
-    return plane.get_run(tenant, run_id)
+    return [name for name in entered_states(runtime, plane, tenant, run_id) if "." not in name]
 
 
 def test_each_branch_of_a_parallel_waits_before_its_step(runtime, plane, tenant):

@@ -8,11 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from runs import settle
 
 from relayflow.control.errors import InvalidDefinition
 from relayflow.control.recorder import record_status_change, status_change_event
-from relayflow.control.service import ControlPlane
-from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
 
 pytestmark = pytest.mark.integration
@@ -40,15 +39,6 @@ def parent(version: int | None = None, workflow_id: str = "child") -> dict[str, 
     if version is not None:
         step["version"] = version
     return {"id": "parent", "start": "call", "steps": {"call": step}}
-
-
-def settle(runtime: LocalRuntime, plane: ControlPlane, tenant: str, run_id: str) -> Any:
-    run = plane.dal.get_run(tenant, run_id)
-    assert run is not None and run.execution_arn
-    runtime.wait(run.execution_arn, timeout=30)
-    described = runtime.sfn_client.describe_execution(executionArn=run.execution_arn)
-    record_status_change(status_change_event(described), control=plane)
-    return plane.get_run(tenant, run_id)
 
 
 def test_a_parent_runs_the_tenants_child_on_its_live_version(runtime, plane, tenant):

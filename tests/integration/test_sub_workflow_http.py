@@ -5,30 +5,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import bootstrap_client
 
 from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH
 from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        local.set_rate_limit(per_second=1000, burst=10_000)
-        yield local
-
-
-@pytest.fixture(scope="module")
-def api(server: LocalServer) -> Iterator[httpx.Client]:
-    with bootstrap_client(server) as client:
-        yield client
+UNTHROTTLED = True
 
 
 def put(api: httpx.Client, definition: dict[str, Any]) -> None:

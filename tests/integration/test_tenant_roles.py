@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from relayflow_testing import platform_runtime
+from workflow_shapes import kind_dispatch
 
 from relayflow.adapters.aws import client
 from relayflow.control.errors import ServiceUnavailable
@@ -49,20 +50,6 @@ def handler(label: str) -> dict[str, Any]:
     }
 
 
-def dispatch(workflow_id: str = "dispatch") -> dict[str, Any]:
-    return {
-        "id": workflow_id,
-        "start": "route",
-        "steps": {
-            "route": {
-                "type": "sub_workflow",
-                "workflow_id": "{{ trigger.kind }}-handler",
-                "input": {"kind": "{{ trigger.kind }}"},
-            }
-        },
-    }
-
-
 def role_of(runtime: LocalRuntime, plane: ControlPlane, tenant: str, workflow_id: str) -> str:
     head = plane.dal.get_workflow(tenant, workflow_id)
     described = runtime.sfn_client.describe_state_machine(stateMachineArn=head.state_machine_arn)
@@ -74,7 +61,7 @@ def test_a_templated_target_runs_under_the_tenants_own_role(runtime, plane, tena
     iam = client("iam")
     # Given a tenant with a handler (a static machine) and a dispatcher (templated target)
     plane.put_workflow(tenant, "order-handler", handler("order"))
-    plane.put_workflow(tenant, "dispatch", dispatch())
+    plane.put_workflow(tenant, "dispatch", kind_dispatch())
     # Then the dispatcher's machine runs under the tenant's role, the handler's under the
     # shared one
     name = role_name(settings.stage, tenant)
@@ -92,7 +79,7 @@ def test_a_templated_target_runs_under_the_tenants_own_role(runtime, plane, tena
     trust = json.loads(trust) if isinstance(trust, str) else trust
     assert trust["Statement"][0]["Principal"] == {"Service": "states.amazonaws.com"}
     # When a second dispatcher is published, it reuses the role
-    plane.put_workflow(tenant, "dispatch-two", dispatch("dispatch-two"))
+    plane.put_workflow(tenant, "dispatch-two", kind_dispatch("dispatch-two"))
     assert role_of(runtime, plane, tenant, "dispatch-two") == role["Arn"]
     # And a run still reaches the tenant's child
     run = plane.start_run(tenant, "dispatch", {"kind": "order"})
@@ -108,8 +95,8 @@ def test_a_templated_target_runs_under_the_tenants_own_role(runtime, plane, tena
 
 def test_each_tenant_gets_its_own_role(runtime, plane, tenant):
     other = f"o-{uuid.uuid4().hex[:10]}"
-    plane.put_workflow(tenant, "dispatch", dispatch())
-    plane.put_workflow(other, "dispatch", dispatch())
+    plane.put_workflow(tenant, "dispatch", kind_dispatch())
+    plane.put_workflow(other, "dispatch", kind_dispatch())
     mine, theirs = (role_of(runtime, plane, t, "dispatch") for t in (tenant, other))
     assert mine != theirs
     assert mine.endswith(f"role/{role_name(get_settings().stage, tenant)}")
@@ -125,5 +112,5 @@ def test_a_role_of_that_name_tagged_for_another_tenant_is_refused(runtime, plane
     )
     # Then publishing a templated target is refused and nothing is published
     with pytest.raises(ServiceUnavailable):
-        plane.put_workflow(tenant, "dispatch", dispatch())
+        plane.put_workflow(tenant, "dispatch", kind_dispatch())
     assert plane.dal.get_workflow(tenant, "dispatch") is None

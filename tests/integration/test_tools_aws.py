@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aws_resources import create_orders_table
 from botocore.exceptions import ClientError, EndpointConnectionError
 from relayflow_testing import load_event, load_handler
 
@@ -52,19 +53,7 @@ def call(tool: str, args: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def table(runtime: LocalRuntime) -> str:
-    runtime.dynamodb_client.create_table(
-        TableName="orders",
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return "orders"
+    return create_orders_table(runtime.dynamodb_client)
 
 
 # --------------------------------------------------------------------------- DynamoDB

@@ -12,11 +12,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aws_resources import runtime_with_secrets
 from relayflow_testing import (
     Received,
     Reply,
     Server,
-    allowed_server,
+    fresh_allowed_server,
     load_event,
     load_handler,
     set_step_config,
@@ -45,27 +46,22 @@ DOC: dict[str, Any] = {
     "steps": {},
 }
 TOKEN = "tok-7f3a-very-secret"
+SECRETS = {
+    "relayflow/acme/billing/token": TOKEN,
+    "relayflow/acme/billing/keys": json.dumps({"api_key": "key-123", "other": "x"}),
+    "relayflow/acme/billing/hmac": "hmac-shared-secret",
+}
 
 
 # --------------------------------------------------------------------------- a test server
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime() as rt:
-        secrets = rt.client("secretsmanager")
-        secrets.create_secret(Name="relayflow/acme/billing/token", SecretString=TOKEN)
-        secrets.create_secret(
-            Name="relayflow/acme/billing/keys",
-            SecretString=json.dumps({"api_key": "key-123", "other": "x"}),
-        )
-        secrets.create_secret(Name="relayflow/acme/billing/hmac", SecretString="hmac-shared-secret")
+    with runtime_with_secrets(SECRETS) as rt:
         rt.client("ssm").put_parameter(
             Name="/relayflow/acme/billing/password", Value="pa:ss w0rd", Type="SecureString"
         )

@@ -6,12 +6,10 @@ the service and asserts the run's status, the step outputs and the stored item."
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from relayflow_testing import recorded_outputs
+from relayflow_testing import eventually, recorded_outputs
 
 from relayflow.compiler import compile_workflow
 from relayflow.control.errors import NotFound, Unprocessable
@@ -29,13 +27,8 @@ from relayflow.local.runtime import ExecutionRecord
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
+BARE_RUNTIME = True
 TENANT = "acme"
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(time_scale=0.001) as rt:
-        yield rt
 
 
 @pytest.fixture
@@ -61,16 +54,6 @@ class Run:
         record = self.wait()
         assert record.status == "SUCCEEDED", record
         return recorded_outputs(record)
-
-
-def eventually(find: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
 
 
 def approval_of(waits: WaitService, run: Run) -> Any:

@@ -4,16 +4,14 @@ local runtime), and the `relayflow approvals` / `waitpoints` commands against it
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import tenant_client
+from http_api import finished_run, publish, start_run
+from relayflow_testing import eventually, tenant_client
 
 from relayflow.cli.main import main
-from relayflow.local.serve import LocalServer
 
 pytestmark = pytest.mark.integration
 
@@ -54,43 +52,9 @@ WAITPOINT = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer(time_scale=0.001) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
-def client(server: LocalServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.url, headers={"X-Api-Key": server.bootstrap_key}, timeout=30
-    ) as http:
-        for definition in (APPROVAL, WAITPOINT):
-            put = http.put(f"/workflows/{definition['id']}", json=definition)
-            assert put.status_code in (200, 201), put.text
-        yield http
-
-
-@pytest.fixture
-def api(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    monkeypatch.delenv("RELAYFLOW_API_URL", raising=False)
-    monkeypatch.delenv("RELAYFLOW_API_KEY", raising=False)
-    return ["--api", server.url, "--api-key", server.bootstrap_key]
-
-
-def eventually(find: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("nothing appeared in time")
-
-
-def start(client: httpx.Client, workflow_id: str, payload: Any = None) -> str:
-    started = client.post(f"/workflows/{workflow_id}/runs", json={"input": payload or {}})
-    assert started.status_code == 201, started.text
-    return started.json()["run_id"]
+def client(api: httpx.Client) -> httpx.Client:
+    publish(api, APPROVAL, WAITPOINT)
+    return api
 
 
 def pending_approval(client: httpx.Client, run_id: str) -> dict[str, Any]:
@@ -101,16 +65,8 @@ def pending_approval(client: httpx.Client, run_id: str) -> dict[str, Any]:
     return eventually(find)
 
 
-def finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    def find() -> Any:
-        run = client.get(f"/runs/{run_id}").json()
-        return run if run["status"] != "running" else None
-
-    return eventually(find)
-
-
 def test_an_approval_is_listed_decided_once_and_resumes_the_run(client, server):
-    run_id = start(client, "purchase", {"item": "a laptop"})
+    run_id = start_run(client, "purchase", {"item": "a laptop"})
     approval = pending_approval(client, run_id)
     assert approval["title"] == "Buy a laptop?" and approval["status"] == "pending"
     assert "task_token" not in approval and "task_token" not in json.dumps(approval)
@@ -124,7 +80,7 @@ def test_an_approval_is_listed_decided_once_and_resumes_the_run(client, server):
     decision = ok.json()["decision"]
     assert decision["option"] == "approve" and "bootstrap" in decision["responder"]
     # Then the run continues on on_approve with the form data
-    run = finished(client, run_id)
+    run = finished_run(client, run_id)
     assert run["status"] == "succeeded"
     assert run["output"]["steps"]["buy"]["output"] == {"budget": 900}
     # And a second answer is a clear 409
@@ -136,7 +92,7 @@ def test_an_approval_is_listed_decided_once_and_resumes_the_run(client, server):
 
 
 def test_another_tenants_approval_answers_404(client, server):
-    run_id = start(client, "purchase", {"item": "a desk"})
+    run_id = start_run(client, "purchase", {"item": "a desk"})
     approval = pending_approval(client, run_id)
     with tenant_client(server, "globex") as other:
         path = f"/approvals/{approval['approval_id']}"
@@ -147,11 +103,11 @@ def test_another_tenants_approval_answers_404(client, server):
     # And the owner can still decide it
     answer = client.post(f"{path}/respond", json={"option": "reject", "data": {"budget": 1}})
     assert answer.status_code == 200
-    assert finished(client, run_id)["status"] == "succeeded"
+    assert finished_run(client, run_id)["status"] == "succeeded"
 
 
 def test_waitpoint_complete_twice_and_fail_over_http(client):
-    run_id = start(client, "callback")
+    run_id = start_run(client, "callback")
     (waitpoint,) = eventually(
         lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     )
@@ -159,11 +115,11 @@ def test_waitpoint_complete_twice_and_fail_over_http(client):
     assert client.get(path).json()["status"] == "pending"
     done = client.post(f"{path}/complete", json={"data": [1, 2]})
     assert done.status_code == 200 and done.json()["status"] == "completed"
-    assert finished(client, run_id)["output"]["steps"]["done"]["output"] == {"got": [1, 2]}
+    assert finished_run(client, run_id)["output"]["steps"]["done"]["output"] == {"got": [1, 2]}
     twice = client.post(f"{path}/complete", json={"data": 3})
     assert twice.status_code == 409 and twice.json()["code"] == "waitpoint_completed"
     # A second run is failed on purpose: it takes its failure route with the message
-    run_id = start(client, "callback")
+    run_id = start_run(client, "callback")
     (waitpoint,) = eventually(
         lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     )
@@ -171,43 +127,43 @@ def test_waitpoint_complete_twice_and_fail_over_http(client):
         f"/waitpoints/{waitpoint['waitpoint_id']}/fail", json={"message": "card declined"}
     )
     assert failed.status_code == 200 and failed.json()["status"] == "failed"
-    steps = finished(client, run_id)["output"]["steps"]
+    steps = finished_run(client, run_id)["output"]["steps"]
     assert steps["broken"]["output"] == {"why": "card declined"}
     assert client.get("/waitpoints/" + "0" * 32).status_code == 404
 
 
-def test_cli_lists_and_responds_to_approvals_and_completes_waitpoints(client, api, capsys):
-    run_id = start(client, "purchase", {"item": "a chair"})
+def test_cli_lists_and_responds_to_approvals_and_completes_waitpoints(client, cli, capsys):
+    run_id = start_run(client, "purchase", {"item": "a chair"})
     approval = pending_approval(client, run_id)
     # approvals list shows it
-    assert main(["approvals", "list", *api]) == 0
+    assert main(["approvals", "list", *cli]) == 0
     assert approval["approval_id"] in capsys.readouterr().out
     # approvals respond decides it
     argv = ["approvals", "respond", approval["approval_id"], "--option", "approve"]
-    assert main([*argv, "--data", '{"budget": 42}', *api, "--json"]) == 0
+    assert main([*argv, "--data", '{"budget": 42}', *cli, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "decided"
-    assert finished(client, run_id)["output"]["steps"]["buy"]["output"] == {"budget": 42}
+    assert finished_run(client, run_id)["output"]["steps"]["buy"]["output"] == {"budget": 42}
     # a second respond fails with the API's message
-    assert main([*argv, *api]) != 0
+    assert main([*argv, *cli]) != 0
     assert "already decided" in capsys.readouterr().err
     # waitpoints list / complete
-    run_id = start(client, "callback")
+    run_id = start_run(client, "callback")
     eventually(lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"])
-    assert main(["waitpoints", "list", "--run", run_id, *api, "--json"]) == 0
+    assert main(["waitpoints", "list", "--run", run_id, *cli, "--json"]) == 0
     (waitpoint,) = json.loads(capsys.readouterr().out)["items"]
     complete = ["waitpoints", "complete", waitpoint["waitpoint_id"], "--data", '{"ok": 1}']
-    assert main([*complete, *api]) == 0
+    assert main([*complete, *cli]) == 0
     assert "completed" in capsys.readouterr().out
-    assert finished(client, run_id)["output"]["steps"]["done"]["output"] == {"got": {"ok": 1}}
+    assert finished_run(client, run_id)["output"]["steps"]["done"]["output"] == {"got": {"ok": 1}}
     # and waitpoints fail on another run
-    run_id = start(client, "callback")
+    run_id = start_run(client, "callback")
     eventually(lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"])
-    assert main(["waitpoints", "list", "--run", run_id, *api, "--json"]) == 0
+    assert main(["waitpoints", "list", "--run", run_id, *cli, "--json"]) == 0
     (waitpoint,) = json.loads(capsys.readouterr().out)["items"]
     fail = ["waitpoints", "fail", waitpoint["waitpoint_id"], "--error", "E1", "--message", "no"]
-    assert main([*fail, *api]) == 0
+    assert main([*fail, *cli]) == 0
     capsys.readouterr()
-    assert finished(client, run_id)["output"]["steps"]["broken"]["output"] == {"why": "E1: no"}
+    assert finished_run(client, run_id)["output"]["steps"]["broken"]["output"] == {"why": "E1: no"}
 
 
 TARGETS: dict[str, Any] = {
@@ -248,7 +204,7 @@ def test_an_expired_approval_takes_its_timeout_action_and_refuses_answers(
     }
     put = client.put(f"/workflows/{workflow_id}", json=definition)
     assert put.status_code in (200, 201), put.text
-    run_id = start(client, workflow_id)
+    run_id = start_run(client, workflow_id)
     approval = pending_approval(client, run_id)
     # When nobody answers in time
     run = eventually(
@@ -283,7 +239,7 @@ def test_a_waitpoint_that_times_out_takes_on_timeout_and_refuses_completion(clie
         },
     }
     assert client.put("/workflows/late-callback", json=definition).is_success
-    run_id = start(client, "late-callback")
+    run_id = start_run(client, "late-callback")
     (waitpoint,) = eventually(
         lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     )
@@ -323,7 +279,7 @@ def test_one_approval_per_item_through_a_sub_workflow_in_a_for_each(client):
     for definition in (child, parent):
         put = client.put(f"/workflows/{definition['id']}", json=definition)
         assert put.status_code in (200, 201), put.text
-    run_id = start(client, "ship-lines", {"lines": ["L1", "L2"]})
+    run_id = start_run(client, "ship-lines", {"lines": ["L1", "L2"]})
 
     # When both requests are answered
     def both() -> Any:
@@ -337,7 +293,7 @@ def test_one_approval_per_item_through_a_sub_workflow_in_a_for_each(client):
         path = f"/approvals/{approval['approval_id']}/respond"
         assert client.post(path, json={"option": option}).status_code == 200
     # Then the parent finishes with each child's decision
-    run = finished(client, run_id)
+    run = finished_run(client, run_id)
     assert run["status"] == "succeeded", run
     decisions = sorted(
         item["output"]["steps"]["ask"]["output"]["option"]

@@ -12,11 +12,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from aws_resources import runtime_with_secrets
 from relayflow_testing import (
     Received,
     Reply,
     Server,
-    allowed_server,
+    fresh_allowed_server,
     load_event,
     load_handler,
     set_step_config,
@@ -39,20 +40,17 @@ DECIDER_KEY = "decider-signing-key"
 # --------------------------------------------------------------------------- a test server
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
-    with allowed_server() as srv:
-        yield srv
+server = pytest.fixture(fresh_allowed_server, name="server")
 
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime() as rt:
-        secrets = rt.client("secretsmanager")
-        secrets.create_secret(Name="relayflow/acme/hook-secret", SecretString=HOOK_SECRET)
-        secrets.create_secret(
-            Name="relayflow/acme/decider", SecretString=json.dumps({"signing_key": DECIDER_KEY})
-        )
+    with runtime_with_secrets(
+        {
+            "relayflow/acme/hook-secret": HOOK_SECRET,
+            "relayflow/acme/decider": json.dumps({"signing_key": DECIDER_KEY}),
+        }
+    ) as rt:
         yield rt
 
 

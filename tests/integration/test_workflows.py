@@ -352,6 +352,17 @@ class Held:
         return {"output": "too late"}
 
 
+def run_with_a_held_transform(definition: str) -> RunResult:
+    """``definition``'s run on a runtime whose transform function answers only once the run
+    is over (so a step or run timeout fires first)."""
+    held = Held()
+    with LocalRuntime({"relayflow-transform": held}, time_scale=0.001) as rt:
+        try:
+            return run(rt, definition)
+        finally:
+            held.answer.set()
+
+
 def test_step_timeout_routes_to_on_failure():
     definition = """
 id: slow
@@ -360,12 +371,7 @@ steps:
   slow: {type: transform, mapping: 1, timeout_seconds: 1, on_failure: late}
   late: {type: transform, mapping: {timed_out: "{{ error.Error }}"}}
 """
-    held = Held()
-    with LocalRuntime({"relayflow-transform": held}, time_scale=0.001) as rt:
-        try:
-            result = run(rt, definition)
-        finally:
-            held.answer.set()
+    result = run_with_a_held_transform(definition)
     assert result.status == "succeeded"
     assert outputs(result)["late"] == {"timed_out": "States.Timeout"}
 
@@ -431,12 +437,7 @@ run_timeout_seconds: 1
 steps:
   slow: {type: transform, mapping: "{{ 1 + 1 }}"}
 """
-    held = Held()
-    with LocalRuntime({"relayflow-transform": held}, time_scale=0.001) as rt:
-        try:
-            result = run(rt, definition)
-        finally:
-            held.answer.set()
+    result = run_with_a_held_transform(definition)
     assert result.status == "timed_out"
 
 

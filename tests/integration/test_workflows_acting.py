@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from example_workflows import order_fulfilment
 from relayflow_testing import Received, Reply, Server
 
 from relayflow.adapters.aws import client
 from relayflow.local import LocalRuntime
-from relayflow.local.resources import LocalResources, load_resources, provision
+from relayflow.local.resources import LocalResources, provision
 from relayflow.net.http import verify_signature
 from relayflow.runner import RunResult, run_workflow
 from relayflow.settings import override_settings
-from relayflow.validation import load_workflow, load_workflow_text
+from relayflow.validation import load_workflow_text
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -222,19 +223,8 @@ def test_custom_step_with_an_undeclared_branch_target_is_refused_at_validation()
 
 def test_order_fulfilment_example_acts_on_dynamodb_ses_and_eventbridge(runtime):
     # Given the example's resources in moto, and a rule that copies the bus's events to SQS
-    provision(load_resources(ROOT / "workflows/examples/local/order_fulfilment.resources.yaml"))
-    queue_url = client("sqs").create_queue(QueueName="seen-events")["QueueUrl"]
-    queue_arn = client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    client("events").put_rule(
-        Name="all", EventBusName="app-shop", EventPattern='{"source": ["shop.orders"]}'
-    )
-    client("events").put_targets(
-        Rule="all", EventBusName="app-shop", Targets=[{"Id": "q", "Arn": queue_arn}]
-    )
-    workflow = load_workflow(ROOT / "workflows/examples/order_fulfilment.yaml")
-    trigger = json.loads((ROOT / "events/examples/order_fulfilment.json").read_text())
+    example = order_fulfilment()
+    workflow, trigger, queue_url = example.workflow, example.trigger, example.seen_events
     # When it runs
     result = run_workflow(workflow, trigger, runtime=runtime)
     # Then the order is in DynamoDB, the email went out and the event reached the bus

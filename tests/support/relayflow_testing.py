@@ -24,6 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: request that compiles a workflow or starts a run takes more than 5 s on a loaded 2-core CI
 #: machine; the bound only ends a test that is failing anyway.
 HTTP_TIMEOUT = 30.0
+#: The golden compiled machines (``tests/golden/*.asl.json``) and the example workflows
+#: (``workflows/examples/*.yaml``), sorted by path.
+GOLDEN_MACHINES = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))
+EXAMPLE_WORKFLOWS = sorted((ROOT / "workflows" / "examples").glob("*.yaml"))
 
 
 def load_handler(function: str) -> ModuleType:
@@ -35,6 +39,24 @@ def load_handler(function: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def lambda_context(function: str) -> Any:
+    """The Lambda context ``sam local invoke`` gives ``functions/<function>`` in the ``dev``
+    stage (30 s left)."""
+    from types import SimpleNamespace
+
+    name = f"relayflow-dev-{function}"
+    return SimpleNamespace(
+        function_name=name,
+        function_version="$LATEST",
+        memory_limit_in_mb=512,
+        log_group_name=f"/aws/lambda/{name}",
+        log_stream_name="sam-local",
+        aws_request_id="sam-local-invoke",
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        get_remaining_time_in_millis=lambda: 30_000,
+    )
 
 
 def load_event(function: str, case: str) -> dict[str, Any]:
@@ -123,6 +145,12 @@ class Server:
         body = json.dumps({"method": received.method, "path": received.path}).encode()
         return 200, {"Content-Type": "application/json", "ETag": '"v1"'}, body
 
+    def answering(self, reply: Callable[[Received], Reply]) -> Server:
+        """This server, its record cleared, answering with ``reply`` from now on."""
+        self.requests.clear()
+        self.reply = reply
+        return self
+
     def to(self, path: str) -> list[Received]:
         return [r for r in self.requests if r.path == path]
 
@@ -142,6 +170,13 @@ def allowed_server() -> Iterator[Server]:
             yield server
         finally:
             server.stop()
+
+
+def fresh_allowed_server() -> Iterator[Server]:
+    """A fixture function: a fresh :func:`allowed_server` per test, for a module to declare as
+    ``server = pytest.fixture(fresh_allowed_server, name="server")``."""
+    with allowed_server() as server:
+        yield server
 
 
 @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import yaml
+from workflow_shapes import priced
 
 from relayflow.cli.main import main
 from relayflow.compiler import CompileOptions, compile_workflow
@@ -14,26 +15,7 @@ from relayflow.validation import validate_data
 
 #: double (Lambda) → each.size → each.check → each (Map: price, a Lambda) → done: with 3 items,
 #: 5 + 3 = 8 transitions and 1 + 3 = 4 Lambda invocations on the path that succeeds.
-PRICED = {
-    "id": "priced",
-    "start": "double",
-    "steps": {
-        "double": {
-            "type": "transform",
-            "mapping": {"n": "{{ trigger.n * 2 }}"},
-            "on_success": "each",
-        },
-        "each": {
-            "type": "for_each",
-            "items": "{{ trigger.items }}",
-            "step": "price",
-            "max_items": 5,
-            "on_success": "done",
-        },
-        "price": {"type": "transform", "mapping": {"p": "{{ item * 3 }}"}},
-        "done": {"type": "noop"},
-    },
-}
+PRICED = priced()
 
 
 def test_compile_cost_prints_both_paths_on_both_engines(tmp_path, capsys):

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from workflow_shapes import routing_retry_loop
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import check_machine
@@ -333,32 +334,8 @@ def test_a_non_finite_timeout_is_refused_too():
 # --------------------------------------------------------------------------- 6. retry reset
 
 LINEAR_ON_A_CYCLE = {
-    "condition": """
-id: c6
-start: count
-steps:
-  count: {type: noop, on_success: check}
-  check:
-    type: condition
-    expression: "trigger.n > 0"
-    retry: {max_attempts: 2, backoff: linear, base_seconds: 1}
-    on_true: count
-    on_false: done
-  done: {type: noop}
-""",
-    "custom": """
-id: c6b
-start: count
-steps:
-  count: {type: noop, on_success: check}
-  check:
-    type: custom
-    url: https://decider.example.com/route
-    retry: {max_attempts: 2, backoff: linear, base_seconds: 1}
-    branches: {again: count}
-    on_success: done
-  done: {type: noop}
-""",
+    "condition": routing_retry_loop("c6", "condition"),
+    "custom": routing_retry_loop("c6b", "custom"),
 }
 
 

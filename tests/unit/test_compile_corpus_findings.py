@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workflow_shapes import LOOPING_ROUTE
+
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.check import check_machine
 from relayflow.validation import validate_data
@@ -176,21 +178,6 @@ def test_a_continuing_for_each_records_an_item_whose_linear_retries_ran_out():
 
 
 # --------------------------------------------------------------------------- 11. step limit
-
-LOOPING_ROUTE: dict[str, Any] = {
-    "id": "loop-route",
-    "start": "a",
-    "max_steps_per_run": 3,
-    "steps": {
-        "a": {
-            "type": "transform",
-            "mapping": "{{ trigger.count * 2 }}",
-            "on_success": "b",
-            "on_failure": "b",
-        },
-        "b": {"type": "condition", "expression": "trigger.flag", "on_true": "a"},
-    },
-}
 
 
 def test_the_step_limit_fails_the_run_when_the_error_route_re_enters_the_cycle():

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 from asl_cases import BROKEN, valid_machine
+from relayflow_testing import EXAMPLE_WORKFLOWS, GOLDEN_MACHINES
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.asl_syntax import intrinsic_problem, path_problem, timestamp_problem
@@ -21,10 +21,6 @@ from relayflow.compiler.check import (
     definition_size,
 )
 from relayflow.validation import load_workflow
-
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.asl.json"))
-EXAMPLES = sorted((ROOT / "workflows" / "examples").glob("*.yaml"))
 
 
 def test_the_reference_machine_is_valid():
@@ -74,12 +70,12 @@ def test_every_rule_has_a_broken_case():
     }
 
 
-@pytest.mark.parametrize("golden", GOLDEN, ids=[p.name for p in GOLDEN])
+@pytest.mark.parametrize("golden", GOLDEN_MACHINES, ids=[p.name for p in GOLDEN_MACHINES])
 def test_every_golden_file_passes(golden):
     assert check_machine(json.loads(golden.read_text())) == []
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("example", EXAMPLE_WORKFLOWS, ids=[p.name for p in EXAMPLE_WORKFLOWS])
 def test_every_example_compiles_to_a_machine_that_passes(example):
     assert check_machine(compile_workflow(load_workflow(example)).asl) == []
 

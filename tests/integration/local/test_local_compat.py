@@ -9,6 +9,7 @@ import re
 import threading
 import time
 import uuid
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -97,35 +98,46 @@ def test_parallel_result_selector_indexes_branch_outputs(rt):
 # -- map_parallel_states_errors -----------------------------------------------------------
 
 
-def test_map_catch_sees_states_timeout_from_an_iteration(rt):
-    # Given a Map whose iteration Task times out (its Lambda answers only after the run), with
-    # a Catch for States.Timeout on the Map
-    held = Held()
-    rt.register_handler("held-iteration", held)
-    asl = machine(
+def catching_timeouts(name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """A machine whose first state ``name`` is ``state`` with a Catch of States.Timeout into
+    ``TimedOut`` (its error at ``$.error``); ``Done`` follows when nothing is caught."""
+    catch = [{"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}]
+    return machine(
         {
-            "Each": {
-                "Type": "Map",
-                "ItemsPath": "$.items",
-                "ItemProcessor": {
-                    "StartAt": "Slow",
-                    "States": {"Slow": task("held-iteration", TimeoutSeconds=1)},
-                },
-                "Catch": [
-                    {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
-                ],
-                "Next": "Done",
-            },
+            name: {**state, "Catch": catch, "Next": "Done"},
             "TimedOut": pass_state(),
             "Done": pass_state(),
         }
     )
 
-    # When it runs
+
+def run_held(rt: Any, handler: str, name: str, asl: dict[str, Any], payload: Any) -> Any:
+    """The record of ``asl``'s run, with the Lambda ``handler`` answering only after it."""
+    held = Held()
+    rt.register_handler(handler, held)
     try:
-        record = rt.run("map-states-timeout", asl, {"items": [1]})
+        return rt.run(name, asl, payload)
     finally:
         held.release.set()
+
+
+def test_map_catch_sees_states_timeout_from_an_iteration(rt):
+    # Given a Map whose iteration Task times out (its Lambda answers only after the run), with
+    # a Catch for States.Timeout on the Map
+    asl = catching_timeouts(
+        "Each",
+        {
+            "Type": "Map",
+            "ItemsPath": "$.items",
+            "ItemProcessor": {
+                "StartAt": "Slow",
+                "States": {"Slow": task("held-iteration", TimeoutSeconds=1)},
+            },
+        },
+    )
+
+    # When it runs
+    record = run_held(rt, "held-iteration", "map-states-timeout", asl, {"items": [1]})
 
     # Then the Map's catcher fired with the iteration's error name
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -137,31 +149,19 @@ def test_map_catch_sees_states_timeout_from_an_iteration(rt):
 def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
     # Given a Parallel whose branch Task times out (its Lambda answers only after the run), with
     # a Catch for States.Timeout
-    held = Held()
-    rt.register_handler("held-branch", held)
-    asl = machine(
+    asl = catching_timeouts(
+        "Both",
         {
-            "Both": {
-                "Type": "Parallel",
-                "Branches": [
-                    machine({"Slow": task("held-branch", TimeoutSeconds=1)}),
-                    machine({"Quick": pass_state()}),
-                ],
-                "Catch": [
-                    {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TimedOut"}
-                ],
-                "Next": "Done",
-            },
-            "TimedOut": pass_state(),
-            "Done": pass_state(),
-        }
+            "Type": "Parallel",
+            "Branches": [
+                machine({"Slow": task("held-branch", TimeoutSeconds=1)}),
+                machine({"Quick": pass_state()}),
+            ],
+        },
     )
 
     # When it runs
-    try:
-        record = rt.run("parallel-states-timeout", asl, {})
-    finally:
-        held.release.set()
+    record = run_held(rt, "held-branch", "parallel-states-timeout", asl, {})
 
     # Then the Parallel's catcher fired with States.Timeout
     assert record.status == "SUCCEEDED", (record.error, record.cause)
@@ -549,16 +549,11 @@ def test_an_abandoned_attempt_adds_nothing_after_the_terminal_event(rt):
 
 def test_state_machine_timeout_ends_history_with_execution_timed_out(rt):
     # Given a state machine with TimeoutSeconds 3 whose Lambda runs until the test releases it
-    held = Held()
-    rt.register_handler("held-timeout", held)
     asl = machine({"Slow": task("held-timeout")}, TimeoutSeconds=3)
 
     # When it runs
     started = time.monotonic()
-    try:
-        record = rt.run("sm-timeout", asl, {})
-    finally:
-        held.release.set()
+    record = run_held(rt, "held-timeout", "sm-timeout", asl, {})
 
     # Then it times out while the Lambda still runs, no sooner than 3 s (TimeoutSeconds is not
     # scaled; at the default 0.01 it would be 0.03 s), and the history says so

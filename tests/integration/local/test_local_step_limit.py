@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pytest
+from workflow_shapes import LOOPING_ROUTE
 
 from relayflow.runner import run_workflow
 from relayflow.validation import validate_data
@@ -17,22 +18,7 @@ WAIT_SECONDS = 30
 
 def test_a_cycle_whose_error_route_loops_back_stops_at_the_step_limit(rt):
     # Given a cycle a → b → a whose header a fails (a string times two) into b, in the cycle
-    workflow, problems = validate_data(
-        {
-            "id": "loop-route",
-            "start": "a",
-            "max_steps_per_run": 3,
-            "steps": {
-                "a": {
-                    "type": "transform",
-                    "mapping": "{{ trigger.count * 2 }}",
-                    "on_success": "b",
-                    "on_failure": "b",
-                },
-                "b": {"type": "condition", "expression": "trigger.flag", "on_true": "a"},
-            },
-        }
-    )
+    workflow, problems = validate_data(LOOPING_ROUTE)
     assert workflow is not None, problems
 
     # When it runs with b always looping back

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from local_asl import machine
+from workflow_shapes import FAILING_CHILD
 
 from relayflow.compiler.asl import MAX_SUB_WORKFLOW_DEPTH
 from relayflow.definition.models import Workflow
@@ -29,14 +30,6 @@ steps:
     mapping: {sum: "{{ trigger.a + trigger.b }}", who: "{{ run.parent.step }}"}
 """
 
-#: Fails natively (no Lambda): two items for a for_each that allows one.
-FAILING_CHILD = """
-id: failing-child
-start: each
-steps:
-  each: {type: for_each, items: "{{ trigger.items }}", step: one, max_items: 1}
-  one: {type: noop}
-"""
 TOO_MANY = "Relayflow.TooManyItems"
 
 
