@@ -30,7 +30,7 @@ def serve_cli_args(server: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def cli_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Any:
     """``relayflow <argv> --json`` run to exit 0, its standard output decoded."""
-    from relayflow.cli import main
+    from relayflow.cli.main import main
 
     assert main([*argv, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
