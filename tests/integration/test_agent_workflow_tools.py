@@ -6,7 +6,7 @@ call's result. Gating applies to workflow tools as to any tool."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -56,6 +56,17 @@ steps:
 {extra}
 """
     return load_workflow_text(text, "quoter.yaml")
+
+
+def gated_lookup(fixtures: Callable[..., str], name: str, call_id: str, text: str) -> Workflow:
+    """An agent whose model calls the workflow tool price-lookup, which needs approval, and
+    then answers ``text`` (the scripted fixture ``name``)."""
+    fixture = fixtures(
+        name,
+        turn(call(call_id, "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
+        turn({"type": "text", "text": text}),
+    )
+    return agent(fixture, "    require_approval_tools: [workflow.price-lookup]")
 
 
 def run(runtime: LocalRuntime, workflow: Workflow, **options: Any) -> RunResult:
@@ -247,12 +258,7 @@ def test_a_duplicate_turn_names_one_child_and_a_replay_starts_none(fixtures, inv
 
 def test_an_approval_gated_workflow_tool_asks_first_then_runs_the_child(fixtures, invoke):
     # Given a workflow tool that needs approval
-    fixture = fixtures(
-        "gated_child",
-        turn(call("g1", "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
-        turn({"type": "text", "text": "Priced after approval."}),
-    )
-    workflow = agent(fixture, "    require_approval_tools: [workflow.price-lookup]")
+    workflow = gated_lookup(fixtures, "gated_child", "g1", "Priced after approval.")
     # When the model calls it / Then the loop waits for a person first
     asked = invoke(workflow)
     assert asked["branch"] == "awaiting_approval"
@@ -272,12 +278,7 @@ def test_an_approval_gated_workflow_tool_asks_first_then_runs_the_child(fixtures
 
 
 def test_a_rejected_workflow_tool_starts_no_child(fixtures, invoke):
-    fixture = fixtures(
-        "rejected_child",
-        turn(call("r1", "workflow_price-lookup", {"sku": "A-1", "qty": 1})),
-        turn({"type": "text", "text": "Not priced."}),
-    )
-    workflow = agent(fixture, "    require_approval_tools: [workflow.price-lookup]")
+    workflow = gated_lookup(fixtures, "rejected_child", "r1", "Not priced.")
     asked = invoke(workflow)
     decision = {"approved": False, "responder": "ops@example.com"}
     done = invoke(workflow, {"ask": {**asked, "status": "succeeded", "approval": decision}})

@@ -113,10 +113,14 @@ def tool_workflow(remote: Server) -> dict[str, Any]:
     }
 
 
-def failed_run(server: LocalServer, api: httpx.Client, definition: dict[str, Any]) -> str:
+def run_to_end(
+    server: LocalServer, api: httpx.Client, definition: dict[str, Any], trigger: dict[str, Any]
+) -> str:
+    """Put ``definition``, run it with ``trigger`` and wait until the run has ended and been
+    recorded; the run's id."""
     put = api.put(f"/workflows/{definition['id']}", json=definition)
     assert put.status_code in (200, 201), put.text
-    started = api.post(f"/workflows/{definition['id']}/runs", json={"input": {"count": 0}})
+    started = api.post(f"/workflows/{definition['id']}/runs", json={"input": trigger})
     assert started.status_code == 201, started.text
     run_id = str(started.json()["run_id"])
     deadline = time.monotonic() + 30
@@ -137,13 +141,20 @@ def everything_the_tenant_sees(
     return {"run": run, "listed": listed, "dlq": entry, "notifications": notified}
 
 
+def failed_and_seen(
+    server: LocalServer, api: httpx.Client, remote: Server, definition: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """A failed run of ``definition``: its id, and everything the tenant sees of it."""
+    run_id = run_to_end(server, api, definition, {"count": 0})
+    return run_id, everything_the_tenant_sees(api, remote, run_id, definition["id"])
+
+
 def test_a_failing_code_step_shows_its_name_message_and_the_users_lines_only(
     server: LocalServer, api: httpx.Client, remote: Server, log: io.StringIO
 ) -> None:
     # Given a code step that divides by zero two calls deep in the user's code
-    run_id = failed_run(server, api, code_workflow(remote))
     # When the tenant reads the run, its runs, its DLQ entry and its notification
-    seen = everything_the_tenant_sees(api, remote, run_id, "divide")
+    run_id, seen = failed_and_seen(server, api, remote, code_workflow(remote))
     # Then each names the error and the message, and the user's own lines …
     run = seen["run"]
     assert run["status"] == "failed" and run["error"] == "Relayflow.CodeError"
@@ -171,9 +182,8 @@ def test_a_failing_tool_step_shows_its_name_and_message_only(
     server: LocalServer, api: httpx.Client, remote: Server, log: io.StringIO
 ) -> None:
     # Given a tool step whose HTTP endpoint refuses the call (raised deep in the engine)
-    run_id = failed_run(server, api, tool_workflow(remote))
     # When the tenant reads everything about the run
-    seen = everything_the_tenant_sees(api, remote, run_id, "invoice")
+    run_id, seen = failed_and_seen(server, api, remote, tool_workflow(remote))
     # Then the error is named with its message …
     run = seen["run"]
     assert run["error"] == "Relayflow.HttpError"
@@ -212,16 +222,7 @@ def test_an_error_copied_into_an_output_shows_its_name_message_and_details_only(
     server: LocalServer, api: httpx.Client, remote: Server
 ) -> None:
     # Given a workflow whose error route copies {{ error }} into its output
-    definition = copying_workflow(remote)
-    put = api.put(f"/workflows/{definition['id']}", json=definition)
-    assert put.status_code in (200, 201), put.text
-    started = api.post(f"/workflows/{definition['id']}/runs", json={"input": {}})
-    run_id = str(started.json()["run_id"])
-    deadline = time.monotonic() + 30
-    while api.get(f"/runs/{run_id}").json()["status"] == "running":
-        assert time.monotonic() < deadline, "the run did not end"
-        time.sleep(0.05)
-    server.settle()
+    run_id = run_to_end(server, api, copying_workflow(remote), {})
     # When the tenant reads the run
     run = api.get(f"/runs/{run_id}").json()
     assert run["status"] == "succeeded", run

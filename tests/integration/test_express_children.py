@@ -74,6 +74,14 @@ def child_run_ids(plane: ControlPlane, tenant: str) -> list[str]:
     return [r.run_id for r in plane.list_runs(tenant, "quote").items]
 
 
+def only_child(plane: ControlPlane, tenant: str) -> tuple[str, Any]:
+    """The id and the stored run item of the tenant's one child run."""
+    (child_id,) = child_run_ids(plane, tenant)
+    stored = plane.dal.get_run(tenant, child_id)
+    assert stored is not None
+    return child_id, stored
+
+
 def test_an_express_childs_end_is_recorded_from_its_parents_history(runtime, plane, tenant):
     # Given an Express child and a Standard parent that runs it
     plane.put_workflow(tenant, "quote", child())
@@ -84,11 +92,9 @@ def test_an_express_childs_end_is_recorded_from_its_parents_history(runtime, pla
     parent, _ = record_parent(runtime, plane, tenant, events)
     assert parent is not None and parent.status == "succeeded"
     # Then the child has its run item: the tenant's, started by the sub_workflow step, Express
-    (child_id,) = child_run_ids(plane, tenant)
+    child_id, stored = only_child(plane, tenant)
     output = json.loads(parent.output or "{}")
     assert output["steps"]["quote"]["output"]["run_id"] == child_id
-    stored = plane.dal.get_run(tenant, child_id)
-    assert stored is not None
     assert (stored.status, stored.trigger_type, stored.engine) == (
         "succeeded",
         "sub_workflow",
@@ -116,9 +122,7 @@ def test_a_failed_express_child_is_recorded_failed_and_its_parent_archived(runti
     parent, _ = record_parent(runtime, plane, tenant)
     assert parent is not None and parent.status == "failed"
     # Then the child's run item says how it failed, and where
-    (child_id,) = child_run_ids(plane, tenant)
-    stored = plane.dal.get_run(tenant, child_id)
-    assert stored is not None
+    child_id, stored = only_child(plane, tenant)
     assert (stored.status, stored.error, stored.engine) == (
         "failed",
         "Relayflow.CodeError",

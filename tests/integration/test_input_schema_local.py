@@ -13,7 +13,7 @@ import pytest
 from relayflow.cli.main import main
 from relayflow.errors import InvalidRunInput
 from relayflow.local import LocalRuntime
-from relayflow.runner import run_workflow
+from relayflow.runner import RunResult, run_workflow
 from relayflow.validation import load_workflow_text
 
 pytestmark = pytest.mark.integration
@@ -125,15 +125,18 @@ steps:
 """
 
 
-def test_a_sub_workflow_whose_input_breaks_the_childs_schema_fails_with_invalid_input(runtime):
-    # Given a parent whose sub_workflow step renders the child's input from its trigger
+def run_caller(runtime: LocalRuntime, trigger: dict[str, Any]) -> RunResult:
+    """The caller run with ``trigger``, its sub_workflow step starting the child."""
     child = load_workflow_text(CHILD, "child.yaml")
     parent = load_workflow_text(CALLER, "caller.yaml")
+    return run_workflow(parent, trigger, runtime=runtime, workflows={child.id: child}, timeout=60)
+
+
+def test_a_sub_workflow_whose_input_breaks_the_childs_schema_fails_with_invalid_input(runtime):
+    # Given a parent whose sub_workflow step renders the child's input from its trigger
     before = child_runs(runtime)
     # When it runs with a qty the child's schema refuses
-    result = run_workflow(
-        parent, {"sku": "A-1", "qty": 0}, runtime=runtime, workflows={child.id: child}, timeout=60
-    )
+    result = run_caller(runtime, {"sku": "A-1", "qty": 0})
     # Then no child started, the step's retries did not repeat it, and the failure route
     # saw Relayflow.InvalidInput naming the violation
     assert result.succeeded, (result.error, result.cause)
@@ -145,12 +148,8 @@ def test_a_sub_workflow_whose_input_breaks_the_childs_schema_fails_with_invalid_
 
 
 def test_a_sub_workflow_whose_input_matches_starts_the_child(runtime):
-    child = load_workflow_text(CHILD, "child.yaml")
-    parent = load_workflow_text(CALLER, "caller.yaml")
     before = child_runs(runtime)
-    result = run_workflow(
-        parent, {"sku": "A-1", "qty": 4}, runtime=runtime, workflows={child.id: child}, timeout=60
-    )
+    result = run_caller(runtime, {"sku": "A-1", "qty": 4})
     assert result.succeeded, (result.error, result.cause)
     assert result.output["steps"]["call"]["output"]["steps"]["quote"]["output"] == {"price": 20}
     assert child_runs(runtime) == before + 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_api import publish, start_run
+from http_api import finished_run, publish, start_run
 from relayflow_testing import eventually
 from workflow_shapes import long_waitpoint, webhook_echo
 
@@ -49,6 +49,35 @@ def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     return body
 
 
+def waitpoint_of(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    """The run's waitpoint, once the run waits at it."""
+
+    def waiting() -> Any:
+        items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+        return items[0] if items else None
+
+    return eventually(waiting)
+
+
+def echo_with(literal: str) -> str:
+    """intake-echo's definition as JSON text, its mapping's value replaced by ``literal``."""
+    return json.dumps(ECHO).replace('"{{ trigger }}"', literal)
+
+
+def start_echo(client: httpx.Client, body: str | bytes) -> httpx.Response:
+    """The answer to starting a run of intake-echo with the JSON request body ``body``."""
+    return client.post("/workflows/intake-echo/runs", content=body, headers=JSON_HEADERS)
+
+
+def put_echo(
+    client: httpx.Client, definition: str, content_type: str = "application/json"
+) -> httpx.Response:
+    """The answer to putting ``definition`` (text of ``content_type``) as intake-echo."""
+    return client.put(
+        "/workflows/intake-echo", content=definition, headers={"Content-Type": content_type}
+    )
+
+
 # ----------------------------------------------------------------------------- non-finite numbers
 
 
@@ -76,9 +105,7 @@ def test_non_finite_approval_data_is_refused_and_the_approval_stays_usable(clien
     # And a valid answer still decides it and the run ends
     ok = client.post(f"{path}/respond", json={"option": "approve", "data": {"amount": 3}})
     assert ok.status_code == 200, ok.text
-    run = eventually(
-        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
-    )
+    run = finished_run(client, run_id, timeout=60)
     assert run["status"] == "succeeded"
     assert client.get("/approvals", params={"status": "decided"}).status_code == 200
 
@@ -86,12 +113,7 @@ def test_non_finite_approval_data_is_refused_and_the_approval_stays_usable(clien
 @pytest.mark.parametrize("literal", NON_FINITE)
 def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(client, literal):
     run_id = start_run(client, "intake-waitpoint")
-
-    def waiting() -> Any:
-        items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
-        return items[0] if items else None
-
-    waitpoint_id = eventually(waiting)["waitpoint_id"]
+    waitpoint_id = waitpoint_of(client, run_id)["waitpoint_id"]
     path = f"/waitpoints/{waitpoint_id}"
     text = f'{{"data": {{"total": [1, {literal}]}}}}'
     answer = client.post(f"{path}/complete", content=text, headers=JSON_HEADERS)
@@ -100,9 +122,7 @@ def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(cli
     assert client.get(path).json()["status"] == "pending"
     ok = client.post(f"{path}/complete", json={"data": {"total": 2}})
     assert ok.status_code == 200, ok.text
-    run = eventually(
-        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
-    )
+    run = finished_run(client, run_id, timeout=60)
     assert run["status"] == "succeeded"
     assert run["output"]["steps"]["wait"]["output"] == {"total": 2}
 
@@ -110,12 +130,7 @@ def test_non_finite_waitpoint_data_is_refused_and_the_waitpoint_stays_usable(cli
 def test_an_empty_key_in_waitpoint_data_is_refused_and_the_waitpoint_stays_readable(client):
     # An empty key was stored (moto), and every later read of the waitpoint answered 500
     run_id = start_run(client, "intake-waitpoint")
-
-    def waiting() -> Any:
-        items = client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
-        return items[0] if items else None
-
-    path = f"/waitpoints/{eventually(waiting)['waitpoint_id']}"
+    path = f"/waitpoints/{waitpoint_of(client, run_id)['waitpoint_id']}"
     answer = client.post(f"{path}/complete", json={"data": {"": 1}})
     body = refused(answer, 422, "unprocessable")
     assert body["details"][0] == {
@@ -130,15 +145,13 @@ def test_an_empty_key_in_waitpoint_data_is_refused_and_the_waitpoint_stays_reada
 @pytest.mark.parametrize("literal", NON_FINITE)
 def test_non_finite_run_input_is_refused_not_turned_into_null(client, literal):
     text = f'{{"input": {{"n": {literal}}}}}'
-    answer = client.post("/workflows/intake-echo/runs", content=text, headers=JSON_HEADERS)
-    body = refused(answer, 422, "unprocessable")
+    body = refused(start_echo(client, text), 422, "unprocessable")
     assert body["details"][0]["path"] == "body.input.n"
 
 
 def test_a_nan_literal_in_a_definition_is_a_422_not_a_503(client):
-    definition = json.dumps(ECHO).replace('"{{ trigger }}"', "NaN")
-    answer = client.put("/workflows/intake-echo", content=definition, headers=JSON_HEADERS)
-    body = refused(answer, 422, "invalid_definition")
+    definition = echo_with("NaN")
+    body = refused(put_echo(client, definition), 422, "invalid_definition")
     assert {(p["path"], p["rule"]) for p in body["details"]} >= {
         ("steps.echo.mapping.got", "non-finite-number")
     }
@@ -156,20 +169,17 @@ def test_an_infinite_number_in_an_event_is_refused(client):
 
 def test_a_run_input_nested_past_the_limit_is_refused_with_the_limit_named(client):
     text = '{"input": ' + nested(300) + "}"
-    answer = client.post("/workflows/intake-echo/runs", content=text, headers=JSON_HEADERS)
-    body = refused(answer, 400, "bad_request")
+    body = refused(start_echo(client, text), 400, "bad_request")
     assert f"{MAX_DEPTH} levels" in body["message"]
 
 
 def test_a_run_input_at_the_limit_runs_and_reads_back(client):
     # {"input": [[...1...]]}: the body object is one level, the arrays the rest
     text = '{"input": ' + nested(MAX_DEPTH - 1) + "}"
-    answer = client.post("/workflows/intake-echo/runs", content=text, headers=JSON_HEADERS)
+    answer = start_echo(client, text)
     assert answer.status_code == 201, answer.text
     run_id = answer.json()["run_id"]
-    run = eventually(
-        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
-    )
+    run = finished_run(client, run_id, timeout=60)
     assert run["status"] == "succeeded", run
     assert client.get("/workflows/intake-echo/runs").status_code == 200
 
@@ -188,10 +198,7 @@ def test_a_definition_nested_past_the_limit_is_a_400_not_a_5xx(client, fmt):
     definition = {**ECHO, "steps": {"echo": {"type": "transform", "mapping": mapping}}}
     text = json.dumps(definition)  # JSON is YAML too (flow style)
     content_type = "application/json" if fmt == "json" else "application/yaml"
-    answer = client.put(
-        "/workflows/intake-echo", content=text, headers={"Content-Type": content_type}
-    )
-    body = refused(answer, 400, "bad_request")
+    body = refused(put_echo(client, text, content_type), 400, "bad_request")
     assert [p["rule"] for p in body["details"]] == ["depth"]
     assert body["details"][0]["path"].startswith("steps.echo.mapping.a.a")
     assert f"{MAX_DEPTH} levels" in body["message"]
@@ -202,25 +209,20 @@ def test_a_definition_nested_past_the_limit_is_a_400_not_a_5xx(client, fmt):
 
 def test_a_lone_surrogate_in_a_run_input_is_a_400(client):
     text = '{"input": {"name": "\\ud800"}}'
-    answer = client.post("/workflows/intake-echo/runs", content=text, headers=JSON_HEADERS)
-    body = refused(answer, 400, "bad_request")
+    body = refused(start_echo(client, text), 400, "bad_request")
     assert body["details"][0]["path"] == "body.input.name"
 
 
 def test_a_lone_surrogate_in_a_definition_is_a_400(client):
-    definition = json.dumps(ECHO).replace('"{{ trigger }}"', '"\\udc00"')
-    answer = client.put("/workflows/intake-echo", content=definition, headers=JSON_HEADERS)
-    body = refused(answer, 400, "bad_request")
+    definition = echo_with('"\\udc00"')
+    body = refused(put_echo(client, definition), 400, "bad_request")
     assert [(p["path"], p["rule"]) for p in body["details"]] == [
         ("steps.echo.mapping.got", "lone-surrogate")
     ]
 
 
 def test_a_body_that_is_not_utf8_is_a_400(client):
-    answer = client.post(
-        "/workflows/intake-echo/runs", content=b'{"input": "\xff\xfe"}', headers=JSON_HEADERS
-    )
-    refused(answer, 400, "bad_request")
+    refused(start_echo(client, b'{"input": "\xff\xfe"}'), 400, "bad_request")
 
 
 # ----------------------------------------------------------------------------- Idempotency-Key

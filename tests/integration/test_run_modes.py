@@ -232,6 +232,14 @@ def handler(label: str) -> dict[str, Any]:
 DISPATCH = kind_dispatch(missing={"type": "transform", "mapping": {"error": "{{ error.Error }}"}})
 
 
+def dispatched(runtime: LocalRuntime, plane: ControlPlane, tenant: str, kind: str) -> Any:
+    """The settled, succeeded run of the dispatcher for ``kind``."""
+    run = plane.start_run(tenant, "dispatch", {"kind": kind})
+    detail = settle(runtime, plane, tenant, run.run_id)
+    assert detail.status == "succeeded", (detail.error, detail.cause)
+    return detail
+
+
 def test_a_templated_target_routes_to_a_child_chosen_by_input(runtime, plane, tenant):
     # Given two handlers and a dispatcher whose target is rendered from the trigger
     plane.put_workflow(tenant, "order-handler", handler("order"))
@@ -239,9 +247,7 @@ def test_a_templated_target_routes_to_a_child_chosen_by_input(runtime, plane, te
     plane.put_workflow(tenant, "dispatch", DISPATCH)
     # When it runs for each kind, then each run reaches its own child
     for kind in ("order", "refund"):
-        run = plane.start_run(tenant, "dispatch", {"kind": kind})
-        detail = settle(runtime, plane, tenant, run.run_id)
-        assert detail.status == "succeeded", (detail.error, detail.cause)
+        detail = dispatched(runtime, plane, tenant, kind)
         child = detail.output["steps"]["route"]["output"]
         assert child["steps"]["answer"]["output"] == {"handled_by": kind}
         machine = f"relayflow-{get_settings().stage}-{tenant}_{kind}-handler"
@@ -259,10 +265,8 @@ def test_an_unknown_or_another_tenants_target_is_workflow_not_found(runtime, pla
     plane.put_workflow(tenant, "dispatch", DISPATCH)
     for kind in ("nothing", "secret"):
         # When the rendered target names no workflow of this tenant
-        run = plane.start_run(tenant, "dispatch", {"kind": kind})
-        detail = settle(runtime, plane, tenant, run.run_id)
+        detail = dispatched(runtime, plane, tenant, kind)
         # Then the step fails with Relayflow.WorkflowNotFound, which routes like any failure
-        assert detail.status == "succeeded", (detail.error, detail.cause)
         assert detail.output["steps"]["missing"]["output"] == {
             "error": "Relayflow.WorkflowNotFound"
         }

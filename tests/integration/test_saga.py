@@ -58,6 +58,11 @@ def run(runtime: LocalRuntime, definition: str, receiver: Receiver, **trigger: A
         return run_workflow(workflow, {"url": receiver.url, **trigger}, runtime=runtime)
 
 
+def compensated(*steps: str) -> dict[str, Any]:
+    """A run's compensation record when ``steps`` were all undone, in that order."""
+    return {"status": "compensated", "steps": list(steps), "errors": []}
+
+
 SAGA = """
 id: order-saga
 start: reserve
@@ -123,11 +128,7 @@ def test_a_failure_at_step_four_compensates_three_two_one_in_that_order(runtime,
     assert result.status == "failed"
     assert result.error == "Relayflow.HttpError"
     assert result.cause is not None and "400" in result.cause
-    assert result.compensation == {
-        "status": "compensated",
-        "steps": ["ship", "charge", "reserve"],
-        "errors": [],
-    }
+    assert result.compensation == compensated("ship", "charge", "reserve")
 
 
 def test_a_failing_compensation_is_recorded_and_the_others_still_run(runtime, receiver):
@@ -156,7 +157,7 @@ def test_only_the_steps_that_succeeded_are_compensated(runtime, receiver):
     result = run(runtime, saga(receiver), receiver)
     # Then only the first step is undone
     assert receiver.paths() == ["/reserve/r1", "/charge/c1", "/undo/reserve/r1"]
-    assert result.compensation == {"status": "compensated", "steps": ["reserve"], "errors": []}
+    assert result.compensation == compensated("reserve")
 
 
 def test_a_run_that_fails_before_any_compensated_step_keeps_its_plain_failure(runtime, receiver):
@@ -214,11 +215,7 @@ def test_a_for_each_saga_compensates_per_item(runtime, receiver):
     # And after the failed payment
     assert receiver.paths().index("/pay") < receiver.paths().index("/release/a1")
     assert result.error == "Relayflow.HttpError"
-    assert result.compensation == {
-        "status": "compensated",
-        "steps": ["book[0]", "book[1]", "book[2]"],
-        "errors": [],
-    }
+    assert result.compensation == compensated("book[0]", "book[1]", "book[2]")
 
 
 def test_the_recorder_stores_the_compensation_on_the_run_item(runtime, receiver):

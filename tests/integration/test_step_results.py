@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from aws_resources import create_orders_table
@@ -26,6 +25,7 @@ from relayflow_testing import (
     set_step_config,
     step_config,
 )
+from sample_helpers import at_server
 
 from relayflow.compiler import compile_workflow
 from relayflow.document import execution_input
@@ -64,12 +64,6 @@ def fresh(event: dict[str, Any], **run: Any) -> dict[str, Any]:
     event["doc"]["run"]["id"] = f"run-{uuid.uuid4().hex[:12]}"
     event["doc"]["run"].update(run)
     return event
-
-
-def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
-    config = step_config(event)
-    config["url"] = f"{server.url}{urlsplit(config['url']).path}"
-    return set_step_config(event, config)
 
 
 def step_records(run_id: str) -> list[dict[str, Any]]:

@@ -66,6 +66,15 @@ def parent(child: str) -> dict[str, Any]:
     }
 
 
+def dividing(workflow_id: str) -> dict[str, Any]:
+    """A child that divides by its trigger's qty (and so fails when qty is 0)."""
+    return {
+        "id": workflow_id,
+        "start": "divide",
+        "steps": {"divide": {"type": "transform", "mapping": {"r": "{{ 1 / trigger.qty }}"}}},
+    }
+
+
 def test_the_childs_output_is_the_steps_output(server, api):
     put(api, CHILD)
     put(api, parent("price"))
@@ -79,14 +88,7 @@ def test_the_childs_output_is_the_steps_output(server, api):
 
 
 def test_a_failing_child_fails_the_step_with_its_error_and_run_id(server, api):
-    put(
-        api,
-        {
-            "id": "broken",
-            "start": "divide",
-            "steps": {"divide": {"type": "transform", "mapping": {"r": "{{ 1 / trigger.qty }}"}}},
-        },
-    )
+    put(api, dividing("broken"))
     put(api, parent("broken"))
     run = run_to_end(server, api, "order-broken", {"qty": 0})
     assert (run["status"], run["error"], run["failing_step"]) == (
@@ -106,14 +108,7 @@ def test_a_failing_child_fails_the_step_with_its_error_and_run_id(server, api):
 
 def test_a_failed_child_leaves_a_true_record_for_the_error_route(server, api):
     # Given a parent whose failure route reads the sub_workflow step's record
-    put(
-        api,
-        {
-            "id": "broken-too",
-            "start": "divide",
-            "steps": {"divide": {"type": "transform", "mapping": {"r": "{{ 1 / trigger.qty }}"}}},
-        },
-    )
+    put(api, dividing("broken-too"))
     definition = parent("broken-too")
     definition["steps"]["call"]["on_failure"] = "report"
     definition["steps"]["report"] = {"type": "transform", "mapping": {"seen": "{{ steps.call }}"}}

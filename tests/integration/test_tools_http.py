@@ -163,38 +163,29 @@ def test_a_path_with_an_at_sign_stays_on_the_declared_host(runtime, server):
 # --------------------------------------------------------------------------- auth
 
 
+def sent_headers(server: Server, auth: dict[str, Any]) -> dict[str, str]:
+    """The headers of the request a call through a tool with ``auth`` sent."""
+    call("http.billing", {}, tool(server, auth=auth))
+    return server.requests[0].headers
+
+
 def test_bearer_auth_reads_the_token_from_secrets_manager(runtime, server):
-    declaration = tool(server, auth={"type": "bearer", "token": {"name": "billing/token"}})
-    call("http.billing", {}, declaration)
-    assert server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+    headers = sent_headers(server, {"type": "bearer", "token": {"name": "billing/token"}})
+    assert headers["authorization"] == f"Bearer {TOKEN}"
 
 
 def test_basic_auth_reads_the_password_from_ssm(runtime, server):
-    declaration = tool(
-        server,
-        auth={
-            "type": "basic",
-            "username": "svc",
-            "password": {"name": "billing/password", "source": "ssm"},
-        },
-    )
-    call("http.billing", {}, declaration)
-    scheme, encoded = server.requests[0].headers["authorization"].split(" ")
+    password = {"name": "billing/password", "source": "ssm"}
+    headers = sent_headers(server, {"type": "basic", "username": "svc", "password": password})
+    scheme, encoded = headers["authorization"].split(" ")
     assert scheme == "Basic"
     assert base64.b64decode(encoded).decode() == "svc:pa:ss w0rd"
 
 
 def test_api_key_auth_reads_one_field_of_a_json_secret(runtime, server):
-    declaration = tool(
-        server,
-        auth={
-            "type": "api_key",
-            "header": "X-Api-Key",
-            "key": {"name": "billing/keys", "field": "api_key"},
-        },
-    )
-    call("http.billing", {}, declaration)
-    assert server.requests[0].headers["x-api-key"] == "key-123"
+    key = {"name": "billing/keys", "field": "api_key"}
+    headers = sent_headers(server, {"type": "api_key", "header": "X-Api-Key", "key": key})
+    assert headers["x-api-key"] == "key-123"
 
 
 def test_hmac_auth_signs_the_exact_body(runtime, server):

@@ -202,14 +202,11 @@ def test_an_expired_approval_takes_its_timeout_action_and_refuses_answers(
             **{key: TARGETS[key] for key in route.values()},
         },
     }
-    put = client.put(f"/workflows/{workflow_id}", json=definition)
-    assert put.status_code in (200, 201), put.text
+    publish(client, definition)
     run_id = start_run(client, workflow_id)
     approval = pending_approval(client, run_id)
     # When nobody answers in time
-    run = eventually(
-        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
-    )
+    run = finished_run(client, run_id, timeout=60)
     # Then the run took the timeout action's route
     assert run["status"] == "succeeded", run
     assert taken in run["output"]["steps"]
@@ -238,14 +235,12 @@ def test_a_waitpoint_that_times_out_takes_on_timeout_and_refuses_completion(clie
             "done": {"type": "noop"},
         },
     }
-    assert client.put("/workflows/late-callback", json=definition).is_success
+    publish(client, definition)
     run_id = start_run(client, "late-callback")
     (waitpoint,) = eventually(
         lambda: client.get("/waitpoints", params={"run_id": run_id}).json()["items"]
     )
-    run = eventually(
-        lambda: (r := client.get(f"/runs/{run_id}").json())["status"] != "running" and r
-    )
+    run = finished_run(client, run_id, timeout=60)
     assert run["status"] == "succeeded" and "gave_up" in run["output"]["steps"]
     late = client.post(f"/waitpoints/{waitpoint['waitpoint_id']}/complete", json={"data": 1})
     assert late.status_code == 409 and late.json()["code"] == "waitpoint_expired"
@@ -276,9 +271,7 @@ def test_one_approval_per_item_through_a_sub_workflow_in_a_for_each(client):
             },
         },
     }
-    for definition in (child, parent):
-        put = client.put(f"/workflows/{definition['id']}", json=definition)
-        assert put.status_code in (200, 201), put.text
+    publish(client, child, parent)
     run_id = start_run(client, "ship-lines", {"lines": ["L1", "L2"]})
 
     # When both requests are answered

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from aws_resources import runtime_with_secrets
@@ -18,11 +17,8 @@ from relayflow_testing import (
     Reply,
     Server,
     fresh_allowed_server,
-    load_event,
-    load_handler,
-    set_step_config,
-    step_config,
 )
+from sample_helpers import run_at_server
 
 from relayflow.document import StepRef
 from relayflow.errors import HttpError, SsrfBlocked, TransientError
@@ -57,11 +53,11 @@ def runtime() -> Iterator[LocalRuntime]:
 CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1")
 
 
-def at_server(event: dict[str, Any], server: Server) -> dict[str, Any]:
-    """The sample with its URL's origin replaced by the local server's."""
-    config = step_config(event)
-    config["url"] = f"{server.url}{urlsplit(config['url']).path}"
-    return set_step_config(event, config)
+def run_custom(server: Server, sample: str, answer: bytes, **run: Any) -> dict[str, Any]:
+    """The custom step's ``sample`` (its run's fields updated with ``run``) run against the
+    local server, which answers ``answer`` as JSON."""
+    reply = (200, {"Content-Type": "application/json"}, answer)
+    return run_at_server(server, "custom", sample, reply, CONTEXT, **run)
 
 
 def task(step_type: str, config: dict[str, Any], doc: dict[str, Any] | None = None) -> dict:
@@ -82,10 +78,9 @@ def task(step_type: str, config: dict[str, Any], doc: dict[str, Any] | None = No
 
 def test_webhook_out_sends_the_rendered_request_signed_over_the_exact_body(runtime, server):
     # Given the order_created sample pointed at the local server
-    event = at_server(load_event("webhook_out", "order_created"), server)
-    server.reply = lambda r: (202, {"Content-Type": "application/json"}, b'{"queued": true}')
+    reply = (202, {"Content-Type": "application/json"}, b'{"queued": true}')
     # When the handler runs it
-    result = load_handler("webhook_out").handler(event, CONTEXT)
+    result = run_at_server(server, "webhook_out", "order_created", reply, CONTEXT)
     # Then the receiver got the rendered URL, headers and compact JSON body
     (sent,) = server.requests
     assert (sent.method, sent.path) == ("POST", "/orders/ord-7")
@@ -110,9 +105,8 @@ def test_webhook_out_sends_the_rendered_request_signed_over_the_exact_body(runti
 
 
 def test_webhook_out_sends_a_string_body_as_text(runtime, server):
-    event = at_server(load_event("webhook_out", "plain_text_put"), server)
-    server.reply = lambda r: (200, {"Content-Type": "text/plain"}, b"ok")
-    result = load_handler("webhook_out").handler(event, CONTEXT)
+    reply = (200, {"Content-Type": "text/plain"}, b"ok")
+    result = run_at_server(server, "webhook_out", "plain_text_put", reply, CONTEXT)
     (sent,) = server.requests
     assert (sent.method, sent.path) == ("PUT", "/runs/run-0013")
     assert sent.body == b"run run-0013 finished with 1 steps"
@@ -212,14 +206,9 @@ def test_webhook_out_to_the_metadata_address_is_blocked(runtime):
 
 def test_custom_posts_the_step_context_and_routes_to_a_declared_branch(runtime, server):
     # Given a receiver that picks manual_review
-    event = at_server(load_event("custom", "risk_decision"), server)
-    server.reply = lambda r: (
-        200,
-        {"Content-Type": "application/json"},
-        b'{"branch": "manual_review", "reason": "amount over limit"}',
-    )
+    answer = b'{"branch": "manual_review", "reason": "amount over limit"}'
     # When the custom step runs
-    result = load_handler("custom").handler(event, CONTEXT)
+    result = run_custom(server, "risk_decision", answer)
     # Then it received the step context as signed JSON
     (sent,) = server.requests
     assert (sent.method, sent.path) == ("POST", "/route")
@@ -238,26 +227,14 @@ def test_custom_posts_the_step_context_and_routes_to_a_declared_branch(runtime, 
 
 
 def test_custom_with_an_undeclared_branch_takes_the_default_route_with_a_marker(runtime, server):
-    event = at_server(load_event("custom", "risk_decision"), server)
     # a run of its own: the sample's run already recorded this step's result above
-    event["doc"]["run"]["id"] = "run-0014-undeclared"
-    server.reply = lambda r: (
-        200,
-        {"Content-Type": "application/json"},
-        b'{"branch": "escalate", "score": 3}',
-    )
-    result = load_handler("custom").handler(event, CONTEXT)
+    answer = b'{"branch": "escalate", "score": 3}'
+    result = run_custom(server, "risk_decision", answer, id="run-0014-undeclared")
     assert result == {"output": {"score": 3, "unknown_branch": "escalate"}, "branch": None}
 
 
 def test_custom_without_a_branch_returns_the_answer_as_output(runtime, server):
-    event = at_server(load_event("custom", "unsigned_no_branches"), server)
-    server.reply = lambda r: (
-        200,
-        {"Content-Type": "application/json"},
-        b'{"country": "GB", "segment": "smb"}',
-    )
-    result = load_handler("custom").handler(event, CONTEXT)
+    result = run_custom(server, "unsigned_no_branches", b'{"country": "GB", "segment": "smb"}')
     (sent,) = server.requests
     assert sent.path == "/signup"
     assert sent.headers["x-tenant"] == "acme"

@@ -56,6 +56,13 @@ def versioned(rt, prefix: str) -> tuple[str, str, str]:
     return arn, created["stateMachineVersionArn"], updated["stateMachineVersionArn"]
 
 
+def live_alias(rt, version: str) -> str:
+    """The ARN of a new alias "live" routing every execution to ``version``."""
+    return rt.sfn_client.create_state_machine_alias(
+        name="live", routingConfiguration=[{"stateMachineVersionArn": version, "weight": 100}]
+    )["stateMachineAliasArn"]
+
+
 # -- state_machine_versions -----------------------------------------------------------------
 
 
@@ -136,9 +143,7 @@ def test_a_version_an_alias_routes_to_cannot_be_deleted(rt):
     sfn = rt.sfn_client
     # Given versions 1 and 2, and an alias routing to version 1
     arn, v1, v2 = versioned(rt, "delete-version")
-    sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )
+    live_alias(rt, v1)
 
     # When both versions are deleted
     with pytest.raises(ClientError) as excinfo:
@@ -198,9 +203,7 @@ def test_an_alias_routes_executions_by_weight(rt):
     sfn = rt.sfn_client
     # Given an alias routing everything to version 1
     arn, v1, v2 = versioned(rt, "run-alias")
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
 
     # When it is started
     execution = start(rt, alias)
@@ -241,9 +244,7 @@ def test_execution_names_are_unique_per_state_machine_across_versions(rt):
         publish=True,
     )
     v1 = created["stateMachineVersionArn"]
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
 
     # When an execution runs on the version and the same name is started again
     running = start(rt, v1, name="once", input='{"a": 1}')
@@ -274,9 +275,7 @@ def test_list_executions_filters_by_version_and_alias(rt):
     sfn = rt.sfn_client
     # Given executions started on the state machine, on each version, and on an alias to v1
     arn, v1, v2 = versioned(rt, "list")
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
     on_machine, on_v1, on_v2, on_alias = (
         start(rt, arn),
         start(rt, v1),
@@ -331,9 +330,7 @@ def test_stop_history_and_callbacks_work_for_version_and_alias_executions(rt):
         name=unique("callbacks"), definition=json.dumps(asl), roleArn=LOCAL_ROLE_ARN, publish=True
     )
     v1 = created["stateMachineVersionArn"]
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
 
     # When one execution on the alias gets its callback, and one on the version is stopped
     answered = start(rt, alias)
@@ -372,9 +369,7 @@ def test_an_alias_pins_each_execution_to_the_version_it_started_on(rt):
         publish=True,
     )
     arn, v1 = created["stateMachineArn"], created["stateMachineVersionArn"]
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
 
     # When run A starts on the alias, and while it waits version 2 ("v2") is published and the
     # alias moved to it, and run B starts on the alias
@@ -428,9 +423,7 @@ def test_alias_routing_is_validated_like_aws(rt):
     assert sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"] == []
 
     # Given an alias, When it is updated to an unknown version or does not exist
-    alias = sfn.create_state_machine_alias(
-        name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
-    )["stateMachineAliasArn"]
+    alias = live_alias(rt, v1)
     with pytest.raises(ClientError) as excinfo:
         sfn.update_state_machine_alias(
             stateMachineAliasArn=alias,
