@@ -37,9 +37,10 @@ def loads_optional(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def loads_or_none(text: str | None) -> Any:
-    """JSON text as a value; ``None`` for no text and for text that is not JSON."""
-    if not text:
+def loads_or_none(text: Any) -> Any:
+    """JSON text as a value; ``None`` for no text, for text that is not JSON and for what is
+    not text at all."""
+    if not text or not isinstance(text, str):
         return None
     try:
         return json.loads(text)
