@@ -1,9 +1,11 @@
 """The shape every Relayflow port to one AWS service shares (Step Functions, EventBridge
-Scheduler, EventBridge): a boto3 client, given or looked up at each call, and calls whose
-``ClientError`` becomes one of the port's own named exceptions."""
+Scheduler, EventBridge, CloudWatch Logs, IAM): a boto3 client, given or looked up at each
+call, and (through :meth:`AwsPort._call`) calls whose ``ClientError`` becomes one of the
+port's own named exceptions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 #: The error codes AWS answers a throttled request with (after the client's own retries).
@@ -17,6 +19,10 @@ class AwsPort:
 
     #: The boto3 service name (``stepfunctions``, ``scheduler``, ``events``).
     service: ClassVar[str]
+    #: The port's own exception: what a failed call raises unless :attr:`errors` names one.
+    error: ClassVar[type[Exception]] = Exception
+    #: The exception of each AWS error code the port tells apart (throttling among them).
+    errors: ClassVar[Mapping[str, type[Exception]]] = {}
 
     def __init__(self, client: Any | None = None) -> None:
         self._client = client
@@ -38,5 +44,13 @@ class AwsPort:
             raise self.translate(exc, action) from exc
 
     def translate(self, exc: Exception, action: str) -> Exception:
-        """The port's exception for a ``ClientError`` of ``action``."""
-        raise NotImplementedError
+        """The port's exception for a ``ClientError`` of ``action``: ``"<action>: <code>:
+        <AWS's message>"``, of the class :meth:`error_class` picks."""
+        error = getattr(exc, "response", {}).get("Error", {})
+        code = str(error.get("Code", ""))
+        raised = self.error_class(code, str(error.get("Message", "")))
+        return raised(f"{action}: {code}: {error.get('Message', exc)}")
+
+    def error_class(self, code: str, message: str) -> type[Exception]:
+        """The exception class of AWS error ``code`` (with ``message``, AWS's own words)."""
+        return self.errors.get(code, self.error)

@@ -672,17 +672,13 @@ def _contended(rule: str, workflow_id: str) -> Conflict:
     return Conflict(f"the {rule} key of workflow {workflow_id} is contended; retry")
 
 
+#: What the answer to a start tells of the run admission started, found or let wait.
+_ANSWERED = frozenset({"run_id", "workflow_id", "version", "status", "started_at", "engine"})
+
+
 def _answer(run: RunItem, *, admission: str | None, created: bool) -> StartRunResult:
-    return StartRunResult(
-        run_id=run.run_id,
-        workflow_id=run.workflow_id,
-        version=run.version,
-        status=run.status,
-        started_at=run.started_at,
-        engine=run.engine,
-        created=created,
-        admission=admission,
-    )
+    fields = run.model_dump(include=set(_ANSWERED))
+    return StartRunResult(**fields, created=created, admission=admission)
 
 
 @lru_cache(maxsize=512)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from relayflow.causes import public_cause
 from relayflow.control.errors import ApiError, BadRequest, BreakerOpen, Conflict, NotFound
 from relayflow.control.lookups import find_run, find_version, find_workflow
-from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page
+from relayflow.control.models import DlqEntryInfo, DlqRetryResult, Page, shared_fields
 from relayflow.control.ports import Ports
 from relayflow.control.records import loads_or_none, to_json
 from relayflow.control.run_records import stored_document
@@ -380,7 +380,7 @@ class Dlq:
 
 
 def entry_info(entry: DlqEntry) -> DlqEntryInfo:
-    data = entry.model_dump(include=set(DlqEntryInfo.model_fields))
+    data = shared_fields(DlqEntryInfo, entry)
     data["input"] = loads_or_none(entry.input)
     data["outputs"] = loads_or_none(entry.outputs)
     if "cause" in data:  # entries archived before causes were made public on record

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from relayflow.control.errors import Unprocessable
-from relayflow.control.models import WorkflowVersionInfo
+from relayflow.control.models import WorkflowVersionInfo, view_of
 from relayflow.dal.express import ExpressDeadlines
 from relayflow.executions import stepfunctions as sfn_api
 from relayflow.settings import get_settings
@@ -79,9 +79,7 @@ def check_machine_type(workflow: Any, compiled: CompiledWorkflow, head: Workflow
 
 def version_info(item: VersionItem) -> WorkflowVersionInfo:
     """A version as ``GET /workflows/{id}`` lists it."""
-    return WorkflowVersionInfo.model_validate(
-        item.model_dump(include=set(WorkflowVersionInfo.model_fields))
-    )
+    return view_of(WorkflowVersionInfo, item)
 
 
 def deadline_of(run: RunItem, timeout_seconds: int, *, started_at: str | None = None) -> str:

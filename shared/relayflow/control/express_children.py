@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from relayflow.control.records import loads_or_none
+
 #: The Task resource of a ``sub_workflow`` step (``resource`` in its history events).
 SYNC_RESOURCE = "startExecution.sync:2"
 _TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
@@ -47,7 +49,7 @@ def child_executions(history: Iterable[Mapping[str, Any]]) -> Iterator[dict[str,
             continue
         if details.get("resourceType") != "states" or details.get("resource") != SYNC_RESOURCE:
             continue
-        result = _json(text)
+        result = loads_or_none(text)
         if (
             isinstance(result, dict)
             and isinstance(result.get("ExecutionArn"), str)
@@ -96,15 +98,6 @@ def _event(arn: str, parts: list[str], detail: dict[str, Any]) -> dict[str, Any]
         "resources": [arn],
         "detail": detail,
     }
-
-
-def _json(text: Any) -> Any:
-    if not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _text(value: Any) -> str | None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from relayflow.adapters.port import AwsPort
 from relayflow.control.step_events import LogRecord
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.observability import logger
@@ -86,21 +87,15 @@ def log_group_name(log_group_arn: str) -> str:
     return log_group_arn.split(":log-group:", 1)[-1].removesuffix(":*")
 
 
-class ExecutionLogs:
+class ExecutionLogs(AwsPort):
     """Reads executions' records from CloudWatch Logs. ``client`` is a boto3 ``logs`` client
     (default: ``adapters.aws.client("logs")``, looked up at each read)."""
 
+    service = "logs"
+
     def __init__(self, client: Any | None = None, *, max_pages: int = MAX_PAGES) -> None:
-        self._client = client
+        super().__init__(client)
         self.max_pages = max_pages
-
-    @property
-    def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        from relayflow.adapters.aws import client
-
-        return client("logs")
 
     def read(self, log_group_arn: str, execution_arn: str, start_ms: int, end_ms: int) -> LogRead:
         """The records of ``execution_arn`` logged between ``start_ms`` and ``end_ms`` (epoch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
@@ -10,6 +11,20 @@ from relayflow.control.outcome import Outcome, outcome_of
 from relayflow.dal.items import TERMINAL_STATUSES
 
 T = TypeVar("T")
+_View = TypeVar("_View", bound=BaseModel)
+
+
+def shared_fields(
+    view: type[BaseModel], item: BaseModel, *, but: AbstractSet[str] = frozenset()
+) -> dict[str, Any]:
+    """The fields of ``item`` (a stored item) that the API model ``view`` has too, but
+    ``but``."""
+    return item.model_dump(include=set(view.model_fields) - set(but))
+
+
+def view_of(view: type[_View], item: BaseModel) -> _View:
+    """``item`` as the API model ``view`` shows it: the fields the two share."""
+    return view.model_validate(shared_fields(view, item))
 
 
 class ParkInfo(BaseModel):

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from relayflow.control.express_timeline import with_duration, with_native_verdict
-from relayflow.control.models import ApiKeyInfo, RunSummary, StepEntry, WorkflowSummary
+from relayflow.control.models import (
+    ApiKeyInfo,
+    RunSummary,
+    StepEntry,
+    WorkflowSummary,
+    view_of,
+)
 from relayflow.control.timeline import StepRun
 from relayflow.control.times import normalized_iso
 from relayflow.dal import ApiKeyItem, RunItem, VersionItem, WorkflowItem
@@ -31,9 +37,10 @@ def loads_optional(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def loads_or_none(text: str | None) -> Any:
-    """JSON text as a value; ``None`` for no text and for text that is not JSON."""
-    if not text:
+def loads_or_none(text: Any) -> Any:
+    """JSON text as a value; ``None`` for no text, for text that is not JSON and for what is
+    not text at all."""
+    if not text or not isinstance(text, str):
         return None
     try:
         return json.loads(text)
@@ -70,16 +77,14 @@ def live_engine_of(version: VersionItem) -> dict[str, str]:
 
 def workflow_summary(item: WorkflowItem) -> WorkflowSummary:
     """A workflow head as the API lists it."""
-    return WorkflowSummary.model_validate(
-        item.model_dump(include=set(WorkflowSummary.model_fields))
-    )
+    return view_of(WorkflowSummary, item)
 
 
 def run_summary(item: RunItem) -> RunSummary:
     """A run item as the API lists it."""
     # An Express machine records no duration and no verdict (engines.md).
     item = with_native_verdict(with_duration(item))
-    return RunSummary.model_validate(item.model_dump(include=set(RunSummary.model_fields)))
+    return view_of(RunSummary, item)
 
 
 def step_entry(step: StepRun) -> StepEntry:
@@ -106,10 +111,4 @@ def step_entry(step: StepRun) -> StepEntry:
 
 def key_info(item: ApiKeyItem) -> ApiKeyInfo:
     """An API key as the API lists it (never its hash)."""
-    return ApiKeyInfo(
-        key_id=item.key_id,
-        tenant=item.tenant,
-        name=item.name,
-        created_at=item.created_at,
-        revoked_at=item.revoked_at,
-    )
+    return view_of(ApiKeyInfo, item)

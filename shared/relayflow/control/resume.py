@@ -31,7 +31,7 @@ from relayflow.control.errors import (
     Unprocessable,
 )
 from relayflow.control.lookups import find_run
-from relayflow.control.models import Page, RunSummary
+from relayflow.control.models import Page, RunSummary, shared_fields
 from relayflow.control.ports import Ports
 from relayflow.control.waits import TokenGone, send_task
 from relayflow.dal.items import TERMINAL_STATUSES
@@ -171,7 +171,7 @@ def _park_of(run: RunItem) -> str | None:
 
 
 def _summary_fields(run: RunItem) -> dict[str, Any]:
-    return run.model_dump(include=set(RunSummary.model_fields))
+    return shared_fields(RunSummary, run)
 
 
 def _check_request(request: ResumeRequest) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from relayflow.adapters.port import AwsPort
 from relayflow.definition.models import SubWorkflowStep, Workflow
 from relayflow.executions.stepfunctions import StepFunctionsError
 
@@ -62,21 +63,15 @@ def trust_policy(account: str) -> dict[str, Any]:
     }
 
 
-class TenantRoles:
+class TenantRoles(AwsPort):
     """Tenant roles through IAM. ``client`` is a boto3 ``iam`` client (default:
     ``adapters.aws.client("iam")``, looked up at each call)."""
 
+    service = "iam"
+
     def __init__(self, client: Any | None = None) -> None:
-        self._client = client
+        super().__init__(client)
         self._known: dict[str, str] = {}
-
-    @property
-    def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        from relayflow.adapters.aws import client
-
-        return client("iam")
 
     def ensure(self, tenant: str, *, stage: str, policy_arn: str, account: str) -> str:
         """The ARN of ``tenant``'s role, created (with ``policy_arn`` as its boundary and its

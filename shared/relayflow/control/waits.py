@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
+from relayflow.adapters.port import THROTTLING_CODES
 from relayflow.control.errors import (
     BadRequest,
     Conflict,
@@ -30,7 +31,13 @@ from relayflow.control.errors import (
     Unprocessable,
 )
 from relayflow.control.limits import check_limit, check_tenant
-from relayflow.control.models import ApprovalView, Decision, Page, WaitpointView
+from relayflow.control.models import (
+    ApprovalView,
+    Decision,
+    Page,
+    WaitpointView,
+    shared_fields,
+)
 from relayflow.control.translate import translated
 from relayflow.dal import Dal
 from relayflow.dal.waits import ApprovalItem, WaitDal, WaitpointItem
@@ -46,7 +53,9 @@ from relayflow.steps.wait_outcomes import (
 #: Approval and waitpoint ids: uuid4 hex, or (idempotent waitpoints) 32 hex of a sha256.
 WAIT_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 APPROVAL_STATUSES = ("pending", "decided", "expired")
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
+
+#: An approval or a waitpoint.
+_Item = TypeVar("_Item", ApprovalItem, WaitpointItem)
 
 
 # ----------------------------------------------------------------------------- errors
@@ -93,9 +102,7 @@ def approval_view(item: ApprovalItem, now: str | None = None) -> ApprovalView:
     if status == "pending" and _lapsed(item.deadline, now or _now()):
         status = "expired"
     return ApprovalView(
-        **item.model_dump(
-            include=set(ApprovalView.model_fields) - {"status", "expires_at", "decision"}
-        ),
+        **shared_fields(ApprovalView, item, but={"status", "expires_at", "decision"}),
         status=status,
         expires_at=item.deadline,
         decision=Decision.model_validate(item.decision) if item.decision else None,
@@ -107,13 +114,27 @@ def waitpoint_view(item: WaitpointItem, now: str | None = None) -> WaitpointView
     if status == "pending" and _lapsed(item.deadline, now or _now()):
         status = "expired"
     return WaitpointView(
-        **item.model_dump(include=set(WaitpointView.model_fields) - {"status", "expires_at"}),
+        **shared_fields(WaitpointView, item, but={"status", "expires_at"}),
         status=status,
         expires_at=item.deadline,
     )
 
 
 # ----------------------------------------------------------------------------- service
+
+
+def _found(tenant: str, kind: str, wait_id: str, get: Callable[[str, str], _Item | None]) -> _Item:
+    """The tenant's approval or waitpoint (``kind``) ``wait_id``, read with ``get``;
+    :class:`NotFound` when there is none or ``wait_id`` is no wait's id."""
+    check_tenant(tenant)
+    item = (
+        get(tenant, wait_id)
+        if isinstance(wait_id, str) and WAIT_ID_PATTERN.match(wait_id)
+        else None
+    )
+    if item is None:
+        raise NotFound(f"{kind} {wait_id} not found")
+    return item
 
 
 class TokenGone(Exception):
@@ -132,7 +153,7 @@ def send_task(client: Any, call: Any) -> None:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in TOKEN_GONE:
             raise TokenGone(code) from exc
-        if code in _THROTTLING:
+        if code in THROTTLING_CODES:
             raise TooManyRequests("AWS is throttling requests; retry shortly") from exc
         from relayflow.observability import logger
 
@@ -253,15 +274,7 @@ class WaitService:
             )
 
     def _approval(self, tenant: str, approval_id: str) -> ApprovalItem:
-        check_tenant(tenant)
-        item = (
-            self.waits.get_approval(tenant, approval_id)
-            if isinstance(approval_id, str) and WAIT_ID_PATTERN.match(approval_id)
-            else None
-        )
-        if item is None:
-            raise NotFound(f"approval {approval_id} not found")
-        return item
+        return _found(tenant, "approval", approval_id, self.waits.get_approval)
 
     # -- waitpoints --------------------------------------------------------------------------
 
@@ -365,15 +378,7 @@ class WaitService:
             raise WaitpointExpired(f"waitpoint {item.waitpoint_id} expired at {item.deadline}")
 
     def _waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointItem:
-        check_tenant(tenant)
-        item = (
-            self.waits.get_waitpoint(tenant, waitpoint_id)
-            if isinstance(waitpoint_id, str) and WAIT_ID_PATTERN.match(waitpoint_id)
-            else None
-        )
-        if item is None:
-            raise NotFound(f"waitpoint {waitpoint_id} not found")
-        return item
+        return _found(tenant, "waitpoint", waitpoint_id, self.waits.get_waitpoint)
 
     # -- Step Functions ----------------------------------------------------------------------
 

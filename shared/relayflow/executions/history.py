@@ -13,7 +13,7 @@ import datetime
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 #: Events that start one attempt of a Task.
 ATTEMPT_EVENTS = frozenset(
@@ -112,24 +112,32 @@ class StateRun:
     _last_failed: bool = field(default=False, repr=False)
     _open: bool = field(default=True, repr=False)
 
+    #: What :meth:`to_dict` shows, in order.
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "name",
+        "type",
+        "status",
+        "attempts",
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "input",
+        "output",
+        "error",
+        "cause",
+        "iteration",
+    )
+
     @property
     def duration_ms(self) -> float | None:
         return millis_between(self.started_at, self.ended_at)
 
     def to_dict(self) -> dict[str, Any]:
+        """The :data:`SHOWN` attributes, times as ISO text."""
+        values = {name: getattr(self, name) for name in self.SHOWN}
         return {
-            "name": self.name,
-            "type": self.type,
-            "status": self.status,
-            "attempts": self.attempts,
-            "started_at": self.started_at.isoformat() if self.started_at else None,
-            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
-            "duration_ms": self.duration_ms,
-            "input": self.input,
-            "output": self.output,
-            "error": self.error,
-            "cause": self.cause,
-            "iteration": self.iteration,
+            name: value.isoformat() if isinstance(value, datetime.datetime) else value
+            for name, value in values.items()
         }
 
 

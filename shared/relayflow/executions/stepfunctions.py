@@ -52,30 +52,6 @@ class RoleNotAssumable(StepFunctionsError):
 ROLE_RETRY_SECONDS = (1.0, 2.0, 4.0, 4.0)
 
 
-_DEFINITION = frozenset({"InvalidDefinition", "StateMachineLimitExceeded"})
-
-
-def _translate(exc: Exception, action: str) -> StepFunctionsError:
-    error = getattr(exc, "response", {}).get("Error", {})
-    code = str(error.get("Code", ""))
-    message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in THROTTLING_CODES:
-        return Throttled(message)
-    if code in _DEFINITION:
-        return DefinitionRejected(message)
-    if code == "ExecutionAlreadyExists":
-        return ExecutionExists(message)
-    if code == "ExecutionDoesNotExist":
-        return ExecutionMissing(message)
-    if code == "StateMachineAlreadyExists":
-        return MachineExists(message)
-    if code in ("ResourceNotFound", "StateMachineDoesNotExist"):
-        return ResourceMissing(message)
-    if code == "AccessDeniedException" and "assume" in str(error.get("Message", "")):
-        return RoleNotAssumable(message)
-    return StepFunctionsError(message)
-
-
 def logging_configuration(*, step_events: bool = False, express: bool = False) -> dict[str, Any]:
     """``create_state_machine``'s logging arguments, never with step payloads (which may hold
     personal data). By default errors only, to the stack's log group (the execution history
@@ -125,9 +101,22 @@ class StateMachines(AwsPort):
     ``adapters.aws.client("stepfunctions")``, looked up at each call)."""
 
     service = "stepfunctions"
+    error = StepFunctionsError
+    errors = {
+        **dict.fromkeys(THROTTLING_CODES, Throttled),
+        "InvalidDefinition": DefinitionRejected,
+        "StateMachineLimitExceeded": DefinitionRejected,
+        "ExecutionAlreadyExists": ExecutionExists,
+        "ExecutionDoesNotExist": ExecutionMissing,
+        "StateMachineAlreadyExists": MachineExists,
+        "ResourceNotFound": ResourceMissing,
+        "StateMachineDoesNotExist": ResourceMissing,
+    }
 
-    def translate(self, exc: Exception, action: str) -> StepFunctionsError:
-        return _translate(exc, action)
+    def error_class(self, code: str, message: str) -> type[Exception]:
+        if code == "AccessDeniedException" and "assume" in message:
+            return RoleNotAssumable
+        return super().error_class(code, message)
 
     def _call_with_role(self, action: str, **params: Any) -> dict[str, Any]:
         """:meth:`_call`, tried again while Step Functions cannot assume the role yet."""

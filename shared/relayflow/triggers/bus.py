@@ -39,19 +39,6 @@ class PublishRejected(EventBusError):
     """EventBridge accepted the request but refused the event (``FailedEntryCount``)."""
 
 
-def _translate(exc: Exception, action: str) -> EventBusError:
-    error = getattr(exc, "response", {}).get("Error", {})
-    code = str(error.get("Code", ""))
-    message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in THROTTLING_CODES:
-        return EventBusThrottled(message)
-    if code == "InvalidEventPatternException":
-        return InvalidPattern(message)
-    if code == "ResourceNotFoundException":
-        return RuleMissing(message)
-    return EventBusError(message)
-
-
 @dataclass(frozen=True)
 class RuleSpec:
     """One subscription rule: ``pattern`` on the bus, delivering ``input_template`` (an
@@ -71,13 +58,16 @@ class EventBus(AwsPort):
     """The rules of one bus (``name``, e.g. ``settings.event_bus_name``) and publishing to it."""
 
     service = "events"
+    error = EventBusError
+    errors = {
+        **dict.fromkeys(THROTTLING_CODES, EventBusThrottled),
+        "InvalidEventPatternException": InvalidPattern,
+        "ResourceNotFoundException": RuleMissing,
+    }
 
     def __init__(self, name: str, client: Any | None = None) -> None:
         super().__init__(client)
         self.name = name
-
-    def translate(self, exc: Exception, action: str) -> EventBusError:
-        return _translate(exc, action)
 
     # -- rules -------------------------------------------------------------------------------
 

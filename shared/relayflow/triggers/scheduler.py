@@ -39,21 +39,6 @@ class ScheduleExists(SchedulerError):
     """A schedule of that name exists already."""
 
 
-def _translate(exc: Exception, action: str) -> SchedulerError:
-    error = getattr(exc, "response", {}).get("Error", {})
-    code = str(error.get("Code", ""))
-    message = f"{action}: {code}: {error.get('Message', exc)}"
-    if code in THROTTLING_CODES:
-        return SchedulerThrottled(message)
-    if code == "ResourceNotFoundException":
-        return ScheduleMissing(message)
-    if code == "ConflictException":
-        return ScheduleExists(message)
-    if code == "ValidationException":
-        return ScheduleRejected(message)
-    return SchedulerError(message)
-
-
 @dataclass(frozen=True)
 class ScheduleSpec:
     """One schedule as trigger sync wants it: fires ``target_arn`` with ``input`` (JSON text)
@@ -125,13 +110,17 @@ class Schedules(AwsPort):
     """The schedules of one schedule group (``group``, e.g. ``settings.schedule_group_name``)."""
 
     service = "scheduler"
+    error = SchedulerError
+    errors = {
+        **dict.fromkeys(THROTTLING_CODES, SchedulerThrottled),
+        "ResourceNotFoundException": ScheduleMissing,
+        "ConflictException": ScheduleExists,
+        "ValidationException": ScheduleRejected,
+    }
 
     def __init__(self, group: str, client: Any | None = None) -> None:
         super().__init__(client)
         self.group = group
-
-    def translate(self, exc: Exception, action: str) -> SchedulerError:
-        return _translate(exc, action)
 
     def get(self, name: str) -> dict[str, Any] | None:
         try:

@@ -222,6 +222,35 @@ def _pattern_problems(index: int, pattern: Any) -> list[TriggerProblem]:
     return problems
 
 
+def _schedule_spec(
+    settings: Any,
+    tenant: str,
+    workflow_id: str,
+    index: int,
+    trigger: Any,
+    part: int,
+    expression: str,
+    description: str,
+    *,
+    once: bool = False,
+) -> ScheduleSpec:
+    """Schedule ``part`` of cron or at trigger ``index``, firing the trigger function at
+    ``expression``; ``once`` (an ``at`` trigger): deleted once it has fired."""
+    from relayflow.cron import schedule_name
+
+    return ScheduleSpec(
+        name=schedule_name(tenant, workflow_id, index, part),
+        expression=expression,
+        timezone=trigger.timezone,
+        target_arn=settings.trigger_function_arn,
+        role_arn=settings.scheduler_role_arn,
+        dead_letter_arn=settings.trigger_dead_letter_queue_arn,
+        input=schedule_input(tenant, workflow_id, index, trigger.input),
+        description=description,
+        delete_after_completion=once,
+    )
+
+
 def plan_triggers(
     tenant: str,
     workflow_id: str,
@@ -235,7 +264,6 @@ def plan_triggers(
     time zone, a malformed pattern, a slug declared twice."""
     from relayflow.cron import (
         UnsupportedCron,
-        schedule_name,
         to_at_expression,
         to_scheduler_expressions,
         zone,
@@ -258,15 +286,8 @@ def plan_triggers(
                 problems.append(TriggerProblem(f"{where}.cron", "cron", str(exc)))
                 continue
             for part, expression in enumerate(expressions):
-                spec = ScheduleSpec(
-                    name=schedule_name(tenant, workflow_id, index, part),
-                    expression=expression,
-                    timezone=trigger.timezone,
-                    target_arn=settings.trigger_function_arn,
-                    role_arn=settings.scheduler_role_arn,
-                    dead_letter_arn=settings.trigger_dead_letter_queue_arn,
-                    input=schedule_input(tenant, workflow_id, index, trigger.input),
-                    description=description,
+                spec = _schedule_spec(
+                    settings, tenant, workflow_id, index, trigger, part, expression, description
                 )
                 plan.schedules.append((index, spec))
         elif kind == "at":
@@ -280,16 +301,8 @@ def plan_triggers(
             if due <= moment:
                 plan.skipped.append(f"{where}: at {at.isoformat()} has passed")
                 continue
-            spec = ScheduleSpec(
-                name=schedule_name(tenant, workflow_id, index, 0),
-                expression=expression,
-                timezone=trigger.timezone,
-                target_arn=settings.trigger_function_arn,
-                role_arn=settings.scheduler_role_arn,
-                dead_letter_arn=settings.trigger_dead_letter_queue_arn,
-                input=schedule_input(tenant, workflow_id, index, trigger.input),
-                description=description,
-                delete_after_completion=True,
+            spec = _schedule_spec(
+                settings, tenant, workflow_id, index, trigger, 0, expression, description, once=True
             )
             plan.schedules.append((index, spec))
         elif kind == "event":
