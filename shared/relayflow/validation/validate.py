@@ -8,7 +8,7 @@ are checked here on the raw data, so that one broken field never hides the rest.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -569,6 +569,12 @@ class Checker(CheckContext):
             zone,
         )
 
+        #: The text fields of a trigger type that must parse: (type, field, rule, parse, its
+        #: refusal).
+        parsed_fields: tuple[tuple[str, str, str, Callable[[str], Any], type[Exception]], ...] = (
+            ("cron", "cron", "cron", to_scheduler_expressions, UnsupportedCron),
+            ("event", "filter", "expression", check_expression, ExpressionSyntaxError),
+        )
         slugs: dict[str, int] = {}
         for i, trig in enumerate(triggers):
             if not isinstance(trig, Mapping):
@@ -581,12 +587,12 @@ class Checker(CheckContext):
                 except UnknownTimeZone:
                     valid_tz = False
                     self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
-            cron = trig.get("cron")
-            if trig.get("type") == "cron" and isinstance(cron, str):
-                try:
-                    to_scheduler_expressions(cron)
-                except UnsupportedCron as exc:
-                    self.add(f"triggers[{i}].cron", "cron", str(exc))
+            for kind, field, rule, parse, refusal in parsed_fields:
+                if trig.get("type") == kind and isinstance(trig.get(field), str):
+                    try:
+                        parse(trig[field])
+                    except refusal as exc:
+                        self.add(f"triggers[{i}].{field}", rule, str(exc))
             at = trig.get("at")
             if trig.get("type") == "at" and isinstance(at, str) and valid_tz:
                 try:
@@ -595,12 +601,6 @@ class Checker(CheckContext):
                     )
                 except ValueError as exc:
                     self.add(f"triggers[{i}].at", "at", str(exc))
-            flt = trig.get("filter")
-            if trig.get("type") == "event" and isinstance(flt, str):
-                try:
-                    check_expression(flt)
-                except ExpressionSyntaxError as exc:
-                    self.add(f"triggers[{i}].filter", "expression", str(exc))
             if trig.get("type") == "webhook" and trig.get("transform") is not None:
                 # A delivery is trigger = {body, headers, query}; nothing else exists yet.
                 self.check_template_field(
