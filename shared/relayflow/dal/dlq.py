@@ -157,6 +157,25 @@ class DlqDal(TableAccess):
             op["ConditionExpression"] = "attribute_exists(pk)"
         return {"Delete": op}
 
+    def _write_over_retrying(self, entry: DlqEntry, execution_arn: str | None) -> bool:
+        """Store ``entry`` (all but its identity, and its due retry when it has one) while the
+        stored entry is still ``retrying`` ``execution_arn``."""
+        values = entry.to_item()
+        sets = {
+            k: v
+            for k, v in values.items()
+            if k not in ("pk", "sk", "gsi1pk", "gsi1sk", "tenant", "run_id", "archived_at")
+        }
+        expression, names, vals = _set_expression(sets, remove=_absent(entry))
+        condition = "#status = :retrying AND #last_execution_arn = :arn"
+        vals.update({":retrying": "retrying", ":arn": execution_arn})
+        op = self._update_op(entry.key(), expression, condition, vals)
+        op["Update"]["ExpressionAttributeNames"].update(names)
+        ops = [op]
+        if entry.next_retry_at:
+            ops.append(self._put_due_op(_due_of(entry)))
+        return self.dal.transact_if(ops)
+
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, tenant: str, run_id: str) -> DlqEntry | None:
@@ -208,21 +227,7 @@ class DlqDal(TableAccess):
     def record_failure(self, entry: DlqEntry, *, execution_arn: str) -> bool:
         """A retry's execution failed again: store ``entry`` (its new status, error and next
         retry) while the entry is still ``retrying`` that execution."""
-        values = entry.to_item()
-        sets = {
-            k: v
-            for k, v in values.items()
-            if k not in ("pk", "sk", "gsi1pk", "gsi1sk", "tenant", "run_id", "archived_at")
-        }
-        expression, names, vals = _set_expression(sets, remove=_absent(entry))
-        condition = "#status = :retrying AND #last_execution_arn = :arn"
-        vals.update({":retrying": "retrying", ":arn": execution_arn})
-        op = self._update_op(entry.key(), expression, condition, vals)
-        op["Update"]["ExpressionAttributeNames"].update(names)
-        ops = [op]
-        if entry.next_retry_at:
-            ops.append(self._put_due_op(_due_of(entry)))
-        return self.dal.transact_if(ops)
+        return self._write_over_retrying(entry, execution_arn)
 
     def claim_retry(
         self,
@@ -272,21 +277,7 @@ class DlqDal(TableAccess):
     def release_retry(self, claimed: DlqEntry, previous: DlqEntry) -> bool:
         """Undo :meth:`claim_retry` when the retry could not start: the entry (and its due
         item) as they were."""
-        values = previous.to_item()
-        sets = {
-            k: v
-            for k, v in values.items()
-            if k not in ("pk", "sk", "gsi1pk", "gsi1sk", "tenant", "run_id", "archived_at")
-        }
-        expression, names, vals = _set_expression(sets, remove=_absent(previous))
-        condition = "#status = :retrying AND #last_execution_arn = :arn"
-        vals.update({":retrying": "retrying", ":arn": claimed.last_execution_arn})
-        op = self._update_op(previous.key(), expression, condition, vals)
-        op["Update"]["ExpressionAttributeNames"].update(names)
-        ops = [op]
-        if previous.next_retry_at:
-            ops.append(self._put_due_op(_due_of(previous)))
-        return self.dal.transact_if(ops)
+        return self._write_over_retrying(previous, claimed.last_execution_arn)
 
     def resolve(self, tenant: str, run_id: str, *, execution_arn: str, now_iso: str) -> bool:
         """The retry ``execution_arn`` succeeded: the entry is ``retried`` (and leaves the

@@ -28,6 +28,10 @@ def parks_partition(tenant: str) -> str:
     return f"{keys.tenant_prefix(tenant)}#PARKS"
 
 
+#: The fields of a park the run item shows while parked.
+PARKED_INFO = frozenset({"park_id", "step", "error", "parked_at", "deadline"})
+
+
 class ParkItem(ItemModel):
     """One park: a run waiting at a failed step for a person's decision."""
 
@@ -61,14 +65,9 @@ class ParkItem(ItemModel):
         }
 
     def info(self) -> dict[str, Any]:
-        """What the run item (and its views) show while parked: never the token."""
-        return {
-            "park_id": self.park_id,
-            "step": self.step,
-            "error": self.error,
-            "parked_at": self.parked_at,
-            "deadline": self.deadline,
-        }
+        """What the run item (and its views) show while parked (:data:`PARKED_INFO`, in field
+        order): never the token."""
+        return self.model_dump(include=PARKED_INFO)
 
 
 class ParkDal(TableAccess):

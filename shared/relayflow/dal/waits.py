@@ -280,33 +280,42 @@ class WaitDal(TableAccess):
 
     def release_waitpoint(self, tenant: str, waitpoint_id: str, completed_at: str) -> bool:
         """Undo a claim whose SendTask* call failed for a retryable reason."""
-        raw = self.dal.update_if(
-            keys.wait_key(tenant, waitpoint_id),
-            "SET #status = :pending REMOVE #result, #error, #completed_at",
+        raw = self._clear_completion(
+            tenant,
+            waitpoint_id,
+            "pending",
             "#status IN (:completed, :failed) AND #completed_at = :at",
-            {
-                ":pending": "pending",
-                ":completed": "completed",
-                ":failed": "failed",
-                ":at": completed_at,
-            },
+            {":completed": "completed", ":failed": "failed", ":at": completed_at},
         )
         return raw is not None
 
     def expire_waitpoint(self, tenant: str, waitpoint_id: str) -> WaitpointItem | None:
         """Mark a waitpoint Step Functions no longer waits for ``expired``."""
-        raw = self.dal.update_if(
-            keys.wait_key(tenant, waitpoint_id),
-            "SET #status = :expired REMOVE #result, #error, #completed_at",
+        raw = self._clear_completion(
+            tenant,
+            waitpoint_id,
+            "expired",
             "#status IN (:pending, :completed, :failed)",
-            {
-                ":expired": "expired",
-                ":pending": "pending",
-                ":completed": "completed",
-                ":failed": "failed",
-            },
+            {":pending": "pending", ":completed": "completed", ":failed": "failed"},
         )
         return WaitpointItem.from_item(raw) if raw else None
+
+    def _clear_completion(
+        self,
+        tenant: str,
+        waitpoint_id: str,
+        status: WaitpointStatus,
+        condition: str,
+        values: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """Set the waitpoint's ``status`` and forget its completion (result, error, time) when
+        ``condition`` holds; the item afterwards, else ``None``."""
+        return self.dal.update_if(
+            keys.wait_key(tenant, waitpoint_id),
+            f"SET #status = :{status} REMOVE #result, #error, #completed_at",
+            condition,
+            {f":{status}": status, **values},
+        )
 
 
 __all__ = ["ApprovalItem", "WaitDal", "WaitpointItem"]

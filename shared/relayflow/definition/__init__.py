@@ -9,8 +9,9 @@ not import YAML and the expression language at cold start.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relayflow import lazy_exports
 
 if TYPE_CHECKING:
     from relayflow.definition.models import AVAILABLE_STEP_TYPES, STEP_TYPES, Workflow
@@ -27,10 +28,4 @@ _EXPORTS = {
 __all__ = ["AVAILABLE_STEP_TYPES", "STEP_TYPES", "DefinitionError", "Problem", "Workflow"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'relayflow.definition' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

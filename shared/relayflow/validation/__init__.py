@@ -10,8 +10,9 @@ Attributes load on first use (PEP 562), so importing one module of the package (
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relayflow import lazy_exports
 
 if TYPE_CHECKING:
     from relayflow.validation.validate import load_workflow, load_workflow_text, validate_data
@@ -25,10 +26,4 @@ _EXPORTS = {
 __all__ = ["load_workflow", "load_workflow_text", "validate_data"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'relayflow.validation' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -97,8 +97,11 @@ class CheckContext:
             return
         self.check_expression_refs(path, template_expressions(value), roots)
 
-    def check_json_schema(self, path: str, schema: Mapping[str, Any]) -> None:
-        """A schema the step declares is a JSON Schema whose patterns RE2 runs."""
+    def check_json_schema(self, path: str, schema: Any) -> None:
+        """A schema the step declares is a JSON Schema whose patterns RE2 runs (anything but
+        a mapping is left to the model's own field check)."""
+        if not isinstance(schema, Mapping):
+            return
         from jsonschema import SchemaError
 
         from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema

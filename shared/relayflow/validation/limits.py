@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from relayflow.definition.paths import leaves
 from relayflow.definition.problems import Problem
 
 if TYPE_CHECKING:
@@ -47,14 +48,9 @@ def parse_rfc3339(text: str) -> datetime | None:
 def non_finite_paths(value: Any, path: str = "") -> Iterator[str]:
     """Paths (``steps.a.mapping.x``, ``items[2]``) of the infinities and NaNs in ``value``:
     YAML's ``.inf`` / ``.nan`` and JSON's ``Infinity`` / ``NaN``, which JSON cannot hold."""
-    if isinstance(value, float) and not math.isfinite(value):
-        yield path
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from non_finite_paths(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from non_finite_paths(item, f"{path}[{index}]")
+    for where, leaf in leaves(value, path):
+        if isinstance(leaf, float) and not math.isfinite(leaf):
+            yield where
 
 
 def non_finite_problems(data: Any, file: str | None) -> list[Problem]:

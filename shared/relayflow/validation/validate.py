@@ -8,7 +8,7 @@ are checked here on the raw data, so that one broken field never hides the rest.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -342,14 +342,13 @@ class Checker(CheckContext):
                     continue
                 self.check_template_field(f"steps.{key}.{name}", raw[name])
             if step_type == "for_each" and isinstance(raw.get("items"), str):
-                match = _SINGLE_PLACEHOLDER.match(raw["items"])
-                if not match or expression_jsonpath(match.group(1).strip()) is None:
-                    self.add(
-                        f"steps.{key}.items",
-                        "for-each-items",
-                        "items must be one placeholder naming a list, e.g. "
-                        "'{{ trigger.orders }}' or '{{ steps.fetch.output.items }}'",
-                    )
+                self.check_path_placeholder(
+                    f"steps.{key}.items",
+                    "for-each-items",
+                    raw["items"],
+                    "items must be one placeholder naming a list, e.g. "
+                    "'{{ trigger.orders }}' or '{{ steps.fetch.output.items }}'",
+                )
             if step_type == "sub_workflow" and raw.get("input") is not None:
                 self.check_sub_workflow_input(f"steps.{key}.input", raw["input"])
             if step_type == "sub_workflow" and "{{" in str(raw.get("workflow_id") or ""):
@@ -357,14 +356,13 @@ class Checker(CheckContext):
             if step_type == "delay" and isinstance(raw.get("until"), str):
                 self.check_until(f"steps.{key}.until", raw["until"])
             if step_type == "delay" and isinstance(raw.get("seconds"), str):
-                match = _SINGLE_PLACEHOLDER.match(raw["seconds"])
-                if not match or expression_jsonpath(match.group(1).strip()) is None:
-                    self.add(
-                        f"steps.{key}.seconds",
-                        "delay-seconds",
-                        "seconds must be a whole number or one placeholder naming one, "
-                        "e.g. '{{ trigger.wait_seconds }}'",
-                    )
+                self.check_path_placeholder(
+                    f"steps.{key}.seconds",
+                    "delay-seconds",
+                    raw["seconds"],
+                    "seconds must be a whole number or one placeholder naming one, "
+                    "e.g. '{{ trigger.wait_seconds }}'",
+                )
 
     def check_waits(self) -> None:
         """Approval options, branches and timeout routing; waitpoint timeout routing."""
@@ -413,9 +411,7 @@ class Checker(CheckContext):
                         f"timeout_action {decided} needs on_{decided} or a '{decided}' branch "
                         "to route to",
                     )
-            schema = raw.get("form_schema")
-            if isinstance(schema, Mapping):
-                self.check_json_schema(f"{base}.form_schema", schema)
+            self.check_json_schema(f"{base}.form_schema", raw.get("form_schema"))
 
     def check_sub_workflow_input(self, path: str, value: Any) -> None:
         """A child's input is built natively in ASL (no Lambda runs a sub_workflow), so it may
@@ -479,6 +475,13 @@ class Checker(CheckContext):
                 "a templated workflow_id always starts the target's live version; a version "
                 "cannot be pinned",
             )
+
+    def check_path_placeholder(self, path: str, rule: str, value: str, message: str) -> None:
+        """``value`` is one placeholder naming a path of the run's data (what a ``*Path``
+        field of the compiled state takes); ``message`` says what else it may be."""
+        match = _SINGLE_PLACEHOLDER.match(value)
+        if not match or expression_jsonpath(match.group(1).strip()) is None:
+            self.add(path, rule, message)
 
     def check_until(self, path: str, value: str) -> None:
         """``until`` is an ISO-8601 timestamp with a zone, or one placeholder naming one:
@@ -566,6 +569,12 @@ class Checker(CheckContext):
             zone,
         )
 
+        #: The text fields of a trigger type that must parse: (type, field, rule, parse, its
+        #: refusal).
+        parsed_fields: tuple[tuple[str, str, str, Callable[[str], Any], type[Exception]], ...] = (
+            ("cron", "cron", "cron", to_scheduler_expressions, UnsupportedCron),
+            ("event", "filter", "expression", check_expression, ExpressionSyntaxError),
+        )
         slugs: dict[str, int] = {}
         for i, trig in enumerate(triggers):
             if not isinstance(trig, Mapping):
@@ -578,12 +587,12 @@ class Checker(CheckContext):
                 except UnknownTimeZone:
                     valid_tz = False
                     self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
-            cron = trig.get("cron")
-            if trig.get("type") == "cron" and isinstance(cron, str):
-                try:
-                    to_scheduler_expressions(cron)
-                except UnsupportedCron as exc:
-                    self.add(f"triggers[{i}].cron", "cron", str(exc))
+            for kind, field, rule, parse, refusal in parsed_fields:
+                if trig.get("type") == kind and isinstance(trig.get(field), str):
+                    try:
+                        parse(trig[field])
+                    except refusal as exc:
+                        self.add(f"triggers[{i}].{field}", rule, str(exc))
             at = trig.get("at")
             if trig.get("type") == "at" and isinstance(at, str) and valid_tz:
                 try:
@@ -592,12 +601,6 @@ class Checker(CheckContext):
                     )
                 except ValueError as exc:
                     self.add(f"triggers[{i}].at", "at", str(exc))
-            flt = trig.get("filter")
-            if trig.get("type") == "event" and isinstance(flt, str):
-                try:
-                    check_expression(flt)
-                except ExpressionSyntaxError as exc:
-                    self.add(f"triggers[{i}].filter", "expression", str(exc))
             if trig.get("type") == "webhook" and trig.get("transform") is not None:
                 # A delivery is trigger = {body, headers, query}; nothing else exists yet.
                 self.check_template_field(

@@ -191,9 +191,7 @@ def check_agents(checker: CheckContext) -> None:
                 f"'{key}' runs per item of for_each '{per_item[key]}' and cannot run workflow "
                 "tools; run the agent in a sub_workflow per item instead",
             )
-        schema = raw.get("output_schema")
-        if isinstance(schema, Mapping):
-            checker.check_json_schema(f"{base}.output_schema", schema)
+        checker.check_json_schema(f"{base}.output_schema", raw.get("output_schema"))
         outcomes = raw.get("outcomes")
         if isinstance(outcomes, Mapping) and not outcomes:
             checker.add(f"{base}.outcomes", "outcomes", "outcomes needs at least one name")
