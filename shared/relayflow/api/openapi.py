@@ -10,7 +10,7 @@ Powertools documents with its own models answer with the API's error model inste
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -43,6 +43,22 @@ _ERROR_REF = "#/components/schemas/ErrorBody"
 _DROPPED = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
+def _per_thread(name: str, default: Callable[[], Any] | None = None) -> Any:
+    """A resolver attribute kept per thread (in its ``_request_state``, as ``name``): ``None``
+    until set, or a new ``default()`` on a thread's first read."""
+
+    def read(resolver: Any) -> Any:
+        state = resolver._request_state
+        if default is not None and not hasattr(state, name):
+            setattr(state, name, default())
+        return getattr(state, name, None)
+
+    def write(resolver: Any, value: Any) -> None:
+        setattr(resolver._request_state, name, value)
+
+    return property(read, write)
+
+
 class DocumentedResolver(APIGatewayRestResolver):
     """The REST resolver whose OpenAPI document is finished by :func:`finish`, and which can
     answer requests from several threads at once.
@@ -59,45 +75,10 @@ class DocumentedResolver(APIGatewayRestResolver):
         self._stacks_built = False
         super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]
-    def current_event(self) -> Any:
-        return getattr(self._request_state, "event", None)
-
-    @current_event.setter
-    def current_event(self, value: Any) -> None:
-        self._request_state.event = value
-
-    @property  # type: ignore[override]
-    def lambda_context(self) -> Any:
-        return getattr(self._request_state, "lambda_context", None)
-
-    @lambda_context.setter
-    def lambda_context(self, value: Any) -> None:
-        self._request_state.lambda_context = value
-
-    @property  # type: ignore[override]
-    def context(self) -> dict[str, Any]:
-        state = self._request_state
-        if not hasattr(state, "context"):
-            state.context = {}
-        context: dict[str, Any] = state.context
-        return context
-
-    @context.setter
-    def context(self, value: dict[str, Any]) -> None:
-        self._request_state.context = value
-
-    @property  # type: ignore[override]
-    def processed_stack_frames(self) -> list[str]:
-        state = self._request_state
-        if not hasattr(state, "frames"):
-            state.frames = []
-        frames: list[str] = state.frames
-        return frames
-
-    @processed_stack_frames.setter
-    def processed_stack_frames(self, value: list[str]) -> None:
-        self._request_state.frames = value
+    current_event = _per_thread("event")
+    lambda_context = _per_thread("lambda_context")
+    context = _per_thread("context", dict)
+    processed_stack_frames = _per_thread("frames", list)
 
     def _build_stacks(self) -> None:
         with self._stack_lock:

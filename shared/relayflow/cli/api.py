@@ -113,6 +113,22 @@ def api_command(
     return parser
 
 
+#: A command of a group as a table row: its name, its help line, the function that runs it,
+#: then its arguments (:func:`relayflow.cli.parsing.arg`) in order.
+CommandRow = tuple[Any, ...]
+
+
+def api_commands(
+    group: Any,
+    rows: tuple[CommandRow, ...],
+    common: Callable[[argparse.ArgumentParser], None] = api_options,
+) -> None:
+    """Add each row's command to ``group`` with :func:`api_command`, in the order of ``rows``
+    (the order ``--help`` lists them)."""
+    for name, help_text, func, *arguments in rows:
+        api_command(group, name, help_text, func, *arguments, common=common)
+
+
 def segment(value: str) -> str:
     """``value`` as one URL path segment."""
     from urllib.parse import quote
@@ -169,6 +185,20 @@ def page_query(args: argparse.Namespace) -> dict[str, Any]:
     if args.next_token:
         params["next_token"] = args.next_token
     return params
+
+
+def list_command(
+    path: str,
+    headers: tuple[str, ...],
+    row: Callable[[dict[str, Any]], tuple[str, ...]],
+) -> Callable[[argparse.Namespace], int]:
+    """A list command as a table row: ``GET path`` with :func:`page_query`'s parameters, the
+    page printed by :func:`list_page` (``headers`` over one ``row(item)`` per item)."""
+
+    def command(args: argparse.Namespace) -> int:
+        return list_page(args, path, page_query(args), headers, row)
+
+    return command
 
 
 def list_page(

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from relayflow.cli.api import api_command, endpoint, list_page, page_query
+from relayflow.cli.api import api_commands, endpoint, list_command
 from relayflow.cli.parsing import arg, command_group, page_arguments
 
+cmd_breakers_list = list_command(
+    "/breakers",
+    ("breaker", "state", "failures", "trips", "reopens at", "last error"),
+    lambda b: (
+        b["breaker_id"],
+        b["state"],
+        f"{b.get('consecutive_failures')}/{b.get('failure_threshold') or '-'}",
+        str(b.get("trips")),
+        str(b.get("reopens_at") or ""),
+        str(b.get("last_error") or ""),
+    ),
+)
 
-def cmd_breakers_list(args: argparse.Namespace) -> int:
-    return list_page(
-        args,
-        "/breakers",
-        page_query(args),
-        ("breaker", "state", "failures", "trips", "reopens at", "last error"),
-        lambda b: (
-            b["breaker_id"],
-            b["state"],
-            f"{b.get('consecutive_failures')}/{b.get('failure_threshold') or '-'}",
-            str(b.get("trips")),
-            str(b.get("reopens_at") or ""),
-            str(b.get("last_error") or ""),
-        ),
-    )
 
+_BREAKER_ID = "tool:<name> or workflow:<id>"
 
 cmd_breakers_reset = endpoint(
     "POST",
@@ -33,20 +30,13 @@ cmd_breakers_reset = endpoint(
 )
 
 
+#: ``relayflow breakers ...``: each command's name, help line, function and arguments.
+_COMMANDS = (
+    ("list", "the tenant's breakers and their state", cmd_breakers_list, *page_arguments(50)),
+    ("reset", "close a breaker now", cmd_breakers_reset, arg("breaker_id", help=_BREAKER_ID)),
+)
+
+
 def add_breakers_commands(sub: Any) -> None:
     """``relayflow breakers list|reset``."""
-    breakers = command_group(sub, "breakers", "circuit breakers: list, reset")
-    api_command(
-        breakers,
-        "list",
-        "the tenant's breakers and their state",
-        cmd_breakers_list,
-        *page_arguments(50),
-    )
-    api_command(
-        breakers,
-        "reset",
-        "close a breaker now",
-        cmd_breakers_reset,
-        arg("breaker_id", help="tool:<name> or workflow:<id>"),
-    )
+    api_commands(command_group(sub, "breakers", "circuit breakers: list, reset"), _COMMANDS)

@@ -3,29 +3,24 @@ retry, discard."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from relayflow.cli.api import api_command, endpoint, list_page, page_query
+from relayflow.cli.api import api_commands, endpoint, list_command
 from relayflow.cli.parsing import arg, command_group, page_arguments
 
-
-def cmd_dlq_list(args: argparse.Namespace) -> int:
-    return list_page(
-        args,
-        "/dlq",
-        page_query(args),
-        ("run", "workflow", "status", "step", "error", "retries", "next retry"),
-        lambda entry: (
-            entry["run_id"],
-            entry["workflow_id"],
-            entry["status"],
-            entry.get("failing_step") or "",
-            entry.get("error") or "",
-            str(entry["attempts"]),
-            entry.get("next_retry_at") or "",
-        ),
-    )
+cmd_dlq_list = list_command(
+    "/dlq",
+    ("run", "workflow", "status", "step", "error", "retries", "next retry"),
+    lambda entry: (
+        entry["run_id"],
+        entry["workflow_id"],
+        entry["status"],
+        entry.get("failing_step") or "",
+        entry.get("error") or "",
+        str(entry["attempts"]),
+        entry.get("next_retry_at") or "",
+    ),
+)
 
 
 cmd_dlq_get = endpoint("GET", "/dlq/{run_id}")
@@ -43,20 +38,24 @@ cmd_dlq_discard = endpoint(
 )
 
 
-def add_dlq_commands(sub: Any) -> None:
-    """``relayflow dlq list|get|retry|discard``."""
-    dlq = command_group(sub, "dlq", "failed runs: list, retry, discard")
-    api_command(
-        dlq,
+_STATUSES = ("pending", "retrying", "retried", "exhausted", "discarded")
+_RUN_ID = arg("run_id")
+
+#: ``relayflow dlq ...``: each command's name, help line, function and arguments.
+_COMMANDS = (
+    (
         "list",
         "the dead-letter queue, newest first",
         cmd_dlq_list,
-        arg("--status", choices=("pending", "retrying", "retried", "exhausted", "discarded")),
+        arg("--status", choices=_STATUSES),
         *page_arguments(20),
-    )
-    for name, func, text in (
-        ("get", cmd_dlq_get, "one entry: error, failing step, outputs so far, retry state"),
-        ("retry", cmd_dlq_retry, "restart the run under its run id; finished steps are kept"),
-        ("discard", cmd_dlq_discard, "no more retries for this run"),
-    ):
-        api_command(dlq, name, text, func, arg("run_id"))
+    ),
+    ("get", "one entry: error, failing step, outputs so far, retry state", cmd_dlq_get, _RUN_ID),
+    ("retry", "restart the run under its run id; finished steps are kept", cmd_dlq_retry, _RUN_ID),
+    ("discard", "no more retries for this run", cmd_dlq_discard, _RUN_ID),
+)
+
+
+def add_dlq_commands(sub: Any) -> None:
+    """``relayflow dlq list|get|retry|discard``."""
+    api_commands(command_group(sub, "dlq", "failed runs: list, retry, discard"), _COMMANDS)

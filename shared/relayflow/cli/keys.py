@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import Any
 
-from relayflow.cli.api import API_URL_ENV, ApiClient, api_command, segment
+from relayflow.cli.api import API_URL_ENV, ApiClient, api_commands, segment
 from relayflow.cli.output import EXIT_OK, UsageError, print_json
 from relayflow.cli.parsing import arg, command_group
 
@@ -67,23 +67,20 @@ def _keys_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the key as JSON")
 
 
-def add_keys_commands(sub: Any) -> None:
-    """``relayflow keys create|revoke``."""
-    keys = command_group(sub, "keys", "create and revoke API keys")
-    api_command(
-        keys,
+#: ``relayflow keys ...``: each command's name, help line, function and arguments.
+_COMMANDS = (
+    (
         "create",
         "create an API key (its secret is shown once)",
         cmd_keys_create,
         arg("--tenant", required=True),
         arg("--name", required=True),
-        common=_keys_options,
-    )
-    api_command(
-        keys,
-        "revoke",
-        "revoke an API key by its key id",
-        cmd_keys_revoke,
-        arg("key_id"),
-        common=_keys_options,
-    )
+    ),
+    ("revoke", "revoke an API key by its key id", cmd_keys_revoke, arg("key_id")),
+)
+
+
+def add_keys_commands(sub: Any) -> None:
+    """``relayflow keys create|revoke``."""
+    keys = command_group(sub, "keys", "create and revoke API keys")
+    api_commands(keys, _COMMANDS, common=_keys_options)

@@ -10,7 +10,7 @@ from typing import Any
 
 from relayflow.cli.api import (
     api_client,
-    api_command,
+    api_commands,
     call_and_print,
     endpoint,
     list_page,
@@ -188,11 +188,11 @@ def cmd_runs_rerun(args: argparse.Namespace) -> int:
     )
 
 
-def add_runs_commands(sub: Any) -> None:
-    """``relayflow runs start|get|list|cancel|continue|resume|rerun``."""
-    runs = command_group(sub, "runs", "start, inspect and cancel runs")
-    api_command(
-        runs,
+_RUN_ID = arg("run_id")
+
+#: ``relayflow runs ...``: each command's name, help line, function and arguments.
+_COMMANDS = (
+    (
         "start",
         "start a run of a workflow",
         cmd_runs_start,
@@ -210,10 +210,9 @@ def add_runs_commands(sub: Any) -> None:
             action="store_true",
             help="pause before each step until `relayflow runs continue`",
         ),
-    )
-    api_command(runs, "get", "a run and its step timeline", cmd_runs_get, arg("run_id"))
-    api_command(
-        runs,
+    ),
+    ("get", "a run and its step timeline", cmd_runs_get, _RUN_ID),
+    (
         "list",
         "a workflow's runs, newest first (--parked: parked runs)",
         cmd_runs_list,
@@ -224,32 +223,35 @@ def add_runs_commands(sub: Any) -> None:
             choices=("queued", "running", "parked", "succeeded", "failed", "timed_out", "aborted"),
         ),
         *page_arguments(20),
-    )
-    api_command(runs, "cancel", "abort a running run", cmd_runs_cancel, arg("run_id"))
-    api_command(
-        runs,
+    ),
+    ("cancel", "abort a running run", cmd_runs_cancel, _RUN_ID),
+    (
         "continue",
         "release the next step of a step-through run",
         cmd_runs_continue,
-        arg("run_id"),
+        _RUN_ID,
         arg("--to-end", action="store_true", help="let the run finish without pausing"),
-    )
-    api_command(
-        runs,
+    ),
+    (
         "resume",
         "resume a parked run: retry, skip or fail its step",
         cmd_runs_resume,
-        arg("run_id"),
+        _RUN_ID,
         arg("--action", required=True, choices=("retry", "skip", "fail")),
         arg("--output", help="skip: the step's output (JSON, or @file)"),
         arg("--context", help="a JSON object merged into the run's trigger data (or @file)"),
-    )
-    api_command(
-        runs,
+    ),
+    (
         "rerun",
         "start a new run of a run's trigger from a chosen step",
         cmd_runs_rerun,
-        arg("run_id"),
+        _RUN_ID,
         arg("--from", dest="from_step", required=True, help="the main-flow step to start at"),
         arg("--current", action="store_true", help="run the live version (default: the run's own)"),
-    )
+    ),
+)
+
+
+def add_runs_commands(sub: Any) -> None:
+    """``relayflow runs start|get|list|cancel|continue|resume|rerun``."""
+    api_commands(command_group(sub, "runs", "start, inspect and cancel runs"), _COMMANDS)

@@ -8,7 +8,7 @@ from typing import Any
 
 from relayflow.cli.api import (
     api_client,
-    api_command,
+    api_commands,
     api_options,
     call_and_print,
     endpoint,
@@ -98,29 +98,56 @@ cmd_waitpoints_fail = endpoint(
 )
 
 
-def add_wait_commands(sub: Any) -> None:
-    """``relayflow approvals list|get|respond`` and ``relayflow waitpoints
-    list|get|complete|fail``."""
-    approvals = command_group(sub, "approvals", "list and decide approval requests")
-    api_command(
-        approvals,
+_APPROVAL_ID, _WAITPOINT_ID = arg("approval_id"), arg("waitpoint_id")
+
+#: ``relayflow approvals ...``: each command's name, help line, function and arguments.
+_APPROVAL_COMMANDS = (
+    (
         "list",
         "approval requests, oldest first (default: pending)",
         cmd_approvals_list,
         arg("--status", choices=("pending", "decided", "expired"), default="pending"),
         *page_arguments(20),
-    )
-    api_command(approvals, "get", "one approval request", cmd_approvals_get, arg("approval_id"))
-    api_command(
-        approvals,
+    ),
+    ("get", "one approval request", cmd_approvals_get, _APPROVAL_ID),
+    (
         "respond",
         "decide an approval request; the run resumes",
         cmd_approvals_respond,
-        arg("approval_id"),
+        _APPROVAL_ID,
         arg("--option", required=True, help="one of the request's options"),
         arg("--data", help="form data as JSON, or @file"),
-    )
+    ),
+)
 
+#: ``relayflow waitpoints ...`` after ``list`` (whose ``--run`` and ``--key`` exclude each
+#: other): each command's name, help line, function and arguments.
+_WAITPOINT_COMMANDS = (
+    ("get", "one waitpoint", cmd_waitpoints_get, _WAITPOINT_ID),
+    (
+        "complete",
+        "complete a waitpoint; the run resumes",
+        cmd_waitpoints_complete,
+        _WAITPOINT_ID,
+        arg("--data", help="the step's output as JSON, or @file"),
+    ),
+    (
+        "fail",
+        "fail a waitpoint; the run takes its failure route",
+        cmd_waitpoints_fail,
+        _WAITPOINT_ID,
+        arg("--error", help="a short error code"),
+        arg("--message", help="what went wrong"),
+    ),
+)
+
+
+def add_wait_commands(sub: Any) -> None:
+    """``relayflow approvals list|get|respond`` and ``relayflow waitpoints
+    list|get|complete|fail``."""
+    api_commands(
+        command_group(sub, "approvals", "list and decide approval requests"), _APPROVAL_COMMANDS
+    )
     waitpoints = command_group(sub, "waitpoints", "find, complete and fail waitpoints")
     p = waitpoints.add_parser("list", help="a run's waitpoints, or the one a key names")
     which = p.add_mutually_exclusive_group(required=True)
@@ -128,21 +155,4 @@ def add_wait_commands(sub: Any) -> None:
     which.add_argument("--key", help="a rendered idempotency key")
     api_options(p)
     p.set_defaults(func=cmd_waitpoints_list)
-    api_command(waitpoints, "get", "one waitpoint", cmd_waitpoints_get, arg("waitpoint_id"))
-    api_command(
-        waitpoints,
-        "complete",
-        "complete a waitpoint; the run resumes",
-        cmd_waitpoints_complete,
-        arg("waitpoint_id"),
-        arg("--data", help="the step's output as JSON, or @file"),
-    )
-    api_command(
-        waitpoints,
-        "fail",
-        "fail a waitpoint; the run takes its failure route",
-        cmd_waitpoints_fail,
-        arg("waitpoint_id"),
-        arg("--error", help="a short error code"),
-        arg("--message", help="what went wrong"),
-    )
+    api_commands(waitpoints, _WAITPOINT_COMMANDS)

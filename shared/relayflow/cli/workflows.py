@@ -3,28 +3,23 @@ control API."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from relayflow.cli.api import api_command, endpoint, list_page, page_query
+from relayflow.cli.api import api_commands, endpoint, list_command
 from relayflow.cli.parsing import arg, command_group, page_arguments
 
-
-def cmd_workflows_list(args: argparse.Namespace) -> int:
-    return list_page(
-        args,
-        "/workflows",
-        page_query(args),
-        ("workflow", "live", "latest", "engine", "enabled", "updated"),
-        lambda w: (
-            w["workflow_id"],
-            str(w.get("live_version")),
-            str(w.get("latest_version")),
-            str(w.get("engine") or ""),
-            "yes" if w.get("enabled", True) else "no",
-            str(w.get("updated_at") or ""),
-        ),
-    )
+cmd_workflows_list = list_command(
+    "/workflows",
+    ("workflow", "live", "latest", "engine", "enabled", "updated"),
+    lambda w: (
+        w["workflow_id"],
+        str(w.get("live_version")),
+        str(w.get("latest_version")),
+        str(w.get("engine") or ""),
+        "yes" if w.get("enabled", True) else "no",
+        str(w.get("updated_at") or ""),
+    ),
+)
 
 
 def _workflow_text(workflow: dict[str, Any]) -> str:
@@ -43,16 +38,18 @@ def _workflow_text(workflow: dict[str, Any]) -> str:
 cmd_workflows_get = endpoint("GET", "/workflows/{workflow_id}", _workflow_text)
 
 
-def add_workflows_commands(sub: Any) -> None:
-    """``relayflow workflows list|get``."""
-    workflows = command_group(sub, "workflows", "the tenant's workflows")
-    api_command(
-        workflows,
+#: ``relayflow workflows ...``: each command's name, help line, function and arguments.
+_COMMANDS = (
+    (
         "list",
         "workflows with their live and latest versions",
         cmd_workflows_list,
         *page_arguments(50),
-    )
-    api_command(
-        workflows, "get", "one workflow and its versions", cmd_workflows_get, arg("workflow_id")
-    )
+    ),
+    ("get", "one workflow and its versions", cmd_workflows_get, arg("workflow_id")),
+)
+
+
+def add_workflows_commands(sub: Any) -> None:
+    """``relayflow workflows list|get``."""
+    api_commands(command_group(sub, "workflows", "the tenant's workflows"), _COMMANDS)

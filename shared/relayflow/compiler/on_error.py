@@ -136,10 +136,11 @@ def _emit_park(ctx: Emitter, key: str, on_error: ParkOnError) -> None:
     )
     ctx.machine.add(
         merge,
-        Pass(
-            parameters={"trigger.$": f"States.JsonMerge($.trigger, {PARK_RESULT}.context, false)"},
-            result_path=f"{PARK_RESULT}.merged",
-            next=apply,
+        Pass.intrinsic(
+            "trigger",
+            f"States.JsonMerge($.trigger, {PARK_RESULT}.context, false)",
+            f"{PARK_RESULT}.merged",
+            apply,
         ),
     )
     ctx.machine.add(

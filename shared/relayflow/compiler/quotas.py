@@ -119,7 +119,12 @@ def history_problems(
     ``max_steps_per_run`` for a workflow with cycles, where the fewest events a run writes
     before that guard stops it pass :data:`MAX_HISTORY_EVENTS`: a definition refused here would
     surely break a run that reaches its own limit."""
-    problems: list[Problem] = []
+    return list(_history_problems(workflow, asl, file))
+
+
+def _history_problems(
+    workflow: Workflow, asl: Mapping[str, Any], file: str | None
+) -> Iterator[Problem]:
     states = dict(_all_states(asl))
     for key, step in workflow.steps.items():
         state = states.get(key)
@@ -132,18 +137,16 @@ def history_problems(
         events = fixed + items * per_item
         if events > MAX_HISTORY_EVENTS:
             most = (MAX_HISTORY_EVENTS - fixed) // per_item
-            problems.append(
-                Problem(
-                    file,
-                    f"steps.{key}.max_items",
-                    "history-events",
-                    f"an inline for_each of {items:,} items writes at least {events:,} events "
-                    f"into the run's history ({per_item} per item), over Step Functions' "
-                    f"{MAX_HISTORY_EVENTS:,}-event quota for a Standard execution: a run given "
-                    f"that many items would fail on the quota, not with Relayflow.TooManyItems. "
-                    f"Lower max_items to at most {most:,}, or use mode: distributed (each item "
-                    "a child execution with a history of its own)",
-                )
+            yield Problem(
+                file,
+                f"steps.{key}.max_items",
+                "history-events",
+                f"an inline for_each of {items:,} items writes at least {events:,} events "
+                f"into the run's history ({per_item} per item), over Step Functions' "
+                f"{MAX_HISTORY_EVENTS:,}-event quota for a Standard execution: a run given "
+                f"that many items would fail on the quota, not with Relayflow.TooManyItems. "
+                f"Lower max_items to at most {most:,}, or use mode: distributed (each item "
+                "a child execution with a history of its own)",
             )
     # ``_init`` starts the cycle counter: only a workflow with cycles has it.
     max_steps_per_run = workflow.max_steps_per_run if CYCLE_INIT_STATE in states else None
@@ -151,19 +154,16 @@ def history_problems(
         events = _EXECUTION_EVENTS + max_steps_per_run * _CYCLE_STEP_EVENTS
         if events > MAX_HISTORY_EVENTS:
             most = (MAX_HISTORY_EVENTS - _EXECUTION_EVENTS) // _CYCLE_STEP_EVENTS
-            problems.append(
-                Problem(
-                    file,
-                    "max_steps_per_run",
-                    "history-events",
-                    f"max_steps_per_run {max_steps_per_run:,} lets cycles write at least "
-                    f"{events:,} events into the run's history ({_CYCLE_STEP_EVENTS} per step), "
-                    f"over Step Functions' {MAX_HISTORY_EVENTS:,}-event quota for a Standard "
-                    "execution: a looping run would fail on the quota, not with "
-                    f"Relayflow.MaxStepsExceeded. Lower max_steps_per_run to at most {most:,}",
-                )
+            yield Problem(
+                file,
+                "max_steps_per_run",
+                "history-events",
+                f"max_steps_per_run {max_steps_per_run:,} lets cycles write at least "
+                f"{events:,} events into the run's history ({_CYCLE_STEP_EVENTS} per step), "
+                f"over Step Functions' {MAX_HISTORY_EVENTS:,}-event quota for a Standard "
+                "execution: a looping run would fail on the quota, not with "
+                f"Relayflow.MaxStepsExceeded. Lower max_steps_per_run to at most {most:,}",
             )
-    return problems
 
 
 def _all_states(scope: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -351,10 +351,8 @@ class ScopeContext:
         loop, guard, exceeded = f"{header}.loop", f"{header}.guard", f"{header}.exceeded"
         self.machine.add(
             loop,
-            Pass(
-                parameters={"steps.$": f"States.MathAdd($.counters.steps, {size})"},
-                result_path="$.counters",
-                next=guard,
+            Pass.intrinsic(
+                "steps", f"States.MathAdd($.counters.steps, {size})", "$.counters", guard
             ),
         )
         self.machine.add(

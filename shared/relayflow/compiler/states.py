@@ -83,6 +83,12 @@ class Pass(_Flow):
     result_path: str | None = None
     output_path: str | None = None
 
+    @classmethod
+    def intrinsic(cls, field_name: str, call: str, result_path: str, then: str) -> Pass:
+        """A Pass that writes ``{field_name: <the intrinsic function call's value>}`` at
+        ``result_path`` and goes on to ``then``."""
+        return cls(parameters={f"{field_name}.$": call}, result_path=result_path, next=then)
+
 
 @dataclass
 class Task(_Flow):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -12,6 +13,16 @@ class ClosedOnExit:
     def close(self) -> None:
         """Release what the object holds; safe to call when it is already closed."""
         raise NotImplementedError
+
+    def opened_by(self, opening: Callable[[], None]) -> Self:
+        """The object once ``opening`` (what ``__enter__`` does to open it) has run; when it
+        raises, what it opened so far is closed (:meth:`close`) and the error goes on."""
+        try:
+            opening()
+        except BaseException:
+            self.close()
+            raise
+        return self
 
     def __exit__(
         self,

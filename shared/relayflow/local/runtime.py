@@ -63,6 +63,11 @@ def default_functions_dir() -> Path:
     return Path(relayflow.__file__).resolve().parents[2] / "functions"
 
 
+def _service_client(service: str) -> property:
+    """A read-only property: the runtime's client for ``service`` (:meth:`LocalRuntime.client`)."""
+    return property(lambda runtime: runtime.client(service))
+
+
 class LocalRuntime(ClosedOnExit):
     """Runs Step Functions ASL locally; a context manager.
 
@@ -125,12 +130,7 @@ class LocalRuntime(ClosedOnExit):
                     "(or share it, e.g. through a module- or session-scoped fixture)"
                 )
             LocalRuntime._open = self
-        try:
-            self._open_runtime()
-        except BaseException:
-            self.close()
-            raise
-        return self
+        return self.opened_by(self._open_runtime)
 
     def _open_runtime(self) -> None:
         # Environment first: importing moto builds boto3 sessions, which must not see a
@@ -310,25 +310,11 @@ class LocalRuntime(ClosedOnExit):
                 self._clients[service] = client
             return client
 
-    @property
-    def sfn_client(self) -> Any:
-        return self.client("stepfunctions")
-
-    @property
-    def dynamodb_client(self) -> Any:
-        return self.client("dynamodb")
-
-    @property
-    def s3_client(self) -> Any:
-        return self.client("s3")
-
-    @property
-    def events_client(self) -> Any:
-        return self.client("events")
-
-    @property
-    def scheduler_client(self) -> Any:
-        return self.client("scheduler")
+    sfn_client = _service_client("stepfunctions")
+    dynamodb_client = _service_client("dynamodb")
+    s3_client = _service_client("s3")
+    events_client = _service_client("events")
+    scheduler_client = _service_client("scheduler")
 
     @property
     def lambda_endpoint_url(self) -> str:

@@ -157,12 +157,7 @@ class LocalServer(ClosedOnExit):
     def __enter__(self) -> LocalServer:
         self.runtime = LocalRuntime(time_scale=self.time_scale, functions_dir=self._functions_dir)
         self.runtime.__enter__()
-        try:
-            self._open()
-        except BaseException:
-            self.close()
-            raise
-        return self
+        return self.opened_by(self._open)
 
     def _open(self) -> None:
         assert self.runtime is not None

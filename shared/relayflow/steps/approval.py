@@ -17,7 +17,7 @@ from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
 from relayflow.steps.effects import Effects
-from relayflow.steps.task import parse_task, result
+from relayflow.steps.task import parse_task, result, run_place
 
 DEFAULT_OPTIONS = ["approve", "reject"]
 
@@ -36,6 +36,19 @@ def lifetime(now: datetime, timeout_seconds: int | None) -> tuple[str | None, in
         return None, int(now.timestamp()) + WAIT_MAX_AGE_SECONDS
     deadline = now + timedelta(seconds=int(timeout_seconds))
     return iso(deadline), int(deadline.timestamp()) + WAIT_RETENTION_SECONDS
+
+
+def wait_fields(token: str, timeout_seconds: int | None) -> dict[str, Any]:
+    """The fields of an approval or waitpoint item that start its wait now: ``created_at``,
+    the ``deadline`` and TTL of :func:`lifetime`, and the task token that resumes the run."""
+    now = datetime.now(UTC)
+    deadline, expires_at = lifetime(now, timeout_seconds)
+    return {
+        "created_at": iso(now),
+        "deadline": deadline,
+        "task_token": token,
+        "expires_at": expires_at,
+    }
 
 
 def task_token(event: Any) -> str:
@@ -65,9 +78,6 @@ def run(event: Any, effects: Effects) -> dict[str, Any]:
     token = task_token(event)
     task = parse_task(event)
     config = task.step.config
-    run_info = task.doc.get("run") or {}
-    now = datetime.now(UTC)
-    deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
     options = list(config.get("options") or DEFAULT_OPTIONS)
     from relayflow.steps.idempotency import step_identity
 
@@ -78,11 +88,7 @@ def run(event: Any, effects: Effects) -> dict[str, Any]:
     kind = f"approval:{text_form(render(scope, task.doc))}" if scope else "approval"
     item = ApprovalItem(
         approval_id=identity.wait_id(kind) if identity else uuid.uuid4().hex,
-        tenant=str(run_info.get("tenant") or "local"),
-        workflow_id=str(run_info.get("workflow_id") or ""),
-        run_id=str(run_info.get("id") or ""),
-        step=task.step.key,
-        execution_id=task.context.execution_id,
+        **run_place(task),
         title=_text(render(config.get("title") or "Approval required", task.doc)) or "",
         description=_text(render(config.get("description"), task.doc)),
         prompt=_text(render(config.get("prompt"), task.doc)),
@@ -91,10 +97,7 @@ def run(event: Any, effects: Effects) -> dict[str, Any]:
         assigned_to=config.get("assigned_to"),
         assigned_role=config.get("assigned_role"),
         timeout_action=str(config.get("timeout_action") or "fail"),
-        created_at=iso(now),
-        deadline=deadline,
-        task_token=token,
-        expires_at=expires_at,
+        **wait_fields(token, config.get("timeout_seconds")),
     )
     dal = WaitDal()
     try:
@@ -109,7 +112,7 @@ def run(event: Any, effects: Effects) -> dict[str, Any]:
         ) from exc
     if asked:
         effects.notify_approval(item, config.get("notification_channels") or [])
-    return result({"approval_id": item.approval_id, "expires_at": deadline})
+    return result({"approval_id": item.approval_id, "expires_at": item.deadline})
 
 
 def _ask_again(dal: Any, item: Any) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from relayflow.errors import TransientError
 from relayflow.steps.approval import iso, lifetime, task_token
-from relayflow.steps.task import parse_task, result
+from relayflow.steps.task import parse_task, result, run_place
 
 
 def park_id(token: str) -> str:
@@ -50,18 +50,11 @@ def run(event: Any) -> dict[str, Any]:
 
     token = task_token(event)
     task = parse_task(event)
-    run_info = task.doc.get("run") or {}
-    tenant = str(run_info.get("tenant") or "local")
-    run_id = str(run_info.get("id") or "")
     now = datetime.now(UTC)
     deadline, expires_at = lifetime(now, task.step.config.get("park_timeout"))
     item = ParkItem(
         park_id=park_id(token),
-        tenant=tenant,
-        workflow_id=str(run_info.get("workflow_id") or ""),
-        run_id=run_id,
-        step=task.step.key,
-        execution_id=task.context.execution_id,
+        **run_place(task),
         error=_error(task.doc),
         parked_at=iso(now),
         deadline=deadline,
@@ -73,8 +66,8 @@ def run(event: Any) -> dict[str, Any]:
         if not ParkDal().put(item):
             return result({"park_id": item.park_id, "resumed": True})  # a repeat, answered
         get_dal().update_run(
-            tenant,
-            run_id,
+            item.tenant,
+            item.run_id,
             {"status": "parked", "parked": item.info()},
             if_status=ACTIVE_STATUSES,
         )

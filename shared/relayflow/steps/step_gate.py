@@ -18,7 +18,7 @@ from typing import Any
 
 from relayflow.errors import StepThroughOff, TransientError
 from relayflow.steps.approval import iso, lifetime, task_token
-from relayflow.steps.task import parse_task, result
+from relayflow.steps.task import parse_task, result, run_place
 from relayflow.steps.wait_outcomes import TOKEN_GONE, completion_output
 
 #: The label of a gate's waitpoint (how ``continue`` tells gates from waitpoint steps).
@@ -53,9 +53,8 @@ def run(event: Any) -> dict[str, Any]:
 
     token = task_token(event)
     task = parse_task(event)
-    run_info = task.doc.get("run") or {}
-    tenant = str(run_info.get("tenant") or "local")
-    run_id = str(run_info.get("id") or "")
+    place = run_place(task)
+    tenant, run_id = place["tenant"], place["run_id"]
     try:
         if _runs_to_end(tenant, run_id):
             raise StepThroughOff(f"run {run_id} runs to its end", step=task.step.key)
@@ -63,11 +62,7 @@ def run(event: Any) -> dict[str, Any]:
         _, expires_at = lifetime(now, None)
         item = WaitpointItem(
             waitpoint_id=gate_id(event),
-            tenant=tenant,
-            workflow_id=str(run_info.get("workflow_id") or ""),
-            run_id=run_id,
-            step=task.step.key,
-            execution_id=task.context.execution_id,
+            **place,
             label=GATE_LABEL,
             created_at=iso(now),
             task_token=token,

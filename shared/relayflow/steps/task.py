@@ -32,6 +32,19 @@ def parse_task(event: Any) -> StepTask:
     return task
 
 
+def run_place(task: StepTask) -> dict[str, str]:
+    """Where a waiting step stands: the run's tenant, workflow and run id, the step and its
+    execution (the fields an approval, waitpoint, gate or park item starts with)."""
+    run_info = task.doc.get("run") or {}
+    return {
+        "tenant": str(run_info.get("tenant") or "local"),
+        "workflow_id": str(run_info.get("workflow_id") or ""),
+        "run_id": str(run_info.get("id") or ""),
+        "step": task.step.key,
+        "execution_id": task.context.execution_id,
+    }
+
+
 def result(
     output: Any, branch: str | None = None, *, task: StepTask | None = None
 ) -> dict[str, Any]:

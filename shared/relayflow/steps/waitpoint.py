@@ -21,14 +21,13 @@ first one's id:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from relayflow.errors import InvalidArgsError, TransientError
 from relayflow.expressions import render
 from relayflow.expressions.templates import text_form
-from relayflow.steps.approval import iso, lifetime, task_token
-from relayflow.steps.task import parse_task, result
+from relayflow.steps.approval import task_token, wait_fields
+from relayflow.steps.task import parse_task, result, run_place
 from relayflow.steps.wait_outcomes import (
     WAITPOINT_FAILED,
     completion_output,
@@ -65,8 +64,8 @@ def run(event: Any) -> dict[str, Any]:
         return event_wait.run(event)
     token = task_token(event)
     config = task.step.config
-    run_info = task.doc.get("run") or {}
-    tenant = str(run_info.get("tenant") or "local")
+    place = run_place(task)
+    tenant = place["tenant"]
     key: str | None = None
     if config.get("idempotency_key") is not None:
         key = text_form(render(config["idempotency_key"], task.doc))
@@ -76,21 +75,12 @@ def run(event: Any) -> dict[str, Any]:
                 f"over-long ({MAX_KEY_LENGTH}+) text",
                 step=task.step.key,
             )
-    now = datetime.now(UTC)
-    deadline, expires_at = lifetime(now, config.get("timeout_seconds"))
     item = WaitpointItem(
         waitpoint_id=waitpoint_id(tenant, key, event),
-        tenant=tenant,
-        workflow_id=str(run_info.get("workflow_id") or ""),
-        run_id=str(run_info.get("id") or ""),
-        step=task.step.key,
-        execution_id=task.context.execution_id,
+        **place,
         label=config.get("label") or task.step.key,
         idempotency_key=key,
-        created_at=iso(now),
-        deadline=deadline,
-        task_token=token,
-        expires_at=expires_at,
+        **wait_fields(token, config.get("timeout_seconds")),
     )
     dal = WaitDal()
     try:
@@ -106,7 +96,7 @@ def run(event: Any) -> dict[str, Any]:
                 raise TransientError("the waitpoint changed while it was re-armed; retry")
     except DataAccessError as exc:
         raise TransientError(f"could not store the waitpoint of step {task.step.key!r}") from exc
-    return result({"waitpoint_id": item.waitpoint_id, "expires_at": deadline})
+    return result({"waitpoint_id": item.waitpoint_id, "expires_at": item.deadline})
 
 
 def _resume_with(existing: Any, token: str) -> None:

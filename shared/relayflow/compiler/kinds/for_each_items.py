@@ -67,11 +67,7 @@ def guard_item_count(ctx: Emitter, key: str, step: ForEachStep, items: str) -> s
     ctx.machine.add(is_list, Choice(choices=scalar, default=text))
     ctx.machine.add(
         text,
-        Pass(
-            parameters={"text.$": f"States.JsonToString({items_path})"},
-            result_path=f"$.steps.{key}",
-            next=empty,
-        ),
+        Pass.intrinsic("text", f"States.JsonToString({items_path})", f"$.steps.{key}", empty),
     )
     ctx.machine.add(
         empty,
@@ -88,11 +84,7 @@ def guard_item_count(ctx: Emitter, key: str, step: ForEachStep, items: str) -> s
     )
     ctx.machine.add(
         size,
-        Pass(
-            parameters={"count.$": f"States.ArrayLength({items_path})"},
-            result_path=f"$.steps.{key}",
-            next=check,
-        ),
+        Pass.intrinsic("count", f"States.ArrayLength({items_path})", f"$.steps.{key}", check),
     )
     ctx.machine.add(check, over_limit(f"$.steps.{key}.count", step.max_items, too_many, key))
     ctx.raise_error(

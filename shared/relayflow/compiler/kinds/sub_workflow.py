@@ -243,10 +243,8 @@ def emit_sub_workflow_failure(
     )
     ctx.machine.add(
         merge,
-        Pass(
-            parameters={"child.$": "States.JsonMerge($.error.defaults, $.error.child, false)"},
-            result_path="$.error",
-            next=pick,
+        Pass.intrinsic(
+            "child", "States.JsonMerge($.error.defaults, $.error.child, false)", "$.error", pick
         ),
     )
     # The step's record names the child that failed (not the seed its id was drawn from).
