@@ -29,9 +29,9 @@ from sam_template import (
     allows,
     allows_item,
     function_resources,
-    load_template,
     role_statements,
 )
+from stack import DEV, FUNCTIONS, TEMPLATE
 from test_handler_samples import lambda_sandbox  # noqa: F401 (a fixture)
 
 from relayflow import naming
@@ -40,9 +40,6 @@ from relayflow.dal.access import TABLE_ACCESS
 from relayflow.executions.stepfunctions import state_machine_name
 from relayflow.validation import load_workflow
 
-TEMPLATE = load_template()
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 WORKFLOWS = sorted((ROOT / "workflows" / "examples").glob("*.yaml")) + sorted(
     (ROOT / "tests" / "golden").glob("*.yaml")
 )

@@ -4,13 +4,11 @@ machine, the recorder starts and reads its executions, each within its own stage
 
 from __future__ import annotations
 
-from sam_template import ACCOUNT, REGION, Resolver, allows, function_resources, load_template
+from sam_template import ACCOUNT, REGION, allows
+from stack import DEV, FUNCTIONS, TEMPLATE
 
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX, compensation_machine_name
 
-TEMPLATE = load_template()
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:"
 EXECUTION = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:"
 
