@@ -362,42 +362,17 @@ BROKEN: list[BrokenCase] = [
     BrokenCase(
         "fail-cause-path-not-a-path", _set("failed", CausePath="error"), "jsonpath", "failed"
     ),
-    # Intrinsic functions
-    BrokenCase(
-        "unknown-intrinsic",
-        _params("prepare", **{"x.$": "States.Nope($.a)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "unbalanced-intrinsic",
-        _params("prepare", **{"x.$": "States.Array($.a, $.b"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-bad-escape",
-        _params("prepare", **{"x.$": "States.Format('a\\nb')"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-unterminated-literal",
-        _params("prepare", **{"x.$": "States.Format('abc)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-arity",
-        _params("prepare", **{"x.$": "States.MathAdd(1)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-bad-path-argument",
-        _params("prepare", **{"x.$": "States.ArrayLength($.a..)"}),
-        "intrinsic",
-        "prepare",
+    # Intrinsic functions, each in a `.$` field of prepare's Parameters
+    *(
+        BrokenCase(name, _params("prepare", **{"x.$": expression}), "intrinsic", "prepare")
+        for name, expression in [
+            ("unknown-intrinsic", "States.Nope($.a)"),
+            ("unbalanced-intrinsic", "States.Array($.a, $.b"),
+            ("intrinsic-bad-escape", "States.Format('a\\nb')"),
+            ("intrinsic-unterminated-literal", "States.Format('abc)"),
+            ("intrinsic-arity", "States.MathAdd(1)"),
+            ("intrinsic-bad-path-argument", "States.ArrayLength($.a..)"),
+        ]
     ),
     BrokenCase(
         "eleven-intrinsics-in-one-field",
