@@ -401,33 +401,16 @@ BROKEN: list[BrokenCase] = [
     BrokenCase("machine-timeout-zero", _top(TimeoutSeconds=0), "numeric-range", None),
     BrokenCase("jitter-unknown", _retry(0, JitterStrategy="HALF"), "field-value", "call"),
     BrokenCase("task-without-resource", _drop("call", "Resource"), "field-value", "call"),
-    # Timestamps
-    BrokenCase(
-        "timestamp-impossible-date",
-        _set("until", Timestamp="2030-02-30T09:00:00Z"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-hour-24", _set("until", Timestamp="2030-01-01T24:00:00Z"), "timestamp", "until"
-    ),
-    BrokenCase(
-        "timestamp-bad-offset",
-        _set("until", Timestamp="2030-01-01T09:00:00+25:99"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-non-ascii-digits",
-        _set("until", Timestamp="٢٠٣٠-01-01T09:00:00Z"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-lowercase-t",
-        _set("until", Timestamp="2030-01-01t09:00:00Z"),
-        "timestamp",
-        "until",
+    # Timestamps, each as the Timestamp of the Wait state until
+    *(
+        BrokenCase(name, _set("until", Timestamp=timestamp), "timestamp", "until")
+        for name, timestamp in [
+            ("timestamp-impossible-date", "2030-02-30T09:00:00Z"),
+            ("timestamp-hour-24", "2030-01-01T24:00:00Z"),
+            ("timestamp-bad-offset", "2030-01-01T09:00:00+25:99"),
+            ("timestamp-non-ascii-digits", "٢٠٣٠-01-01T09:00:00Z"),
+            ("timestamp-lowercase-t", "2030-01-01t09:00:00Z"),
+        ]
     ),
     BrokenCase(
         "choice-timestamp-not-rfc3339",

@@ -14,12 +14,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from relayflow_testing import step_task
 
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
 from relayflow.dal.flow import FlowLeaseItem, rate_partition, slots_partition
 from relayflow.dal.limits import RING
-from relayflow.document import StepRef
 from relayflow.errors import ExpressionError, InvalidArgsError, Throttled, TransientError
 from relayflow.reliability import flow
 from relayflow.reliability.flow import (
@@ -138,15 +138,7 @@ def control(table, clock) -> FlowControl:
 
 
 def task(config: dict[str, Any], trigger: Any = None) -> dict[str, Any]:
-    return {
-        "step": StepRef(key="charge", type="transform", config=config).wire(),
-        "doc": {
-            "run": {"id": "run-1", "workflow_id": "orders", "tenant": "acme"},
-            "trigger": trigger or {},
-            "steps": {},
-        },
-        "context": {"attempt": 0},
-    }
+    return step_task("charge", "transform", config, workflow_id="orders", trigger=trigger or {})
 
 
 # --------------------------------------------------------------------------- groups and keys
