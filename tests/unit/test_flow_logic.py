@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from relayflow_testing import step_task
+from relayflow_testing import FixedClock, step_task
 
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
@@ -36,14 +36,6 @@ from relayflow.steps.guard import flow_controlled, is_flow_controlled
 
 SCOPE = FlowScope("acme", "orders", "charge", "run-1")
 T0 = 1_800_000_000.0  # a window boundary for 60 s windows (divisible by 60)
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class MemoryRateWindows:
@@ -128,8 +120,8 @@ def table() -> MemoryFlowDal:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(T0)
 
 
 @pytest.fixture
