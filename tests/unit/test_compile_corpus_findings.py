@@ -109,24 +109,30 @@ def test_a_handler_a_task_can_catch_into_is_kept_and_wired():
 # --------------------------------------------------------------------------- 10. item + child
 
 
-def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
-    # Given a for_each that goes on past failed items, each item a sub_workflow
-    definition = {
-        "id": "each-child",
+def continuing_for_each(workflow_id: str, key: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A workflow whose for_each ``each`` runs the step ``key`` (``item``) on every trigger
+    item and goes on past the items that fail."""
+    return {
+        "id": workflow_id,
         "start": "each",
         "steps": {
             "each": {
                 "type": "for_each",
                 "items": "{{ trigger.items }}",
-                "step": "call",
+                "step": key,
                 "on_item_failure": "continue",
             },
-            "call": {"type": "sub_workflow", "workflow_id": "billing"},
+            key: item,
         },
     }
 
+
+def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
+    # Given a for_each that goes on past failed items, each item a sub_workflow
+    item = {"type": "sub_workflow", "workflow_id": "billing"}
+
     # When compiled
-    asl, _ = compile_data(definition)
+    asl, _ = compile_data(continuing_for_each("each-child", "call", item))
     items = asl["States"]["each"]["ItemProcessor"]["States"]
 
     # Then the item's Catch goes to the child-failure check, which renames the failure
@@ -148,26 +154,10 @@ def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
 
 def test_a_continuing_for_each_records_an_item_whose_linear_retries_ran_out():
     # Given a continuing for_each whose item step retries linearly
-    definition = {
-        "id": "each-linear",
-        "start": "each",
-        "steps": {
-            "each": {
-                "type": "for_each",
-                "items": "{{ trigger.items }}",
-                "step": "work",
-                "on_item_failure": "continue",
-            },
-            "work": {
-                "type": "code",
-                "code": "return 1",
-                "retry": {"max_attempts": 3, "backoff": "linear"},
-            },
-        },
-    }
+    item = {"type": "code", "code": "return 1", "retry": {"max_attempts": 3, "backoff": "linear"}}
 
     # When compiled
-    asl, _ = compile_data(definition)
+    asl, _ = compile_data(continuing_for_each("each-linear", "work", item))
     items = asl["States"]["each"]["ItemProcessor"]["States"]
 
     # Then running out of attempts records the failed item instead of failing the Map
