@@ -32,14 +32,14 @@ def compile_data(definition: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 # --------------------------------------------------------------------------- 9. handler
 
 
+def handled_by_h(workflow_id: str, steps: dict[str, Any]) -> dict[str, Any]:
+    """A workflow of ``steps`` that starts at ``a`` and whose workflow-wide error route is ``h``."""
+    return {"id": workflow_id, "start": "a", "errors": {"on_failure": "h"}, "steps": steps}
+
+
 def test_a_workflow_handler_no_state_can_route_to_is_not_emitted():
     # Given a workflow-wide error route whose only main-flow step is a native Pass (no Catch)
-    definition = {
-        "id": "handler-unrouted",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {"a": {"type": "noop"}, "h": {"type": "noop"}},
-    }
+    definition = handled_by_h("handler-unrouted", {"a": {"type": "noop"}, "h": {"type": "noop"}})
 
     # When compiled
     asl, runners = compile_data(definition)
@@ -61,17 +61,15 @@ def test_a_workflow_handler_no_state_can_route_to_is_not_emitted():
 
 def test_the_steps_only_an_unrouted_handler_leads_to_are_left_out_too():
     # Given a handler that goes on to a second step, and main-flow steps none of which catch
-    definition = {
-        "id": "handler-chain-unrouted",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {
+    definition = handled_by_h(
+        "handler-chain-unrouted",
+        {
             "a": {"type": "transform", "mapping": {"x": "{{ trigger.x }}"}, "on_success": "b"},
             "b": {"type": "delay", "seconds": 1},
             "h": {"type": "noop", "on_success": "h2"},
             "h2": {"type": "noop"},
         },
-    }
+    )
 
     # When compiled
     asl, runners = compile_data(definition)
@@ -84,16 +82,14 @@ def test_the_steps_only_an_unrouted_handler_leads_to_are_left_out_too():
 
 def test_a_handler_a_task_can_catch_into_is_kept_and_wired():
     # Given the same handler and one main-flow step that runs in its Lambda
-    definition = {
-        "id": "handler-routed",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {
+    definition = handled_by_h(
+        "handler-routed",
+        {
             "a": {"type": "noop", "on_success": "b"},
             "b": {"type": "code", "code": "return 1"},
             "h": {"type": "noop"},
         },
-    }
+    )
 
     # When compiled
     asl, _ = compile_data(definition)
