@@ -33,6 +33,7 @@ from typing import Any
 
 # The nested-parallel shape tests/unit/test_liveness.py asserts on.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from http_api import finished_run, publish, start_run
 from workflow_shapes import nested_parallels
 
 DEPTHS = (2, 5, 10, 20, 30)
@@ -131,12 +132,9 @@ def measure_serve(stored: int) -> dict[str, Any]:
         assert server.runtime is not None
         headers = {"X-Api-Key": server.bootstrap_key}
         with httpx.Client(base_url=server.url, headers=headers, timeout=120) as http:
-            assert http.put("/workflows/bench", json=workflow).status_code in (200, 201)
-            run_id = http.post("/workflows/bench/runs", json={"input": {}}).json()["run_id"]
-            for _ in range(200):
-                if http.get(f"/runs/{run_id}").json()["status"] != "running":
-                    break
-                time.sleep(0.05)
+            publish(http, workflow)
+            run_id = start_run(http, "bench")
+            finished_run(http, run_id)
             dynamodb = server.runtime.dynamodb_client
             table = get_settings().table_name
             rows = dynamodb.scan(TableName=table)["Items"]

@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+#: The ARN prefixes of the account's state machines and of their executions.
+MACHINES = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:"
+EXECUTIONS = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:"
 PARTITION = "aws"
 NO_VALUE = object()
 

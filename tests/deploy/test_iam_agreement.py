@@ -23,15 +23,17 @@ from dynamodb_calls import Recorder, load_snapshot
 from relayflow_testing import lambda_context, load_handler
 from sam_template import (
     ACCOUNT,
+    EXECUTIONS,
+    MACHINES,
     REGION,
     ROOT,
     Resolver,
     allows,
     allows_item,
     function_resources,
-    load_template,
     role_statements,
 )
+from stack import DEV, FUNCTIONS, TEMPLATE
 from test_handler_samples import lambda_sandbox  # noqa: F401 (a fixture)
 
 from relayflow import naming
@@ -40,9 +42,6 @@ from relayflow.dal.access import TABLE_ACCESS
 from relayflow.executions.stepfunctions import state_machine_name
 from relayflow.validation import load_workflow
 
-TEMPLATE = load_template()
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 WORKFLOWS = sorted((ROOT / "workflows" / "examples").glob("*.yaml")) + sorted(
     (ROOT / "tests" / "golden").glob("*.yaml")
 )
@@ -103,14 +102,12 @@ def test_the_role_invokes_only_relayflow_step_functions_of_its_own_stage():
     assert not allows(granted, "lambda:InvokeFunction", f"{arn}relayflow-prod-tool")
     assert not allows(granted, "lambda:InvokeFunction", f"{arn}someone-else")
     # And it may run child workflows (startExecution.sync:2) only among its stage's own
-    machine = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:"
-    execution = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:"
-    assert allows(granted, "states:StartExecution", f"{machine}relayflow-dev-acme_orders")
-    assert allows(granted, "states:DescribeExecution", f"{execution}relayflow-dev-acme_o:run-1")
-    assert allows(granted, "states:StopExecution", f"{execution}relayflow-dev-acme_o:run-1")
-    assert not allows(granted, "states:StartExecution", f"{machine}relayflow-prod-acme_orders")
-    assert not allows(granted, "states:StopExecution", f"{execution}relayflow-prod-acme_o:run-1")
-    assert not allows(granted, "states:StartExecution", f"{machine}payroll")
+    assert allows(granted, "states:StartExecution", f"{MACHINES}relayflow-dev-acme_orders")
+    assert allows(granted, "states:DescribeExecution", f"{EXECUTIONS}relayflow-dev-acme_o:run-1")
+    assert allows(granted, "states:StopExecution", f"{EXECUTIONS}relayflow-dev-acme_o:run-1")
+    assert not allows(granted, "states:StartExecution", f"{MACHINES}relayflow-prod-acme_orders")
+    assert not allows(granted, "states:StopExecution", f"{EXECUTIONS}relayflow-prod-acme_o:run-1")
+    assert not allows(granted, "states:StartExecution", f"{MACHINES}payroll")
     rule = (
         f"arn:aws:events:{REGION}:{ACCOUNT}:rule/"
         "StepFunctionsGetEventsForStepFunctionsExecutionRule"

@@ -4,15 +4,10 @@ machine, the recorder starts and reads its executions, each within its own stage
 
 from __future__ import annotations
 
-from sam_template import ACCOUNT, REGION, Resolver, allows, function_resources, load_template
+from sam_template import EXECUTIONS, MACHINES, allows
+from stack import DEV, FUNCTIONS, TEMPLATE
 
 from relayflow.control.cancel_compensation import EXECUTION_SUFFIX, compensation_machine_name
-
-TEMPLATE = load_template()
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
-MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:"
-EXECUTION = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:"
 
 
 def statements(kind: str) -> list[dict]:
@@ -30,12 +25,12 @@ def test_the_recorder_may_start_and_read_compensations_of_its_stage_only():
     prod = compensation_machine_name("prod", "acme", "orders")
     run = f"run-1{EXECUTION_SUFFIX}"
     # Then it may start the variant's version, and read its execution's output and history
-    assert allows(granted, "states:StartExecution", f"{MACHINE}{dev}:3")
-    assert allows(granted, "states:DescribeExecution", f"{EXECUTION}{dev}:{run}")
-    assert allows(granted, "states:GetExecutionHistory", f"{EXECUTION}{dev}:{run}")
+    assert allows(granted, "states:StartExecution", f"{MACHINES}{dev}:3")
+    assert allows(granted, "states:DescribeExecution", f"{EXECUTIONS}{dev}:{run}")
+    assert allows(granted, "states:GetExecutionHistory", f"{EXECUTIONS}{dev}:{run}")
     # And nothing of another stage
-    assert not allows(granted, "states:StartExecution", f"{MACHINE}{prod}:3")
-    assert not allows(granted, "states:DescribeExecution", f"{EXECUTION}{prod}:{run}")
+    assert not allows(granted, "states:StartExecution", f"{MACHINES}{prod}:3")
+    assert not allows(granted, "states:DescribeExecution", f"{EXECUTIONS}{prod}:{run}")
 
 
 def test_the_api_may_publish_the_compensation_machine_of_its_stage_only():
@@ -43,5 +38,5 @@ def test_the_api_may_publish_the_compensation_machine_of_its_stage_only():
     dev = compensation_machine_name("dev", "acme", "orders")
     prod = compensation_machine_name("prod", "acme", "orders")
     for action in ("states:CreateStateMachine", "states:UpdateStateMachine", "states:TagResource"):
-        assert allows(granted, action, f"{MACHINE}{dev}"), action
-        assert not allows(granted, action, f"{MACHINE}{prod}"), action
+        assert allows(granted, action, f"{MACHINES}{dev}"), action
+        assert not allows(granted, action, f"{MACHINES}{prod}"), action

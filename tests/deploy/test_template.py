@@ -12,24 +12,13 @@ from sam_template import (
     Resolver,
     allows,
     allows_item,
-    function_resources,
-    load_template,
     role_statements,
 )
+from stack import DEV, FUNCTIONS, PROD, RESOURCES, TEMPLATE, props
 
 from relayflow import naming, observability
 from relayflow.adapters import aws as adapters_aws
 from relayflow.settings import Settings
-
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
-PROD = Resolver(TEMPLATE, Stage="prod")
-
-
-def props(logical_id: str) -> dict:
-    return RESOURCES[logical_id]["Properties"]
 
 
 def test_every_function_folder_is_deployed_and_every_deployed_function_has_a_folder():

@@ -3,14 +3,9 @@ public page routes."""
 
 from __future__ import annotations
 
-from sam_template import Resolver, function_resources, load_template
+from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE
 
 from relayflow.settings import Settings
-
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 
 
 def _secret_grants(logical_id: str) -> list[object]:

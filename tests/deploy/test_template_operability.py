@@ -14,14 +14,12 @@ import ast
 import json
 
 import pytest
-from sam_template import ROOT, Resolver, load_template
+from sam_template import ROOT
+from stack import DEV, RESOURCES
 
 from relayflow import observability
 from relayflow.control.recorder import RUN_METRICS
 
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-DEV = Resolver(TEMPLATE, Stage="dev")
 DASHBOARD = json.loads(DEV.resolve(RESOURCES["Dashboard"]["Properties"]["DashboardBody"]))
 
 

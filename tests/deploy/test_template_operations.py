@@ -15,15 +15,12 @@ import re
 import tomllib
 
 import pytest
-from sam_template import ROOT, Resolver, allows, function_resources, load_template
+from sam_template import ROOT, Resolver, allows
+from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE, props
 
 from relayflow.triggers.bus import RuleSpec
 from relayflow.triggers.scheduler import ScheduleSpec
 
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 #: Functions invoked asynchronously (EventBridge rules, Scheduler), and their queue.
 ASYNC_FUNCTIONS = {
     "recorder": "RecorderDeadLetterQueue",
@@ -31,10 +28,6 @@ ASYNC_FUNCTIONS = {
     "maintenance": "MaintenanceDeadLetterQueue",
 }
 QUEUES = sorted(k for k, v in RESOURCES.items() if v["Type"] == "AWS::SQS::Queue")
-
-
-def props(logical_id: str) -> dict:
-    return RESOURCES[logical_id]["Properties"]
 
 
 # ----------------------------------------------------------------------------- lost events

@@ -15,27 +15,17 @@ import pytest
 from relayflow_testing import load_handler
 from sam_template import (
     ROOT,
-    Resolver,
     allows,
     allows_item,
     function_env,
-    function_resources,
-    load_template,
 )
+from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE, props
 from test_handler_samples import lambda_sandbox
 
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 SAM_PYTHON = ROOT / ".venv" / "tools" / "sam" / "bin" / "python"
 TABLE = DEV.get_att("RelayflowTable", "Arn")
 
 __all__ = ["lambda_sandbox"]  # the fixture, shared with the handler-sample tests
-
-
-def props(logical_id: str) -> dict:
-    return RESOURCES[logical_id]["Properties"]
 
 
 def function_statements(logical_id: str) -> list[dict]:

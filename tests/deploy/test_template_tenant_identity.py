@@ -9,16 +9,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from sam_template import ACCOUNT, REGION, Resolver, allows, function_resources, load_template
+from sam_template import ACCOUNT, REGION, Resolver, allows
 from sam_template import role_statements as _role_statements
+from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE
 
 from relayflow.settings import Settings
 from relayflow.tenancy import TENANT_TAG
 
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 TAG = "${aws:PrincipalTag/relayflow-tenant}"
 #: The functions that act for a tenant: steps that read secrets or call AWS for it, the
 #: webhook function (verifying a delivery with its tenant's key), the notification senders.

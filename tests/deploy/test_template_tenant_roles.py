@@ -8,15 +8,10 @@ import fnmatch
 import json
 
 import pytest
-from sam_template import Resolver, allows, function_resources, load_template, role_statements
+from sam_template import EXECUTIONS, MACHINES, allows, role_statements
+from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE
 
-TEMPLATE = load_template()
-RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = function_resources(TEMPLATE)
-DEV = Resolver(TEMPLATE, Stage="dev")
 TAG = "${aws:PrincipalTag/relayflow-tenant}"
-MACHINES = "arn:aws:states:us-east-1:123456789012:stateMachine:"
-EXECUTIONS = "arn:aws:states:us-east-1:123456789012:execution:"
 
 
 def tenant_policy(tenant: str) -> list[dict]:

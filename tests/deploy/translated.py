@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from graphs import strongly_connected
 from sam_template import ROOT, pseudo_parameters, template_parameters
 
 SAM_PYTHON = ROOT / ".venv" / "tools" / "sam" / "bin" / "python"
@@ -99,37 +100,11 @@ def dependency_graph(template: dict[str, Any]) -> dict[str, set[str]]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with a cycle (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1 or node in graph.get(node, ()):
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    return [
+        component
+        for component in strongly_connected(graph)
+        if len(component) > 1 or component[0] in graph.get(component[0], ())
+    ]
 
 
 # ----------------------------------------------------------------------------- names

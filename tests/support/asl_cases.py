@@ -362,42 +362,17 @@ BROKEN: list[BrokenCase] = [
     BrokenCase(
         "fail-cause-path-not-a-path", _set("failed", CausePath="error"), "jsonpath", "failed"
     ),
-    # Intrinsic functions
-    BrokenCase(
-        "unknown-intrinsic",
-        _params("prepare", **{"x.$": "States.Nope($.a)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "unbalanced-intrinsic",
-        _params("prepare", **{"x.$": "States.Array($.a, $.b"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-bad-escape",
-        _params("prepare", **{"x.$": "States.Format('a\\nb')"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-unterminated-literal",
-        _params("prepare", **{"x.$": "States.Format('abc)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-arity",
-        _params("prepare", **{"x.$": "States.MathAdd(1)"}),
-        "intrinsic",
-        "prepare",
-    ),
-    BrokenCase(
-        "intrinsic-bad-path-argument",
-        _params("prepare", **{"x.$": "States.ArrayLength($.a..)"}),
-        "intrinsic",
-        "prepare",
+    # Intrinsic functions, each in a `.$` field of prepare's Parameters
+    *(
+        BrokenCase(name, _params("prepare", **{"x.$": expression}), "intrinsic", "prepare")
+        for name, expression in [
+            ("unknown-intrinsic", "States.Nope($.a)"),
+            ("unbalanced-intrinsic", "States.Array($.a, $.b"),
+            ("intrinsic-bad-escape", "States.Format('a\\nb')"),
+            ("intrinsic-unterminated-literal", "States.Format('abc)"),
+            ("intrinsic-arity", "States.MathAdd(1)"),
+            ("intrinsic-bad-path-argument", "States.ArrayLength($.a..)"),
+        ]
     ),
     BrokenCase(
         "eleven-intrinsics-in-one-field",
@@ -426,33 +401,16 @@ BROKEN: list[BrokenCase] = [
     BrokenCase("machine-timeout-zero", _top(TimeoutSeconds=0), "numeric-range", None),
     BrokenCase("jitter-unknown", _retry(0, JitterStrategy="HALF"), "field-value", "call"),
     BrokenCase("task-without-resource", _drop("call", "Resource"), "field-value", "call"),
-    # Timestamps
-    BrokenCase(
-        "timestamp-impossible-date",
-        _set("until", Timestamp="2030-02-30T09:00:00Z"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-hour-24", _set("until", Timestamp="2030-01-01T24:00:00Z"), "timestamp", "until"
-    ),
-    BrokenCase(
-        "timestamp-bad-offset",
-        _set("until", Timestamp="2030-01-01T09:00:00+25:99"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-non-ascii-digits",
-        _set("until", Timestamp="٢٠٣٠-01-01T09:00:00Z"),
-        "timestamp",
-        "until",
-    ),
-    BrokenCase(
-        "timestamp-lowercase-t",
-        _set("until", Timestamp="2030-01-01t09:00:00Z"),
-        "timestamp",
-        "until",
+    # Timestamps, each as the Timestamp of the Wait state until
+    *(
+        BrokenCase(name, _set("until", Timestamp=timestamp), "timestamp", "until")
+        for name, timestamp in [
+            ("timestamp-impossible-date", "2030-02-30T09:00:00Z"),
+            ("timestamp-hour-24", "2030-01-01T24:00:00Z"),
+            ("timestamp-bad-offset", "2030-01-01T09:00:00+25:99"),
+            ("timestamp-non-ascii-digits", "٢٠٣٠-01-01T09:00:00Z"),
+            ("timestamp-lowercase-t", "2030-01-01t09:00:00Z"),
+        ]
     ),
     BrokenCase(
         "choice-timestamp-not-rfc3339",

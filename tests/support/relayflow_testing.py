@@ -77,6 +77,31 @@ def set_step_config(event: dict[str, Any], config: dict[str, Any]) -> dict[str, 
     return event
 
 
+def step_task(
+    key: str,
+    step_type: str,
+    config: dict[str, Any],
+    *,
+    workflow_id: str = "wf",
+    tenant: str = "acme",
+    trigger: Any = None,
+) -> dict[str, Any]:
+    """A step Task payload for a first attempt: the step ``key`` of ``step_type`` with
+    ``config``, in run ``run-1`` of ``workflow_id`` for ``tenant``, its trigger ``trigger``
+    (``{}`` when none) and no step output yet."""
+    from relayflow.document import StepRef
+
+    return {
+        "step": StepRef(key=key, type=step_type, config=config).wire(),
+        "doc": {
+            "run": {"id": "run-1", "workflow_id": workflow_id, "tenant": tenant},
+            "trigger": {} if trigger is None else trigger,
+            "steps": {},
+        },
+        "context": {"attempt": 0},
+    }
+
+
 @dataclass
 class Received:
     method: str

@@ -143,18 +143,11 @@ def start_parent(
     return process
 
 
-def run_as(
-    uid: int,
-    copy: ReadableCopy,
-    source: str,
-    *,
-    input: Any = None,
-    limits: dict[str, Any] | None = None,
-    pass_fds: tuple[int, ...] = (),
-) -> dict[str, Any]:
-    """Run ``source`` as a code step from a parent of ``uid``; the parent must finish the step
-    (exit 0). Its outcome: ``{"value", "stdout"}`` or ``{"error": <name>, "message", …details}``."""
-    process = start_parent(uid, copy, source, input=input, limits=limits, pass_fds=pass_fds)
+def run_as(uid: int, copy: ReadableCopy, source: str, **options: Any) -> dict[str, Any]:
+    """Run ``source`` as a code step from a parent of ``uid`` (``options``: those of
+    :func:`start_parent`); the parent must finish the step (exit 0). Its outcome:
+    ``{"value", "stdout"}`` or ``{"error": <name>, "message", …details}``."""
+    process = start_parent(uid, copy, source, **options)
     try:
         stdout, stderr = process.communicate(timeout=60)
     finally:

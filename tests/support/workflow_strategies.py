@@ -535,17 +535,22 @@ class _Builder:
         if draw(st.booleans()):
             step["assigned_role"] = "finance"
 
+    def maybe_timeout(self, step: dict[str, Any], slot: _Slot) -> None:
+        """Perhaps a ``timeout_seconds``, and then perhaps an ``on_timeout`` route (a wait)."""
+        draw = self.draw
+        if draw(st.booleans()):
+            step["timeout_seconds"] = draw(st.integers(1, 31_536_000))
+            target = self.extra_target(slot) or slot.next
+            if target is not None and draw(st.booleans()):
+                step["on_timeout"] = target
+
     def fill_waitpoint(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw
         if draw(st.booleans()):
             step["label"] = draw(TEXT)
         if draw(st.booleans()):
             step["idempotency_key"] = self.template_string(slot.others)
-        if draw(st.booleans()):
-            step["timeout_seconds"] = draw(st.integers(1, 31_536_000))
-            target = self.extra_target(slot) or slot.next
-            if target is not None and draw(st.booleans()):
-                step["on_timeout"] = target
+        self.maybe_timeout(step, slot)
 
     def fill_wait_for_event(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw
@@ -554,11 +559,7 @@ class _Builder:
             step["source"] = draw(st.sampled_from(["billing", "shop.orders"]))
         if draw(st.booleans()):
             step["match"] = draw(st.sampled_from(WAIT_MATCHES))
-        if draw(st.booleans()):
-            step["timeout_seconds"] = draw(st.integers(1, 31_536_000))
-            target = self.extra_target(slot) or slot.next
-            if target is not None and draw(st.booleans()):
-                step["on_timeout"] = target
+        self.maybe_timeout(step, slot)
 
     def fill_agent(self, step: dict[str, Any], slot: _Slot) -> None:
         draw = self.draw

@@ -32,14 +32,14 @@ def compile_data(definition: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 # --------------------------------------------------------------------------- 9. handler
 
 
+def handled_by_h(workflow_id: str, steps: dict[str, Any]) -> dict[str, Any]:
+    """A workflow of ``steps`` that starts at ``a`` and whose workflow-wide error route is ``h``."""
+    return {"id": workflow_id, "start": "a", "errors": {"on_failure": "h"}, "steps": steps}
+
+
 def test_a_workflow_handler_no_state_can_route_to_is_not_emitted():
     # Given a workflow-wide error route whose only main-flow step is a native Pass (no Catch)
-    definition = {
-        "id": "handler-unrouted",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {"a": {"type": "noop"}, "h": {"type": "noop"}},
-    }
+    definition = handled_by_h("handler-unrouted", {"a": {"type": "noop"}, "h": {"type": "noop"}})
 
     # When compiled
     asl, runners = compile_data(definition)
@@ -61,17 +61,15 @@ def test_a_workflow_handler_no_state_can_route_to_is_not_emitted():
 
 def test_the_steps_only_an_unrouted_handler_leads_to_are_left_out_too():
     # Given a handler that goes on to a second step, and main-flow steps none of which catch
-    definition = {
-        "id": "handler-chain-unrouted",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {
+    definition = handled_by_h(
+        "handler-chain-unrouted",
+        {
             "a": {"type": "transform", "mapping": {"x": "{{ trigger.x }}"}, "on_success": "b"},
             "b": {"type": "delay", "seconds": 1},
             "h": {"type": "noop", "on_success": "h2"},
             "h2": {"type": "noop"},
         },
-    }
+    )
 
     # When compiled
     asl, runners = compile_data(definition)
@@ -84,16 +82,14 @@ def test_the_steps_only_an_unrouted_handler_leads_to_are_left_out_too():
 
 def test_a_handler_a_task_can_catch_into_is_kept_and_wired():
     # Given the same handler and one main-flow step that runs in its Lambda
-    definition = {
-        "id": "handler-routed",
-        "start": "a",
-        "errors": {"on_failure": "h"},
-        "steps": {
+    definition = handled_by_h(
+        "handler-routed",
+        {
             "a": {"type": "noop", "on_success": "b"},
             "b": {"type": "code", "code": "return 1"},
             "h": {"type": "noop"},
         },
-    }
+    )
 
     # When compiled
     asl, _ = compile_data(definition)
@@ -109,24 +105,30 @@ def test_a_handler_a_task_can_catch_into_is_kept_and_wired():
 # --------------------------------------------------------------------------- 10. item + child
 
 
-def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
-    # Given a for_each that goes on past failed items, each item a sub_workflow
-    definition = {
-        "id": "each-child",
+def continuing_for_each(workflow_id: str, key: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A workflow whose for_each ``each`` runs the step ``key`` (``item``) on every trigger
+    item and goes on past the items that fail."""
+    return {
+        "id": workflow_id,
         "start": "each",
         "steps": {
             "each": {
                 "type": "for_each",
                 "items": "{{ trigger.items }}",
-                "step": "call",
+                "step": key,
                 "on_item_failure": "continue",
             },
-            "call": {"type": "sub_workflow", "workflow_id": "billing"},
+            key: item,
         },
     }
 
+
+def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
+    # Given a for_each that goes on past failed items, each item a sub_workflow
+    item = {"type": "sub_workflow", "workflow_id": "billing"}
+
     # When compiled
-    asl, _ = compile_data(definition)
+    asl, _ = compile_data(continuing_for_each("each-child", "call", item))
     items = asl["States"]["each"]["ItemProcessor"]["States"]
 
     # Then the item's Catch goes to the child-failure check, which renames the failure
@@ -148,26 +150,10 @@ def test_a_continuing_for_each_renames_its_sub_workflow_items_failure_first():
 
 def test_a_continuing_for_each_records_an_item_whose_linear_retries_ran_out():
     # Given a continuing for_each whose item step retries linearly
-    definition = {
-        "id": "each-linear",
-        "start": "each",
-        "steps": {
-            "each": {
-                "type": "for_each",
-                "items": "{{ trigger.items }}",
-                "step": "work",
-                "on_item_failure": "continue",
-            },
-            "work": {
-                "type": "code",
-                "code": "return 1",
-                "retry": {"max_attempts": 3, "backoff": "linear"},
-            },
-        },
-    }
+    item = {"type": "code", "code": "return 1", "retry": {"max_attempts": 3, "backoff": "linear"}}
 
     # When compiled
-    asl, _ = compile_data(definition)
+    asl, _ = compile_data(continuing_for_each("each-linear", "work", item))
     items = asl["States"]["each"]["ItemProcessor"]["States"]
 
     # Then running out of attempts records the failed item instead of failing the Map

@@ -36,9 +36,8 @@ from typing import Any
 
 import httpx
 import pytest
-from relayflow_testing import load_handler, moto_table
+from relayflow_testing import load_handler, moto_table, step_task
 
-from relayflow.document import StepRef
 from relayflow.settings import override_settings
 
 
@@ -88,15 +87,7 @@ def tool_event(url: str) -> dict[str, Any]:
         "args": {"method": "POST", "path": "/charge", "body": {"amount": 3}},
         "http_tool": {"base_url": url, "timeout_seconds": 5},
     }
-    return {
-        "step": StepRef(key="charge", type="tool", config=config).wire(),
-        "doc": {
-            "run": {"id": "run-1", "workflow_id": "wf", "tenant": "acme"},
-            "trigger": {},
-            "steps": {},
-        },
-        "context": {"attempt": 0},
-    }
+    return step_task("charge", "tool", config)
 
 
 #: The layers a step function's own code lives in; the modules below them (documents,

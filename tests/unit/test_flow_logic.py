@@ -14,12 +14,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from relayflow_testing import FixedClock, step_task
 
 from relayflow.dal.errors import DataAccessError
 from relayflow.dal.errors import Throttled as TableThrottled
 from relayflow.dal.flow import FlowLeaseItem, rate_partition, slots_partition
 from relayflow.dal.limits import RING
-from relayflow.document import StepRef
 from relayflow.errors import ExpressionError, InvalidArgsError, Throttled, TransientError
 from relayflow.reliability import flow
 from relayflow.reliability.flow import (
@@ -36,14 +36,6 @@ from relayflow.steps.guard import flow_controlled, is_flow_controlled
 
 SCOPE = FlowScope("acme", "orders", "charge", "run-1")
 T0 = 1_800_000_000.0  # a window boundary for 60 s windows (divisible by 60)
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class MemoryRateWindows:
@@ -128,8 +120,8 @@ def table() -> MemoryFlowDal:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(T0)
 
 
 @pytest.fixture
@@ -138,15 +130,7 @@ def control(table, clock) -> FlowControl:
 
 
 def task(config: dict[str, Any], trigger: Any = None) -> dict[str, Any]:
-    return {
-        "step": StepRef(key="charge", type="transform", config=config).wire(),
-        "doc": {
-            "run": {"id": "run-1", "workflow_id": "orders", "tenant": "acme"},
-            "trigger": trigger or {},
-            "steps": {},
-        },
-        "context": {"attempt": 0},
-    }
+    return step_task("charge", "transform", config, workflow_id="orders", trigger=trigger or {})
 
 
 # --------------------------------------------------------------------------- groups and keys

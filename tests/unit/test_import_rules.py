@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grimp
 import pytest
+from graphs import strongly_connected
 from importlinter import api as importlinter  # configures import-linter's adapters
 from importlinter.application import use_cases
 
@@ -54,49 +55,8 @@ def test_the_layers_contract_names_every_top_level_package(graph: grimp.ImportGr
 
 def circles(graph: grimp.ImportGraph) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
-    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[list[str]] = []
-    counter = 0
-    for start in sorted(edges):
-        if start in index:
-            continue
-        work = [(start, iter(edges[start]))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(edges[child])))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    return [component for component in strongly_connected(edges) if len(component) > 1]
 
 
 def test_no_two_modules_import_each_other_even_through_others(graph: grimp.ImportGraph) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from definitions import noop_workflow, validation_problems
 
 from relayflow.ai.messages import ModelRequest
 from relayflow.ai.providers.anthropic import AnthropicProvider
@@ -32,52 +33,45 @@ ORDER = {
 }
 
 
-def definition(**extra: Any) -> dict[str, Any]:
-    return {"id": "orders", "start": "a", "steps": {"a": {"type": "noop"}}, **extra}
-
-
-def problems(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    _, found = validate_data(data)
-    return [(p.path, p.rule, p.message) for p in found]
-
-
 # --------------------------------------------------------------------------- validation
 
 
 def test_a_valid_schema_is_kept_on_the_workflow():
-    workflow, found = validate_data(definition(input_schema=ORDER))
+    workflow, found = validate_data(noop_workflow("orders", input_schema=ORDER))
     assert found == []
     assert workflow is not None and workflow.input_schema == ORDER
 
 
 def test_a_schema_that_is_not_json_schema_is_refused_with_its_path_and_rule():
     bad = {"type": "object", "properties": {"qty": {"type": "integr"}}}
-    ((path, rule, message),) = problems(definition(input_schema=bad))
+    ((path, rule, message),) = validation_problems(noop_workflow("orders", input_schema=bad))
     assert (path, rule) == ("input_schema", "json-schema")
     assert "/properties/qty/type" in message and "integr" in message
 
 
 def test_another_draft_is_refused():
     draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
-    ((path, rule, message),) = problems(definition(input_schema=draft7))
+    ((path, rule, message),) = validation_problems(noop_workflow("orders", input_schema=draft7))
     assert (path, rule) == ("input_schema", "json-schema")
     assert "draft 2020-12" in message
 
 
 def test_the_2020_12_dialect_may_be_named():
     named = {"$schema": "https://json-schema.org/draft/2020-12/schema", **ORDER}
-    assert problems(definition(input_schema=named)) == []
+    assert validation_problems(noop_workflow("orders", input_schema=named)) == []
 
 
 def test_an_oversized_schema_is_refused_naming_the_limit():
     huge = {"type": "object", "description": "x" * MAX_INPUT_SCHEMA_BYTES}
-    ((path, rule, message),) = problems(definition(input_schema=huge))
+    ((path, rule, message),) = validation_problems(noop_workflow("orders", input_schema=huge))
     assert (path, rule) == ("input_schema", "input-schema-size")
     assert str(MAX_INPUT_SCHEMA_BYTES) in message
 
 
 def test_a_schema_that_is_not_an_object_is_refused():
-    ((path, _rule, _message),) = problems(definition(input_schema=["type", "object"]))
+    ((path, _rule, _message),) = validation_problems(
+        noop_workflow("orders", input_schema=["type", "object"])
+    )
     assert path == "input_schema"
 
 

@@ -13,13 +13,13 @@ import re
 from typing import Any
 
 import pytest
+from definitions import noop_workflow, validation_problems
 from test_ai_agent_rules import BASE as AGENT_WORKFLOW
 
 from relayflow.control.errors import Unprocessable
 from relayflow.control.waits import check_form
 from relayflow.definition.input_schema import input_violations
 from relayflow.definition.tenant_schema import UnsupportedPattern, check_schema, validator
-from relayflow.validation import validate_data
 
 EVIL = "^(a+)+$"
 #: Exponential on a backtracking engine: 2**40 ways to split the run before failing at "!".
@@ -131,18 +131,9 @@ def test_a_pattern_re2_cannot_compile_fails_every_value_instead_of_running_on_re
 # --------------------------------------------------------------------------- definitions
 
 
-def definition(**extra: Any) -> dict[str, Any]:
-    return {"id": "wf", "start": "a", "steps": {"a": {"type": "noop"}}, **extra}
-
-
-def problems(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    _, found = validate_data(data)
-    return [(p.path, p.rule, p.message) for p in found]
-
-
 def test_an_input_schema_pattern_re2_cannot_run_is_refused_with_its_path_and_rule():
     schema = {"properties": {"word": {"pattern": r"(\w)\1"}}}
-    ((path, rule, message),) = problems(definition(input_schema=schema))
+    ((path, rule, message),) = validation_problems(noop_workflow(input_schema=schema))
     assert (path, rule) == ("input_schema", "json-schema")
     assert "/properties/word/pattern" in message and "RE2" in message
 
@@ -156,7 +147,7 @@ def test_a_form_schema_with_lookahead_is_refused_with_its_path_and_rule():
         "on_reject": "a",
     }
     data = {"id": "wf", "start": "ask", "steps": {"ask": step, "a": {"type": "noop"}}}
-    ((path, rule, message),) = problems(data)
+    ((path, rule, message),) = validation_problems(data)
     assert (path, rule) == ("steps.ask.form_schema", "json-schema")
     assert "/patternProperties/^(?=x)" in message
 
@@ -164,13 +155,15 @@ def test_a_form_schema_with_lookahead_is_refused_with_its_path_and_rule():
 def test_an_agent_output_schema_with_a_backreference_is_refused():
     data = copy.deepcopy(AGENT_WORKFLOW)
     data["steps"]["triage"]["output_schema"] = {"type": "string", "pattern": r"(a)\1"}
-    assert {(p, r) for p, r, _ in problems(data)} == {("steps.triage.output_schema", "json-schema")}
+    assert {(p, r) for p, r, _ in validation_problems(data)} == {
+        ("steps.triage.output_schema", "json-schema")
+    }
 
 
 def test_the_catastrophic_pattern_itself_is_a_valid_definition():
     # RE2 runs it in linear time, so there is nothing to refuse
     schema = {"properties": {"name": {"pattern": EVIL}}}
-    assert problems(definition(input_schema=schema)) == []
+    assert validation_problems(noop_workflow(input_schema=schema)) == []
 
 
 def test_pattern_like_data_is_not_taken_for_a_pattern():
