@@ -3,9 +3,10 @@ execution role it runs under and what it logs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relayflow.definition.models import Workflow
+if TYPE_CHECKING:
+    from relayflow.definition.models import Workflow
 
 
 def machine_config(tenant: str, workflow: Workflow) -> dict[str, Any]:

@@ -31,12 +31,11 @@ from __future__ import annotations
 import contextlib
 import json
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relayflow.causes import public_cause, run_error_name
-from relayflow.control.admission import Admission
 from relayflow.control.cancel_compensation import (
     STOPPED_STATUSES,
     compensates_on_stop,
@@ -45,7 +44,6 @@ from relayflow.control.cancel_compensation import (
     start_compensation,
 )
 from relayflow.control.compensation import split_cause
-from relayflow.control.dlq import Dlq
 from relayflow.control.express_children import child_executions, child_status_changes
 from relayflow.control.limits import (
     MAX_STORED_OUTPUT_BYTES,
@@ -60,12 +58,14 @@ from relayflow.control.status_events import DETAIL_TYPE, SOURCE
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
 from relayflow.control.times import elapsed_ms, epoch, iso_of_epoch, now_iso, parse_iso
-from relayflow.control.workflow_breakers import workflow_breaker_policy
 from relayflow.cost.counts import count_history
 from relayflow.dal import DataAccessError, RunItem
 from relayflow.executions.stepfunctions import StepFunctionsError
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
+
+if TYPE_CHECKING:
+    from relayflow.control.admission import Admission
 
 #: Source of the lifecycle events on the Relayflow bus.
 LIFECYCLE_SOURCE = "relayflow"
@@ -593,6 +593,8 @@ def _settle_dlq(control: RecordingPlane, run: RunItem, steps: list[StepRun]) -> 
         return  # its parent fails with it and is archived; a retry of the parent starts anew
     if run.dry_run:
         return  # a dry run is a rehearsal: there is nothing to retry or to keep
+    from relayflow.control.dlq import Dlq
+
     if run.status in ("failed", "timed_out") or (run.status == "aborted" and run.attempt > 1):
         entry = Dlq(control.ports).archive(run, steps)
         if entry is not None and run.attempt == 1:
@@ -630,6 +632,8 @@ def _settle_breaker(control: RecordingPlane, run: RunItem) -> None:
     counts (it was never admitted either)."""
     if run.version is None or run.dry_run:
         return
+    from relayflow.control.workflow_breakers import workflow_breaker_policy
+
     version = run.version
     try:
         control.ports.breakers.settle_run(

@@ -13,6 +13,9 @@ workflows (:mod:`.workflow_publish`, :mod:`.workflows`), runs (:mod:`.run_start`
 run admission (:mod:`.admission`), the DLQ (:mod:`.dlq`), circuit breakers
 (:mod:`.workflow_breakers`) and API keys (:mod:`.api_keys`). Nothing in
 :mod:`relayflow.control` imports this module.
+
+A use case's module is imported when its method is first called, so a function that needs a
+few of them (the recorder, the trigger function) does not load them all at cold start.
 """
 
 from __future__ import annotations
@@ -20,42 +23,31 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relayflow.control import (
-    api_keys,
-    run_cancel,
-    run_reads,
-    run_start,
-    workflow_breakers,
-    workflow_publish,
-    workflows,
-)
-from relayflow.control.admission import Admission
-from relayflow.control.dlq import Dlq
-from relayflow.control.lookups import find_run
-from relayflow.control.models import (
-    ApiKeyInfo,
-    ContinueResult,
-    NewApiKey,
-    Page,
-    PutWorkflowResult,
-    RunDetail,
-    RunSummary,
-    StartRunResult,
-    WorkflowDetail,
-    WorkflowSummary,
-)
 from relayflow.control.ports import Ports
-from relayflow.control.records import RerunSeed
-from relayflow.control.rerun import rerun as rerun_from_step
-from relayflow.control.resume import Parks
-from relayflow.control.step_through import continue_run
-from relayflow.control.timeline import StepRun
 from relayflow.control.translate import translated
-from relayflow.dal import ApiKeyItem, Dal, RunItem
-from relayflow.executions.stepfunctions import StateMachines
-from relayflow.reliability.breakers import BreakerInfo, Breakers
+
+if TYPE_CHECKING:
+    from relayflow.control.admission import Admission
+    from relayflow.control.dlq import Dlq
+    from relayflow.control.models import (
+        ApiKeyInfo,
+        ContinueResult,
+        NewApiKey,
+        Page,
+        PutWorkflowResult,
+        RunDetail,
+        RunSummary,
+        StartRunResult,
+        WorkflowDetail,
+        WorkflowSummary,
+    )
+    from relayflow.control.records import RerunSeed
+    from relayflow.control.timeline import StepRun
+    from relayflow.dal import ApiKeyItem, Dal, RunItem
+    from relayflow.executions.stepfunctions import StateMachines
+    from relayflow.reliability.breakers import BreakerInfo, Breakers
 
 
 class ControlPlane:
@@ -88,11 +80,15 @@ class ControlPlane:
     @functools.cached_property
     def admission(self) -> Admission:
         """Run admission: singleton, concurrency, debounce, batch (``docs/flow-control.md``)."""
+        from relayflow.control.admission import Admission
+
         return Admission(self.ports, self)
 
     @property
     def dlq(self) -> Dlq:
         """The run dead-letter queue (:mod:`relayflow.control.dlq`)."""
+        from relayflow.control.dlq import Dlq
+
         return Dlq(self.ports)
 
     def catch_up(self, tenant: str, workflow_id: str, triggers: list[Any]) -> None:
@@ -109,6 +105,8 @@ class ControlPlane:
     ) -> PutWorkflowResult:
         """Validate, compile and publish ``definition`` as the live version
         (:func:`relayflow.control.workflow_publish.put_workflow`)."""
+        from relayflow.control import workflow_publish
+
         return workflow_publish.put_workflow(
             self.ports, tenant, workflow_id, definition, catch_up=self.catch_up
         )
@@ -118,21 +116,29 @@ class ControlPlane:
         self, tenant: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[WorkflowSummary]:
         """The tenant's workflows (deleted ones too, ``enabled`` false), by id."""
+        from relayflow.control import workflows
+
         return workflows.list_workflows(self.ports, tenant, limit=limit, next_token=next_token)
 
     @translated
     def get_workflow(self, tenant: str, workflow_id: str) -> WorkflowDetail:
         """The workflow, the live version's definition and every version."""
+        from relayflow.control import workflows
+
         return workflows.get_workflow(self.ports, tenant, workflow_id)
 
     @translated
     def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowSummary:
         """Disable the workflow (:func:`relayflow.control.workflows.delete_workflow`)."""
+        from relayflow.control import workflows
+
         return workflows.delete_workflow(self.ports, tenant, workflow_id, catch_up=self.catch_up)
 
     @translated
     def rollback_workflow(self, tenant: str, workflow_id: str, version: int) -> PutWorkflowResult:
         """Make an earlier (or any recorded) version live again, with its triggers."""
+        from relayflow.control import workflows
+
         return workflows.rollback_workflow(
             self.ports, tenant, workflow_id, version, catch_up=self.catch_up
         )
@@ -157,6 +163,8 @@ class ControlPlane:
     ) -> StartRunResult:
         """Start a run of the live version, or of ``version``
         (:func:`relayflow.control.run_start.start_run`)."""
+        from relayflow.control import run_start
+
         return run_start.start_run(
             self.ports,
             self.admission,
@@ -177,6 +185,9 @@ class ControlPlane:
     def continue_run(self, tenant: str, run_id: str, *, to_end: bool = False) -> ContinueResult:
         """Release the step a step-through run waits before (:class:`Conflict` while a step
         runs, so a second call releases nothing), or with ``to_end`` let it finish."""
+        from relayflow.control.lookups import find_run
+        from relayflow.control.step_through import continue_run
+
         run = find_run(self.dal, tenant, run_id)
         return continue_run(self.dal, run, to_end=to_end)
 
@@ -184,11 +195,15 @@ class ControlPlane:
     def rerun(self, tenant: str, run_id: str, from_step: str, *, version: str) -> StartRunResult:
         """A new run of ``run_id``'s trigger that starts at ``from_step`` on the run's own
         version (``pinned``) or the live one (``current``): :mod:`relayflow.control.rerun`."""
+        from relayflow.control.rerun import rerun as rerun_from_step
+
         return rerun_from_step(self.ports, self, tenant, run_id, from_step, version=version)
 
     @translated
     def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:
         """Answer a parked run's park (:meth:`relayflow.control.resume.Parks.resume`)."""
+        from relayflow.control.resume import Parks
+
         return Parks(self.ports).resume(tenant, run_id, request)
 
     @translated
@@ -196,16 +211,22 @@ class ControlPlane:
         self, tenant: str, *, limit: int = 20, next_token: str | None = None
     ) -> Page[RunSummary]:
         """The tenant's parked runs (:mod:`relayflow.control.resume`)."""
+        from relayflow.control.resume import Parks
+
         return Parks(self.ports).list_parked(tenant, limit=limit, next_token=next_token)
 
     @translated
     def get_run(self, tenant: str, run_id: str) -> RunDetail:
         """The run with its step timeline (:func:`relayflow.control.run_reads.get_run`)."""
+        from relayflow.control import run_reads
+
         return run_reads.get_run(self.ports, tenant, run_id)
 
     def run_timeline(self, run: RunItem) -> tuple[list[StepRun], str | None, str | None]:
         """The run's step timeline, where it came from and what it lacks
         (:func:`relayflow.control.run_reads.run_timeline`)."""
+        from relayflow.control import run_reads
+
         return run_reads.run_timeline(self.ports, run)
 
     @translated
@@ -219,6 +240,8 @@ class ControlPlane:
         next_token: str | None = None,
     ) -> Page[RunSummary]:
         """The workflow's runs, newest first, optionally of one status."""
+        from relayflow.control import run_reads
+
         return run_reads.list_runs(
             self.ports, tenant, workflow_id, status=status, limit=limit, next_token=next_token
         )
@@ -227,6 +250,8 @@ class ControlPlane:
     def cancel_run(self, tenant: str, run_id: str) -> RunSummary:
         """Stop a running run; it is ``aborted`` at once (the recorder confirms it later).
         :class:`Conflict` when the run has already finished."""
+        from relayflow.control import run_cancel
+
         return run_cancel.cancel_run(self.ports, self.admission, tenant, run_id)
 
     # -- circuit breakers --------------------------------------------------------------------
@@ -236,6 +261,8 @@ class ControlPlane:
         self, tenant: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[BreakerInfo]:
         """The tenant's circuit breakers (every one that has counted a failure), by id."""
+        from relayflow.control import workflow_breakers
+
         return workflow_breakers.list_breakers(
             self.ports, tenant, limit=limit, next_token=next_token
         )
@@ -243,6 +270,8 @@ class ControlPlane:
     @translated
     def reset_breaker(self, tenant: str, breaker_id: str) -> BreakerInfo:
         """Close the tenant's breaker now; :class:`NotFound` for one it does not have."""
+        from relayflow.control import workflow_breakers
+
         return workflow_breakers.reset_breaker(self.ports, tenant, breaker_id)
 
     # -- API keys ----------------------------------------------------------------------------
@@ -250,17 +279,23 @@ class ControlPlane:
     @translated
     def create_api_key(self, tenant: str, name: str) -> NewApiKey:
         """A new API key for ``tenant`` (the secret is in the result only)."""
+        from relayflow.control import api_keys
+
         return api_keys.create_api_key(self.dal, tenant, name)
 
     @translated
     def revoke_api_key(self, key_id: str, *, tenant: str | None = None) -> ApiKeyInfo:
         """Revoke a key by its public id; with ``tenant``, another tenant's key is
         :class:`NotFound`."""
+        from relayflow.control import api_keys
+
         return api_keys.revoke_api_key(self.dal, key_id, tenant=tenant)
 
     @translated
     def list_api_keys(self, tenant: str) -> list[ApiKeyInfo]:
         """The tenant's keys, oldest first, revoked ones included (never a secret)."""
+        from relayflow.control import api_keys
+
         return api_keys.list_api_keys(self.dal, tenant)
 
     @translated
@@ -271,6 +306,8 @@ class ControlPlane:
 
     def authenticated_key(self, secret: str) -> ApiKeyItem | None:
         """The valid, unrevoked key ``secret`` is; ``None`` for anything else."""
+        from relayflow.control import api_keys
+
         return api_keys.authenticated_key(self.dal, secret)
 
 

@@ -15,11 +15,8 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from relayflow.control.compiled import check_compiled
-from relayflow.control.engines import compile_options
 from relayflow.control.errors import InvalidDefinition
 from relayflow.control.lookups import find_version
-from relayflow.control.machine_config import machine_config
 from relayflow.control.ports import Ports
 from relayflow.dal import VersionItem, WorkflowItem
 
@@ -65,6 +62,11 @@ def step_graph(item: VersionItem) -> StepGraph:
 
 def step_through_target(ports: Ports, head: WorkflowItem, version: int) -> str:
     """The version ARN of ``version``'s step-through variant, published on first use."""
+    # Publishing a variant compiles: its modules load here, not with the API's routes.
+    from relayflow.control.compiled import check_compiled
+    from relayflow.control.engines import compile_options
+    from relayflow.control.machine_config import machine_config
+
     item = find_version(ports.dal, head.tenant, head.workflow_id, version)
     if item.step_through_version_arn:
         return item.step_through_version_arn
@@ -104,6 +106,11 @@ def step_through_target(ports: Ports, head: WorkflowItem, version: int) -> str:
 
 def rerun_target(ports: Ports, head: WorkflowItem, version: int) -> str:
     """The version ARN of ``version``'s rerun variant, published on first use."""
+    # Publishing a variant compiles: its modules load here, not with the API's routes.
+    from relayflow.control.compiled import check_compiled
+    from relayflow.control.engines import compile_options
+    from relayflow.control.machine_config import machine_config
+
     item = find_version(ports.dal, head.tenant, head.workflow_id, version)
     if item.rerun_version_arn:
         return item.rerun_version_arn
