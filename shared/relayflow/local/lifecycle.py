@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
 
-class ClosedOnExit:
+class ClosedOnExit(ABC):
     """A context manager that :meth:`close` ends, however its ``with`` block ends."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release what the object holds; safe to call when it is already closed."""
-        raise NotImplementedError
 
     def opened_by(self, opening: Callable[[], None]) -> Self:
         """The object once ``opening`` (what ``__enter__`` does to open it) has run; when it
@@ -36,9 +37,9 @@ class ClosedOnExit:
 class OpenedInWith(ClosedOnExit):
     """A :class:`ClosedOnExit` that entering the ``with`` block opens (:meth:`open`)."""
 
+    @abstractmethod
     def open(self) -> None:
         """Acquire what the object serves with."""
-        raise NotImplementedError
 
     def __enter__(self) -> Self:
         self.open()
