@@ -110,12 +110,19 @@ def _state_machine_versions(patches: Patches) -> None:
     must name the current revision (``INITIAL`` for the first one) or it fails with
     ``ConflictException``; at most 1000 versions. ``ListStateMachineVersions`` lists them newest
     first; ``DeleteStateMachineVersion`` refuses, with ``ConflictException``, a version that an
-    alias routes to, and version numbers are never reused.
+    alias routes to, and version numbers are never reused. Each of these calls is atomic, as
+    on AWS: two callers updating or publishing one machine at once are served one after the
+    other.
 
     moto raised ``NotImplementedError`` for ``PublishStateMachineVersion``,
     ``ListStateMachineVersions`` and ``DeleteStateMachineVersion``, had no revision IDs, and
     published a new version on every ``publish=True`` update, even an unchanged one. (Each
-    version already kept its own definition.)"""
+    version already kept its own definition.) Its calls ran unguarded on the caller's thread,
+    so a publish could read the revision of a concurrent update half-way: the update had set
+    the new definition but not yet its revision, and the publish handed back the version of
+    the old definition (step-through runs started on the normal machine)."""
+    import threading
+
     from moto.core.responses import ActionResult, EmptyResult
     from moto.core.utils import utcnow
     from moto.stepfunctions.models import StateMachine, StateMachineInstance, StateMachineVersion
@@ -123,6 +130,16 @@ def _state_machine_versions(patches: Patches) -> None:
 
     original_describe = StepFunctionResponse.describe_state_machine
     original_update = StepFunctionResponse.update_state_machine
+    original_create = StepFunctionResponse.create_state_machine
+    #: One machine's revisions and versions change under this lock (a call at a time).
+    revisions = threading.RLock()
+
+    def atomic(handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def serve(self: Any) -> Any:
+            with revisions:
+                return handler(self)
+
+        return serve
 
     def update(self: Any, **kwargs: Any) -> None:
         changed = False
@@ -226,12 +243,17 @@ def _state_machine_versions(patches: Patches) -> None:
     patches.set(StateMachine, "update", update)
     patches.set(StateMachine, "publish", publish)
     patches.set(StepFunctionResponse, "describe_state_machine", describe_state_machine)
-    patches.set(StepFunctionResponse, "update_state_machine", update_state_machine)
+    patches.set(StepFunctionResponse, "create_state_machine", atomic(original_create))
+    patches.set(StepFunctionResponse, "update_state_machine", atomic(update_state_machine))
     patches.set(
-        StepFunctionResponse, "publish_state_machine_version", publish_state_machine_version
+        StepFunctionResponse,
+        "publish_state_machine_version",
+        atomic(publish_state_machine_version),
     )
     patches.set(StepFunctionResponse, "list_state_machine_versions", list_state_machine_versions)
-    patches.set(StepFunctionResponse, "delete_state_machine_version", delete_state_machine_version)
+    patches.set(
+        StepFunctionResponse, "delete_state_machine_version", atomic(delete_state_machine_version)
+    )
 
 
 def _start_qualified_execution(

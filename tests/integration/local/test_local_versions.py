@@ -165,6 +165,57 @@ def test_a_version_an_alias_routes_to_cannot_be_deleted(rt):
     )
 
 
+def test_an_update_and_a_publish_at_once_are_served_one_after_the_other(rt, monkeypatch):
+    import threading
+
+    from relayflow.local import compat_versions
+
+    sfn = rt.sfn_client
+    arn, first, _ = versioned(rt, "atomic")
+    sfn.update_state_machine(stateMachineArn=arn, definition=definition("v1"), publish=True)
+    # Given an update to a new definition that stops half-way: its definition is set, its
+    # revision not yet (the revision id is drawn last)
+    halfway, go_on = threading.Event(), threading.Event()
+
+    class SlowRevision:
+        def uuid4(self) -> uuid.UUID:
+            if threading.current_thread().name == "updater":
+                halfway.set()
+                go_on.wait(timeout=30)
+            return uuid.uuid4()
+
+    monkeypatch.setattr(compat_versions, "uuid", SlowRevision())
+    answers: dict[str, str] = {}
+
+    def update() -> None:
+        answers["updater"] = sfn.update_state_machine(
+            stateMachineArn=arn, definition=definition("v9"), publish=True
+        )["stateMachineVersionArn"]
+
+    updater = threading.Thread(target=update, name="updater")
+    updater.start()
+    assert halfway.wait(timeout=30)
+
+    # When a second caller updates to the same definition and publishes meanwhile
+    def same() -> None:
+        answers["second"] = sfn.update_state_machine(
+            stateMachineArn=arn, definition=definition("v9"), publish=True
+        )["stateMachineVersionArn"]
+
+    second = threading.Thread(target=same, name="second")
+    second.start()
+    second.join(timeout=0.5)
+    go_on.set()
+    updater.join(timeout=30)
+    second.join(timeout=30)
+
+    # Then both are handed the version of the new definition, not one of an older revision
+    assert answers["updater"] == answers["second"]
+    described = sfn.describe_state_machine(stateMachineArn=answers["second"])
+    assert json.loads(described["definition"])["States"]["Answer"]["Result"] == "v9"
+    assert first != answers["second"]
+
+
 # -- version_alias_executions ---------------------------------------------------------------
 
 
