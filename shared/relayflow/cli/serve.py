@@ -1,5 +1,6 @@
 """``relayflow serve``: the control API on this machine, with everything in memory (the local
-runtime, the table, the bus, the authorizer and the recorder)."""
+runtime, the table, the bus, the authorizer and the recorder), or kept in a directory across
+restarts with ``--state DIR``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from relayflow.cli.api import API_KEY_ENV, API_URL_ENV
 from relayflow.cli.inputs import resources_option
-from relayflow.cli.output import EXIT_OK, EXIT_RUN_FAILED
+from relayflow.cli.output import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED
 
 
 def _stop_on_sigterm() -> None:
@@ -26,6 +27,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from relayflow.local.serve import LocalServer
+    from relayflow.local.state_dir import StateDirError
 
     resources = resources_option(args.resources) if args.resources else None
     try:
@@ -37,6 +39,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             rate_burst=max(1, int(args.rate_limit * 4)),
             access_log=sys.stderr,
             maintenance_interval=60.0,
+            state_dir=args.state,
         )
         server.__enter__()
         if resources is not None:
@@ -44,6 +47,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             created = provision(resources)
         aws = _expose_aws(args.aws_host or args.host, args.aws_port)
+    except StateDirError as exc:
+        print(f"relayflow: --state {args.state}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     except OSError as exc:
         print(
             f"relayflow: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
@@ -60,11 +66,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if resources is not None:
             made = sum(len(names) for names in created.values())
             print(f"created {made} resource(s) from {args.resources} in the in-memory AWS")
-        print(
-            "Everything (workflows, runs, API keys, waits) lives in memory: Ctrl-C stops the "
-            "server and forgets it.",
-            flush=True,
-        )
+        _print_state(server)
         _stop_on_sigterm()
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -74,6 +76,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
             aws.close()
         server.__exit__(None, None, None)
     return EXIT_OK
+
+
+def _print_state(server: Any) -> None:
+    """The banner's last line: where the state lives (and what a restart brought back)."""
+    state = server.state
+    if state is None:
+        print(
+            "Everything (workflows, runs, API keys, waits) lives in memory: Ctrl-C stops the "
+            "server and forgets it (--state DIR keeps it).",
+            flush=True,
+        )
+        return
+    if state.restored:
+        counts = state.counts()
+        revived = state.revived
+        print(
+            f"restored from {state.dir.path}: {counts['workflows']} workflow(s), "
+            f"{counts['runs']} run(s); {len(revived.revived)} run(s) under way go on, "
+            f"{len(revived.failed)} could not (failed: Relayflow.ServerStopped)"
+        )
+    print(
+        f"State (workflows, runs, API keys, waits) is {state.describe()}: a restart with "
+        "the same --state goes on where this one stops.",
+        flush=True,
+    )
 
 
 def _expose_aws(host: str, port: int | None) -> Any:
@@ -88,7 +115,9 @@ def _expose_aws(host: str, port: int | None) -> Any:
 
 def add_serve_command(sub: Any) -> None:
     """``relayflow serve``."""
-    p = sub.add_parser("serve", help="run the control API locally (local runtime, in memory)")
+    p = sub.add_parser(
+        "serve", help="run the control API locally (local runtime, in memory or --state DIR)"
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument(
@@ -119,5 +148,11 @@ def add_serve_command(sub: Any) -> None:
         "--resources",
         help="YAML file of tables, queues, buses, identities and secrets to create in moto "
         "first (as `relayflow run --resources`)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        help="keep workflows, runs, API keys and waits in DIR across restarts (created if "
+        "missing; runs under way go on after the restart). Default: all in memory",
     )
     p.set_defaults(func=cmd_serve)

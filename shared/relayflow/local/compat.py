@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 from relayflow.local import (
     compat_api,
+    compat_archive,
     compat_callbacks,
     compat_definition,
     compat_distributed,
@@ -53,6 +54,7 @@ FAMILIES = (
     compat_distributed,
     compat_express,
     compat_logs,
+    compat_archive,
 )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import relayflow
 from relayflow.adapters.aws import reset_clients
-from relayflow.local import compat, compat_infrastructure, timescale
+from relayflow.local import compat, compat_archive, compat_infrastructure, timescale
 from relayflow.local.history import ExecutionRecord, build_state_runs
 from relayflow.local.lambda_endpoint import Handler, HandlerRegistry, Invocation, LambdaEndpoint
 from relayflow.local.lifecycle import ClosedOnExit
@@ -215,6 +215,7 @@ class LocalRuntime(ClosedOnExit):
             self._mock = None
         compat_infrastructure.set_lambda_endpoint(None)
         compat_infrastructure.prune_threads()
+        compat_archive.forget()
         reset_clients()
         with self._clients_lock:
             for client in self._clients.values():
@@ -495,6 +496,13 @@ class LocalRuntime(ClosedOnExit):
         from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
         return stepfunctions_parser_backends[self.account][self.region]
+
+    @property
+    def sfn_backend(self) -> Any:
+        """moto's Step Functions backend of this runtime (its state machines, versions and
+        executions as objects: what ``serve --state`` saves and restores)."""
+        self._require_open()
+        return self._backend()
 
     @staticmethod
     def _events(execution: Any, start: int = 0) -> Iterator[dict[str, Any]]:

@@ -64,6 +64,7 @@ from relayflow.local.serve_http import (
     json_response,
 )
 from relayflow.local.serve_recorder import StatusRecorder
+from relayflow.local.serve_state import DEFAULT_SAVE_INTERVAL, KeptState
 from relayflow.local.timescale import DEFAULT_TIME_SCALE
 from relayflow.naming import function_arn, function_name
 
@@ -78,14 +79,18 @@ PROXY_RESOURCE = "/{proxy+}"
 WEBHOOK_RESOURCE = "/hooks/{slug}"
 
 
-def index() -> dict[str, Any]:
+#: What ``GET /`` says of a server without ``--state``.
+IN_MEMORY = "in memory: workflows, runs, API keys and waits are lost when the server stops"
+
+
+def index(state: str = IN_MEMORY) -> dict[str, Any]:
     """``GET /`` (public): what this server is and where its parts are."""
     return {
         "service": "relayflow serve",
         "console": "/console",
         "openapi": "/openapi.json",
         "swagger": "/swagger",
-        "state": "in memory: workflows, runs, API keys and waits are lost when the server stops",
+        "state": state,
     }
 
 
@@ -123,12 +128,20 @@ class LocalServer(ClosedOnExit):
         functions_dir: Path | None = None,
         access_log: TextIO | None = None,
         maintenance_interval: float | None = None,
+        state_dir: Path | str | None = None,
+        save_interval: float | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.time_scale = time_scale
         self.rate_limiter = RateLimiter(rate_per_second, rate_burst)
         self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self._admin_token_given = admin_token is not None
+        #: ``--state DIR``: what the server keeps across a restart (``None``: nothing).
+        self.state: KeptState | None = None
+        if state_dir is not None:
+            interval = DEFAULT_SAVE_INTERVAL if save_interval is None else save_interval
+            self.state = KeptState(state_dir, interval=interval)
         self.bootstrap_key = ""
         self.url = ""
         self.runtime: LocalRuntime | None = None
@@ -172,6 +185,8 @@ class LocalServer(ClosedOnExit):
         buses = {bus["Name"] for bus in events.list_event_buses().get("EventBuses", [])}
         if settings.event_bus_name not in buses:
             events.create_event_bus(Name=settings.event_bus_name)
+        if self.state is not None:
+            self.state.restore(self.runtime)
         self.events = LocalEventRouter(self.runtime)
         self.events.open()
 
@@ -182,9 +197,18 @@ class LocalServer(ClosedOnExit):
         recorder = _required(registry, "recorder")
         self._maintenance = _required(registry, "maintenance")
 
-        self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
+        kept = self.state.saved_server if self.state is not None else {}
+        if kept.get("bootstrap_key"):  # the key printed last time still works (it was kept)
+            self.bootstrap_key = str(kept["bootstrap_key"])
+        else:
+            self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
+        if kept.get("admin_token") and not self._admin_token_given:
+            self.admin_token = str(kept["admin_token"])
         self.recorder = StatusRecorder(self.runtime, with_step_events(self.runtime, recorder))
         self.recorder.start()
+        if self.state is not None:
+            self.state.revive(self.runtime, self.recorder.report)
+            self.state.start(self.runtime, self._kept_facts)
 
         self._httpd = LocalHTTPServer((self.host, self.port), RequestHandler)
         self._httpd.app = self
@@ -204,6 +228,14 @@ class LocalServer(ClosedOnExit):
                 target=self._maintain, name="relayflow-maintenance", daemon=True
             )
             self._maintenance_thread.start()
+
+    def _kept_facts(self) -> dict[str, Any]:
+        """What ``--state`` keeps of the server itself."""
+        return {"bootstrap_key": self.bootstrap_key, "admin_token": self.admin_token}
+
+    def state_description(self) -> str:
+        """Where this server's state lives (``GET /``, the banner)."""
+        return self.state.describe() if self.state is not None else IN_MEMORY
 
     def run_maintenance(self) -> dict[str, Any]:
         """Call the maintenance function once (what its one-minute schedule does on AWS)."""
@@ -253,9 +285,15 @@ class LocalServer(ClosedOnExit):
             self._maintenance_stop.set()
             self._maintenance_thread.join(timeout=5)
             self._maintenance_thread = None
+        if self.state is not None:
+            self.state.stop()
         if self.recorder is not None:
+            if self.state is not None:  # the last save has every run end recorded
+                self.recorder.settle()
             self.recorder.stop()
             self.recorder = None
+        if self.state is not None and self.runtime is not None:
+            self.state.save()
         if self.events is not None:
             self.events.close()
             self.events = None
@@ -300,7 +338,7 @@ class LocalServer(ClosedOnExit):
         if path == "/console" or path.startswith("/console/"):
             return self._console_request(method, target, headers, body)
         if path == "/" and method in ("GET", "HEAD"):
-            return json_response(200, index())
+            return json_response(200, index(self.state_description()))
         if path.startswith("/admin/") or path == "/admin":
             return self._admin(method, path, split.query, headers, body)
         event = self._proxy_event(method, path, split.query, headers, body, client_ip)

@@ -149,6 +149,15 @@ class StatusRecorder:
                     pending = True
         return pending
 
+    def report(self, description: Mapping[str, Any]) -> None:
+        """Call the recorder with the status change of ``description`` (a
+        ``DescribeExecution`` answer), for an execution this watcher does not see (one kept
+        from before a restart), retried as :meth:`poll` retries a change."""
+        arn, status = str(description["executionArn"]), str(description["status"])
+        while not self._deliver(arn, description, status):
+            continue  # gives up after the attempts an asynchronous invocation has
+        self._reported[arn] = status
+
     def _deliver(self, arn: str, description: Mapping[str, Any], status: str) -> bool:
         """Call the recorder; after repeated failures give up on this change (EventBridge
         retries an asynchronous invocation twice, then drops it)."""

@@ -1,0 +1,229 @@
+"""Runs that were under way when ``relayflow serve --state`` stopped, after its restart.
+
+moto's executions die with the process; what they were doing is kept
+(:mod:`relayflow.local.state_dir`): each one's history, so the state of the main flow it was
+in, and the data that state was entered with. On restart each such run goes on in a new
+execution of the same name (so the same execution ARN, the run's), on the *revival variant*
+of the version it ran: the same machine with a Choice at the top (``_revive.at``) that sends
+the execution, through a Pass (``_revive.<state>``, ``InputPath: $.revive.input``) that puts
+back the kept data, to that state. It is entered again:
+
+* a run waiting (an approval, a waitpoint, ``wait_for_event``, a step-through gate, a park)
+  waits again, under a new task token. Approvals, waitpoints and gates have ids of their own
+  (run, step, item, pass) and are re-armed in place; a park's id comes from its token, so the
+  old park is marked ``expired`` and the run parks anew. The wait's deadline starts again;
+* a run in a ``delay`` waits its whole delay again;
+* a run in a step's call, a ``parallel`` or a ``for_each`` runs that step again from its
+  start (at least once, as a retried Lambda invocation is).
+
+A run that cannot go on is failed, through the recorder like any run end
+(``Relayflow.ServerStopped``, naming the step to rerun from): an Express run (its machine
+cannot wait), or a run whose history does not show a state of the main flow.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from relayflow.local.compat_archive import REVIVAL_PREFIX, Archived
+
+#: The Choice the revival variant starts at.
+REVIVAL_CHOICE = f"{REVIVAL_PREFIX}at"
+#: Where the revival's execution input names the state to enter, and what it enters it with.
+AT_PATH = "$.revive.at"
+INPUT_PATH = "$.revive.input"
+#: The error of a run the restart could not carry on.
+SERVER_STOPPED = "Relayflow.ServerStopped"
+
+
+@dataclass
+class Revived:
+    """What the restart did with the runs that were under way."""
+
+    revived: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The main-flow state an execution was in: its ``StateEntered`` event's index in the
+    history, its name and the data it was entered with (JSON)."""
+
+    index: int
+    state: str
+    input: str
+
+
+def active_state(events: list[dict[str, Any]], main_states: Iterable[str]) -> Entry | None:
+    """The state of the main flow (``main_states``) that the execution had entered and not
+    left, per its ``events``; ``None`` if there is none. States inside a ``parallel`` or a
+    ``for_each`` belong to the main-flow state that holds them."""
+    names = frozenset(main_states)
+    current: Entry | None = None
+    for index, event in enumerate(events):
+        kind = str(event.get("type", ""))
+        if kind.endswith("StateEntered"):
+            details = event.get("stateEnteredEventDetails") or {}
+            if details.get("name") in names:
+                current = Entry(index, str(details["name"]), str(details.get("input") or "{}"))
+        elif kind.endswith("StateExited") and current is not None:
+            details = event.get("stateExitedEventDetails") or {}
+            if details.get("name") == current.state:
+                current = None
+    return current
+
+
+def revival_variant(asl: dict[str, Any], states: Iterable[str]) -> dict[str, Any]:
+    """``asl`` with a way in at each of ``states`` (top-level states) for
+    ``{"revive": {"at": <state>, "input": <data>}}``; any other input starts where ``asl``
+    starts. ``asl`` may be a revival variant itself (a run revived twice): its doors are
+    replaced. ``asl`` is not changed."""
+    import copy
+
+    variant = copy.deepcopy(asl)
+    start = str(asl["StartAt"])
+    if start == REVIVAL_CHOICE:  # the variant of a run revived before: its own doors go
+        start = str(asl["States"][REVIVAL_CHOICE]["Default"])
+        for name in [n for n in variant["States"] if n.startswith(REVIVAL_PREFIX)]:
+            del variant["States"][name]
+    targets = sorted(set(states) - {n for n in states if n.startswith(REVIVAL_PREFIX)})
+    choices = []
+    for state in targets:
+        door = f"{REVIVAL_PREFIX}{state}"
+        variant["States"][door] = {"Type": "Pass", "InputPath": INPUT_PATH, "Next": state}
+        choices.append({"Variable": AT_PATH, "StringEquals": state, "Next": door})
+    variant["States"][REVIVAL_CHOICE] = {
+        "Type": "Choice",
+        "Choices": choices,
+        "Default": start,
+    }
+    variant["StartAt"] = REVIVAL_CHOICE
+    return variant
+
+
+def runs_by_execution(tables: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Execution ARN → (tenant, run id), from the saved table items."""
+    found: dict[str, tuple[str, str]] = {}
+    for table in tables:
+        for item in table["items"]:
+            arn, run_id = item.get("execution_arn", {}), item.get("run_id", {})
+            tenant = item.get("tenant", {})
+            is_run = item.get("type", {}).get("S") == "run"
+            if is_run and "S" in arn and "S" in run_id and "S" in tenant:
+                found.setdefault(arn["S"], (tenant["S"], run_id["S"]))
+    return found
+
+
+def parks_of(tables: list[dict[str, Any]], runs: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(tenant, park id) of every park still ``parked`` of one of ``runs``."""
+    parks = []
+    for table in tables:
+        for item in table["items"]:
+            place = (item.get("tenant", {}).get("S"), item.get("run_id", {}).get("S"))
+            parked = item.get("status", {}).get("S") == "parked"
+            if "park_id" in item and parked and place in runs:
+                parks.append((str(place[0]), str(item["park_id"]["S"])))
+    return parks
+
+
+def revive_runs(
+    runtime: Any,
+    kept: Mapping[str, Archived],
+    tables: list[dict[str, Any]],
+    record: Callable[[dict[str, Any]], None],
+) -> Revived:
+    """Carry on, or fail, every kept execution that was still running (see the module
+    docstring). ``record``: tells the recorder of an execution's end (its description)."""
+    from relayflow.dal.parks import ParkDal
+
+    running = {arn: k for arn, k in kept.items() if k.description.get("status") == "RUNNING"}
+    plans: dict[str, Entry] = {}
+    outcome = Revived()
+    for arn, k in running.items():
+        why, entry = _entry(runtime, k)
+        if entry is None:
+            _fail(k, why)
+            record(k.description)
+            outcome.failed.append(arn)
+        else:
+            plans[arn] = entry
+    runs = runs_by_execution(tables)
+    revived_runs = {runs[arn] for arn in plans if arn in runs}
+    for tenant, park_id in parks_of(tables, revived_runs):
+        ParkDal().expire(tenant, park_id)
+    variants: dict[str, str] = {}
+    for arn, entry in plans.items():
+        k = running[arn]
+        version_arn = _variant(runtime, k, [e.state for e in plans.values()], variants)
+        k.cut = entry.index
+        data = json.loads(entry.input)
+        # ``$.run`` names the run to the recorder, as in every execution's input.
+        run = data.get("run") if isinstance(data, dict) else None
+        runtime.sfn_client.start_execution(
+            stateMachineArn=version_arn,
+            name=str(k.description["name"]),
+            input=json.dumps({"run": run, "revive": {"at": entry.state, "input": data}}),
+        )
+        outcome.revived.append(arn)
+    return outcome
+
+
+def _base_arn(k: Archived) -> str:
+    """The state machine ARN (no version or alias) of the kept execution."""
+    assert k.machine is not None
+    return ":".join(str(k.machine["stateMachineArn"]).split(":")[:7])
+
+
+def _entry(runtime: Any, k: Archived) -> tuple[str, Entry | None]:
+    """Where the kept execution goes on, or why it cannot."""
+    if k.machine is None:
+        return "the definition it ran was not kept", None
+    described = runtime.sfn_client.describe_state_machine(stateMachineArn=_base_arn(k))
+    if described.get("type") == "EXPRESS":
+        return "an Express run cannot wait across a restart", None
+    entry = active_state(k.events, json.loads(k.machine["definition"]).get("States", {}))
+    if entry is None:
+        return "its history shows no step of the main flow under way", None
+    return "", entry
+
+
+def _fail(k: Archived, why: str) -> None:
+    """Mark the kept execution failed (what the recorder is then told)."""
+    k.description = {
+        **k.description,
+        "status": "FAILED",
+        "stopDate": datetime.datetime.now(datetime.UTC),
+        "error": SERVER_STOPPED,
+        "cause": (
+            f"the local server stopped while this run was under way and it could not go on "
+            f"({why}): rerun it from the step it was at (POST /runs/{{id}}/rerun)"
+        ),
+    }
+
+
+def _variant(runtime: Any, k: Archived, states: list[str], made: dict[str, str]) -> str:
+    """The version ARN of the revival variant of the version ``k`` ran, published (once per
+    restart and version) as one more version of its state machine."""
+    assert k.machine is not None
+    source = str(k.description.get("stateMachineVersionArn") or k.machine["stateMachineArn"])
+    if source in made:
+        return made[source]
+    asl = json.loads(k.machine["definition"])
+    present = [state for state in states if state in asl.get("States", {})]
+    variant = revival_variant(asl, present)
+    base = _base_arn(k)
+    sfn = runtime.sfn_client
+    current = sfn.describe_state_machine(stateMachineArn=base)["definition"]
+    published = sfn.update_state_machine(
+        stateMachineArn=base,
+        definition=json.dumps(variant, separators=(",", ":")),
+        publish=True,
+        versionDescription="revival of the runs under way at a restart",
+    )["stateMachineVersionArn"]
+    sfn.update_state_machine(stateMachineArn=base, definition=current)
+    made[source] = str(published)
+    return made[source]
