@@ -146,6 +146,22 @@ def test_golden_files_and_compiled_examples_have_no_diagnostics(asl_tools):
     assert all(r.ok for r in reports.values()), _failures(reports)
 
 
+def test_the_revival_variants_of_the_examples_have_no_diagnostics(asl_tools):
+    # Given each example compiled, with a way in at every top-level state (what
+    # `relayflow serve --state` publishes to carry on a run after a restart)
+    from relayflow.local.revive import revival_variant
+
+    variants = {}
+    for path in EXAMPLE_WORKFLOWS:
+        asl = compile_workflow(load_workflow(path)).asl
+        variants[f"revival of {path.name}"] = revival_variant(asl, list(asl["States"]))
+    # When both validators read them, then neither says anything
+    reports = validate_definitions(variants)
+    assert all(r.ok for r in reports.values()), _failures(reports)
+    for variant in variants.values():
+        assert_valid_machine(variant)
+
+
 # --------------------------------------------------------------------------- generated corpus
 
 

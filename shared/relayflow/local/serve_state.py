@@ -70,9 +70,7 @@ class KeptState:
     def revive(self, runtime: Any, report: Callable[[Mapping[str, Any]], Any]) -> Revived:
         """Carry on (or fail) the runs that were under way at the last save."""
         if self._snapshot is not None:
-            self.revived = revive_runs(
-                runtime, self._archived, self._snapshot["dynamodb"], report
-            )
+            self.revived = revive_runs(runtime, self._archived, self._snapshot["dynamodb"], report)
         return self.revived
 
     def start(self, runtime: Any, server: Callable[[], dict[str, Any]]) -> None:

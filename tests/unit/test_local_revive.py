@@ -1,0 +1,177 @@
+"""What ``serve --state`` keeps and how a run under way goes on after a restart: the state
+file (relayflow.local.state_dir), the state a run was in and the revival variant
+(relayflow.local.revive), and a revived run's joined history (relayflow.local.compat_archive).
+The restart itself, end to end, is tests/integration/test_serve_state.py."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from relayflow.compiler.check import assert_valid_machine
+from relayflow.local.compat_archive import Archived, joined_history
+from relayflow.local.revive import REVIVAL_CHOICE, Entry, active_state, revival_variant
+from relayflow.local.state_dir import FORMAT, StateDir, StateDirError
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+
+
+def golden(name: str) -> dict:
+    return json.loads((GOLDEN / f"{name}.asl.json").read_text())
+
+
+def entered(name: str, data: str = "{}", kind: str = "Task") -> dict:
+    return {
+        "type": f"{kind}StateEntered",
+        "stateEnteredEventDetails": {"name": name, "input": data},
+    }
+
+
+def exited(name: str, kind: str = "Task") -> dict:
+    return {"type": f"{kind}StateExited", "stateExitedEventDetails": {"name": name}}
+
+
+# -- the state the run was in -----------------------------------------------------------------
+
+
+def test_the_state_entered_and_not_left_is_where_the_run_was():
+    events = [
+        {"type": "ExecutionStarted"},
+        entered("a", '{"n":1}'),
+        exited("a"),
+        entered("b", '{"n":2}'),
+        {"type": "TaskScheduled"},
+    ]
+    assert active_state(events, ["a", "b", "c"]) == Entry(3, "b", '{"n":2}')
+
+
+def test_states_inside_a_parallel_or_for_each_belong_to_the_main_flow_state_holding_them():
+    events = [
+        entered("fan", '{"items":[1,2]}', "Map"),
+        entered("fan.item"),
+        exited("fan.item"),
+        entered("fan.item"),
+    ]
+    assert active_state(events, ["fan", "after"]) == Entry(0, "fan", '{"items":[1,2]}')
+
+
+def test_a_run_between_states_or_at_its_end_was_in_none():
+    assert active_state([entered("a"), exited("a")], ["a"]) is None
+    assert active_state([{"type": "ExecutionStarted"}], ["a"]) is None
+    # a state left by its Catch (no Exited event) gives way to the state the Catch entered
+    failed = [entered("a"), {"type": "TaskFailed"}, entered("a.park", '{"e":1}')]
+    assert active_state(failed, ["a", "a.park"]) == Entry(2, "a.park", '{"e":1}')
+
+
+# -- the revival variant ----------------------------------------------------------------------
+
+
+def test_the_revival_variant_enters_each_state_with_the_kept_data():
+    asl = golden("approval")
+    before = copy.deepcopy(asl)
+    variant = revival_variant(asl, ["ask", "pay"])
+    assert asl == before
+    assert variant["StartAt"] == REVIVAL_CHOICE
+    choice = variant["States"][REVIVAL_CHOICE]
+    assert choice["Default"] == asl["StartAt"]
+    assert {r["StringEquals"]: r["Next"] for r in choice["Choices"]} == {
+        "ask": "_revive.ask",
+        "pay": "_revive.pay",
+    }
+    assert variant["States"]["_revive.pay"] == {
+        "Type": "Pass",
+        "InputPath": "$.revive.input",
+        "Next": "pay",
+    }
+    assert_valid_machine(variant)
+
+
+def test_reviving_a_revived_run_replaces_the_doors_of_the_first_revival():
+    asl = golden("approval")
+    once = revival_variant(asl, ["ask"])
+    twice = revival_variant(once, ["pay"])
+    assert twice["States"][REVIVAL_CHOICE]["Default"] == asl["StartAt"]
+    assert not any(name == "_revive.ask" for name in twice["States"])
+    assert set(twice["States"]) == set(asl["States"]) | {REVIVAL_CHOICE, "_revive.pay"}
+    assert_valid_machine(twice)
+
+
+# -- the joined history -----------------------------------------------------------------------
+
+
+def numbered(events: list[dict]) -> list[dict]:
+    return [{**e, "id": i + 1, "previousEventId": i} for i, e in enumerate(events)]
+
+
+def test_a_revived_history_is_joined_and_renumbered():
+    # Given a kept history that waited in "ask" (its 3rd event), and the revived execution's
+    kept = Archived(
+        description={},
+        events=numbered(
+            [{"type": "ExecutionStarted"}, entered("call"), exited("call"), entered("ask")]
+        ),
+        cut=3,
+    )
+    live = numbered(
+        [
+            {"type": "ExecutionStarted"},
+            entered("_revive.at", kind="Choice"),
+            exited("_revive.at", kind="Choice"),
+            entered("_revive.ask", kind="Pass"),
+            exited("_revive.ask", kind="Pass"),
+            entered("ask"),
+            {"type": "TaskSucceeded"},
+        ]
+    )
+    # When they are joined
+    joined = joined_history(kept, live)
+    # Then the kept events before "ask" come first, then the live ones from "ask" on
+    names = [
+        (
+            e["type"],
+            (e.get("stateEnteredEventDetails") or e.get("stateExitedEventDetails") or {}).get(
+                "name"
+            ),
+        )
+        for e in joined
+    ]
+    assert names == [
+        ("ExecutionStarted", None),
+        ("TaskStateEntered", "call"),
+        ("TaskStateExited", "call"),
+        ("TaskStateEntered", "ask"),
+        ("TaskSucceeded", None),
+    ]
+    # numbered one after the other, each pointing at the one before
+    assert [e["id"] for e in joined] == [1, 2, 3, 4, 5]
+    assert [e["previousEventId"] for e in joined] == [0, 1, 2, 3, 4]
+
+
+# -- the state file ---------------------------------------------------------------------------
+
+
+def test_the_state_file_keeps_dates_and_bytes_and_is_private(tmp_path):
+    state = StateDir(tmp_path / "state")
+    moment = datetime.datetime(2026, 12, 3, 9, 0, tzinfo=datetime.UTC)
+    saved = {"format": FORMAT, "when": moment, "body": b"\x00\xffpayload", "nested": [{"x": 1}]}
+    state.save(saved)
+    assert state.load() == saved
+    assert stat.S_IMODE(state.path.stat().st_mode) == 0o700
+    assert stat.S_IMODE(state.file.stat().st_mode) == 0o600
+    assert [p.name for p in state.path.iterdir()] == ["state.json"]  # no temporary left
+    assert StateDir(tmp_path / "empty").load() is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says"), [('{"format": 99}', "format 99"), ("{not json", "is not JSON")]
+)
+def test_a_state_file_it_cannot_read_is_refused_not_guessed_at(tmp_path, text, says):
+    state = StateDir(tmp_path)
+    state.file.write_text(text)
+    with pytest.raises(StateDirError, match=says):
+        state.load()
