@@ -169,6 +169,54 @@ def test_a_restart_keeps_a_parked_run_resumable_and_an_idempotency_key_deduplica
         assert start(api).json()["run_id"] == run_id
 
 
+CHILD = {
+    "id": "child",
+    "start": "ask",
+    "steps": {
+        "ask": {
+            "type": "approval",
+            "title": "Child?",
+            "timeout_seconds": 600,
+            "on_approve": "done",
+        },
+        "done": {"type": "transform", "mapping": {"child": True}},
+    },
+}
+PARENT = {
+    "id": "parent",
+    "start": "sub",
+    "steps": {
+        "sub": {"type": "sub_workflow", "workflow_id": "child", "on_success": "end"},
+        "end": {"type": "transform", "mapping": {"child_run": "{{ steps.sub.output.run_id }}"}},
+    },
+}
+
+
+def test_a_sub_workflow_waiting_at_a_restart_goes_on_through_its_parent(tmp_path):
+    state = tmp_path / "state"
+    # Given a parent run whose child run waits for an approval
+    with serve(state) as first, first.client() as api:
+        for definition in (CHILD, PARENT):
+            assert api.put(f"/workflows/{definition['id']}", json=definition).status_code == 201
+        parent_id = api.post("/workflows/parent/runs", json={"input": {}}).json()["run_id"]
+        (asked,) = eventually(lambda: api.get("/approvals").json()["items"])
+    # When the server restarts, the same child run asks the same approval again
+    with serve(state) as second, second.client() as api:
+        pending = eventually(lambda: api.get("/approvals").json()["items"])
+        assert [(a["approval_id"], a["run_id"]) for a in pending] == [
+            (asked["approval_id"], asked["run_id"])
+        ]
+        # and once it is approved, the child and then the parent end
+        approved = api.post(
+            f"/approvals/{asked['approval_id']}/respond", json={"option": "approve"}
+        )
+        assert approved.status_code == 200, approved.text
+        parent = run_in(api, parent_id, "succeeded", "failed")
+        assert parent["status"] == "succeeded", parent
+        assert parent["output"]["steps"]["end"]["output"] == {"child_run": asked["run_id"]}
+        assert run_in(api, asked["run_id"], "succeeded", "failed")["status"] == "succeeded"
+
+
 def test_a_run_that_cannot_go_on_after_a_restart_fails_with_a_clear_error(tmp_path):
     state = tmp_path / "state"
     with serve(state) as first, first.client() as api:

@@ -14,11 +14,15 @@ back the kept data, to that state. It is entered again:
   old park is marked ``expired`` and the run parks anew. The wait's deadline starts again;
 * a run in a ``delay`` waits its whole delay again;
 * a run in a step's call, a ``parallel`` or a ``for_each`` runs that step again from its
-  start (at least once, as a retried Lambda invocation is).
+  start (at least once, as a retried Lambda invocation is);
+* a sub-workflow's child goes on through its parent, which enters its ``sub_workflow`` step
+  again and starts the child afresh under the same run id (so the child's approvals are the
+  same ones); a distributed ``for_each``'s item executions are its Map's, which runs again.
 
 A run that cannot go on is failed, through the recorder like any run end
-(``Relayflow.ServerStopped``, naming the step to rerun from): an Express run (its machine
-cannot wait), or a run whose history does not show a state of the main flow.
+(``Relayflow.ServerStopped``, saying to rerun it): an Express run (its machine cannot wait),
+a run whose history does not show a state of the main flow, and the children of a run that
+cannot go on.
 """
 
 from __future__ import annotations
@@ -105,19 +109,6 @@ def revival_variant(asl: dict[str, Any], states: Iterable[str]) -> dict[str, Any
     return variant
 
 
-def runs_by_execution(tables: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    """Execution ARN → (tenant, run id), from the saved table items."""
-    found: dict[str, tuple[str, str]] = {}
-    for table in tables:
-        for item in table["items"]:
-            arn, run_id = item.get("execution_arn", {}), item.get("run_id", {})
-            tenant = item.get("tenant", {})
-            is_run = item.get("type", {}).get("S") == "run"
-            if is_run and "S" in arn and "S" in run_id and "S" in tenant:
-                found.setdefault(arn["S"], (tenant["S"], run_id["S"]))
-    return found
-
-
 def parks_of(tables: list[dict[str, Any]], runs: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """(tenant, park id) of every park still ``parked`` of one of ``runs``."""
     parks = []
@@ -137,23 +128,46 @@ def revive_runs(
     record: Callable[[dict[str, Any]], None],
 ) -> Revived:
     """Carry on, or fail, every kept execution that was still running (see the module
-    docstring). ``record``: tells the recorder of an execution's end (its description)."""
+    docstring). ``record``: tells the recorder of an execution's end (its description).
+
+    A sub-workflow's child run goes on through its parent, which enters its ``sub_workflow``
+    step again and so starts the child afresh under the same run id; it is failed only when
+    no ancestor goes on. A distributed ``for_each``'s item executions are its Map's, which
+    runs again."""
     from relayflow.dal.parks import ParkDal
 
     running = {arn: k for arn, k in kept.items() if k.description.get("status") == "RUNNING"}
     plans: dict[str, Entry] = {}
     outcome = Revived()
+    covered: set[tuple[str, str]] = set()
+    children: list[tuple[str, Archived, dict[str, Any]]] = []
+
+    def fail(arn: str, k: Archived, why: str) -> None:
+        _fail(k, why)
+        record(k.description)
+        outcome.failed.append(arn)
+
     for arn, k in running.items():
+        run = _run_of(k)
+        if "/" in str(k.description.get("stateMachineArn", "")).rsplit(":", 1)[-1]:
+            continue  # an item of a distributed for_each: its Map runs again
+        if isinstance(run.get("parent"), dict):
+            children.append((arn, k, run))
+            continue
         why, entry = _entry(runtime, k)
         if entry is None:
-            _fail(k, why)
-            record(k.description)
-            outcome.failed.append(arn)
+            fail(arn, k, why)
         else:
             plans[arn] = entry
-    runs = runs_by_execution(tables)
-    revived_runs = {runs[arn] for arn in plans if arn in runs}
-    for tenant, park_id in parks_of(tables, revived_runs):
+            covered.add((str(run.get("tenant")), str(run.get("id"))))
+    for arn, k, run in sorted(children, key=lambda child: int(child[2].get("depth") or 0)):
+        tenant = str(run.get("tenant"))
+        if (tenant, str(run["parent"].get("run_id"))) in covered:
+            covered.add((tenant, str(run.get("id"))))
+            outcome.revived.append(arn)
+        else:
+            fail(arn, k, "the run that started it as a sub-workflow could not go on")
+    for tenant, park_id in parks_of(tables, covered):
         ParkDal().expire(tenant, park_id)
     variants: dict[str, str] = {}
     for arn, entry in plans.items():
@@ -170,6 +184,16 @@ def revive_runs(
         )
         outcome.revived.append(arn)
     return outcome
+
+
+def _run_of(k: Archived) -> dict[str, Any]:
+    """``$.run`` of the kept execution's input (``{}`` when there is none)."""
+    try:
+        document = json.loads(str(k.description.get("input") or "{}"))
+    except ValueError:
+        return {}
+    run = document.get("run") if isinstance(document, dict) else None
+    return run if isinstance(run, dict) else {}
 
 
 def _base_arn(k: Archived) -> str:
