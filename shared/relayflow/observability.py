@@ -321,6 +321,14 @@ def step_keys(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in keys.items() if v is not None}
 
 
+def item_index(event: Any) -> int | None:
+    """The ``for_each`` item a step Task payload runs for (``$.index`` of its document, the
+    innermost item's), or ``None`` outside a ``for_each``."""
+    doc = event.get("doc") if isinstance(event, dict) else None
+    index = doc.get("index") if isinstance(doc, dict) else None
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
 def _error_name(exc: BaseException) -> str:
     return str(getattr(type(exc), "error_name", None) or type(exc).__name__)
 
@@ -359,6 +367,9 @@ def step_handler(func: Handler) -> Handler:
                 exc_info=exc,
             )
             if isinstance(exc, RelayflowError):
+                index = item_index(event)
+                if index is not None:  # which for_each item failed, wherever it is read
+                    exc.details.setdefault("item_index", index)
                 exc.args = (exc.reported(),)
             raise exc.with_traceback(None)  # noqa: B904 (the same exception, re-raised)
         finally:

@@ -57,8 +57,10 @@ def waiting_progress(
             return
         if suffix == "park":
             told.add(name)
+            where = _failed_item(event)
             _note(
-                f"step '{key}' failed and parked the run: `relayflow run` cannot resume it. "
+                f"step '{key}' failed{where} and parked the run: `relayflow run` cannot "
+                "resume it. "
                 "Run the workflow under `relayflow serve` and resume it in the console "
                 "(/console, the run's page) or with `relayflow runs resume RUN_ID --action "
                 f"retry|skip|fail`; this run waits until --timeout ({timeout:g} s)."
@@ -144,3 +146,17 @@ def _complete(waits: Any, tenant: str, waitpoint: Any, ask: Callable[[str], str]
             continue
         waits.complete_waitpoint(tenant, waitpoint.waitpoint_id, data)
         return True
+
+
+def _failed_item(event: dict[str, Any]) -> str:
+    """`` at item N`` when the park's error names the for_each item that failed, else ``""``."""
+    from relayflow.causes import public_error
+
+    try:
+        document = json.loads((event.get("stateEnteredEventDetails") or {}).get("input") or "{}")
+    except ValueError:
+        return ""
+    error = public_error(document.get("error")) if isinstance(document, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    index = details.get("item_index") if isinstance(details, dict) else None
+    return f" at item {index}" if isinstance(index, int) else ""

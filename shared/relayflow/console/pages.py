@@ -325,8 +325,11 @@ def summary(run: Mapping[str, Any]) -> str:
     if parked:
         problem = parked.get("error") or {}
         cause = problem.get("Cause") or ""
+        index = (problem.get("details") or {}).get("item_index")
+        item = f" (item {index})" if isinstance(index, int) else ""
         error += (
-            f'<div class="flash info" id="parked">Parked at <b>{escape(parked["step"])}</b> since '
+            f'<div class="flash info" id="parked">Parked at <b>{escape(parked["step"])}</b>'
+            f"{item} since "
             f"{when(parked.get('parked_at'))}: {escape(str(problem.get('Error') or ''))}"
             f"<pre>{escape(str(cause))}</pre></div>"
         )

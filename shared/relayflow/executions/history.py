@@ -50,6 +50,10 @@ _SUCCESS_EVENTS = frozenset(
 )
 #: Events about a Map/Parallel as a whole; moto chains them after the last child event.
 _COMPOSITE_PREFIXES = ("MapState", "ParallelState")
+#: A Map's or Parallel's end events after which nothing inside it runs on.
+_COMPOSITE_ENDS = frozenset(
+    {"MapStateFailed", "MapStateAborted", "ParallelStateFailed", "ParallelStateAborted"}
+)
 _END_STATUS = {"ABORTED": "aborted", "TIMED_OUT": "timed_out", "RUNNING": "running"}
 
 
@@ -207,6 +211,15 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
             run = latest_open(lambda r, p=prefix: r.type == p)
             if run is not None:
                 iteration_of[event_id] = run.iteration
+                if kind in _COMPOSITE_ENDS:
+                    # Its items or branches stop with it: a state inside that failed (and
+                    # ended the item) failed, one still under way was stopped. Neither
+                    # records an exit of its own.
+                    for inner in runs:
+                        if inner._open and inner.entered_event_id > run.entered_event_id:
+                            inner._open = False
+                            inner.ended_at = at
+                            inner.status = "failed" if inner._last_failed else "aborted"
         else:
             run = owner.get(previous)
         if run is None:
