@@ -117,3 +117,18 @@ def test_the_run_note_and_the_console_name_the_item_that_parked_the_run(capsys):
     on_event = waiting_progress(workflow, lambda e: None, timeout=60, ask=None)
     on_event(park_entered(None))
     assert "step 'each' failed and parked the run" in capsys.readouterr().err
+
+
+def test_serve_drops_the_interpreters_report_of_a_state_failure_but_not_of_a_fault():
+    import logging
+
+    from relayflow.local.serve import INTERPRETER_LOGGER, StateFailuresFilter
+
+    def record(first: str) -> logging.LogRecord:
+        return logging.LogRecord(
+            INTERPRETER_LOGGER, logging.ERROR, __file__, 1, "%s at '%s'", (first, "…"), None
+        )
+
+    quiet = StateFailuresFilter()
+    assert not quiet.filter(record("Exception=FailureEventException, Error=Relayflow.HttpError"))
+    assert quiet.filter(record("Exception=KeyError, Details=['x']"))

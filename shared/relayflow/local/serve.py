@@ -37,6 +37,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import math
 import secrets
 import threading
@@ -111,6 +112,21 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)
 
 
+#: The logger moto's interpreter reports every failed state on, with the whole state's repr
+#: (10–20 KB a line): a failure the run's history and the recorder's log line already tell.
+INTERPRETER_LOGGER = "moto.stepfunctions.parser.asl.component.eval_component"
+
+
+class StateFailuresFilter(logging.Filter):
+    """Drops the interpreter's report of a state failure (a ``FailureEventException``, which
+    the run's history holds); its reports of anything else (a fault in moto) still pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        first = str(args[0]) if args else ""
+        return not first.startswith("Exception=FailureEventException")
+
+
 class LocalServer(ClosedOnExit):
     """The control API over HTTP on ``host:port`` (0: any free port), backed by a local runtime
     opened on enter; a context manager. ``url``, ``bootstrap_key`` (an API key of tenant
@@ -164,10 +180,12 @@ class LocalServer(ClosedOnExit):
         self._maintenance_stop = threading.Event()
         self._maintenance_thread: threading.Thread | None = None
         self._console: Any = None
+        self._quiet = StateFailuresFilter()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> LocalServer:
+        logging.getLogger(INTERPRETER_LOGGER).addFilter(self._quiet)
         self.runtime = LocalRuntime(time_scale=self.time_scale, functions_dir=self._functions_dir)
         self.runtime.__enter__()
         return self.opened_by(self._open)
@@ -304,6 +322,7 @@ class LocalServer(ClosedOnExit):
             self._settings_override.__exit__(None, None, None)
             self._settings_override = None
         _forget_cached_services()
+        logging.getLogger(INTERPRETER_LOGGER).removeFilter(self._quiet)
 
     def control(self) -> Any:
         """The ControlPlane the API function uses (same DAL, same moto)."""
