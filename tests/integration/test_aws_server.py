@@ -52,6 +52,7 @@ def test_serve_binds_the_in_memory_aws_where_a_container_can_reach_it(monkeypatc
     class Server:
         url = "http://127.0.0.1:8080"
         bootstrap_key = admin_token = "k"
+        state = None  # no --state: everything in memory
 
         def __init__(self, *a: object, **k: object) -> None:
             pass

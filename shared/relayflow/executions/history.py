@@ -157,6 +157,8 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
     owner: dict[int, StateRun] = {}
     iteration_of: dict[int, int | None] = {}
     execution_error: dict[str, Any] = {}
+    #: Entry event ids of the Maps and Parallels that failed.
+    stopped: set[int] = set()
 
     def latest_open(predicate: Any) -> StateRun | None:
         for run in reversed(runs):
@@ -192,6 +194,16 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
             candidate = owner.get(previous)
             if candidate is None or candidate.name != name or not candidate._open:
                 candidate = latest_open(lambda r, n=name: r.name == n)
+            if candidate is not None and candidate.entered_event_id in stopped:
+                # A failed Map or Parallel that a Catch took: the run goes on without its
+                # items or branches. A state inside that failed (and ended its item) failed,
+                # one still under way was stopped; neither records an exit of its own. (An
+                # uncaught one ends the run: its states end with it, below.)
+                for inner in runs:
+                    if inner._open and inner.entered_event_id > candidate.entered_event_id:
+                        inner._open = False
+                        inner.ended_at = at
+                        inner.status = "failed" if inner._last_failed else "aborted"
             if candidate is not None:
                 candidate._open = False
                 candidate.ended_at = at
@@ -211,15 +223,10 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
             run = latest_open(lambda r, p=prefix: r.type == p)
             if run is not None:
                 iteration_of[event_id] = run.iteration
-                if kind in _COMPOSITE_ENDS:
-                    # Its items or branches stop with it: a state inside that failed (and
-                    # ended the item) failed, one still under way was stopped. Neither
-                    # records an exit of its own.
-                    for inner in runs:
-                        if inner._open and inner.entered_event_id > run.entered_event_id:
-                            inner._open = False
-                            inner.ended_at = at
-                            inner.status = "failed" if inner._last_failed else "aborted"
+                if kind in _COMPOSITE_ENDS and not run.name.startswith("_"):
+                    # (A machine's own Parallel, such as Express's recording wrapper, catches
+                    # what ends the run: its states end with the run.)
+                    stopped.add(run.entered_event_id)
         else:
             run = owner.get(previous)
         if run is None:

@@ -172,16 +172,21 @@ def revive_runs(
     variants: dict[str, str] = {}
     for arn, entry in plans.items():
         k = running[arn]
-        version_arn = _variant(runtime, k, [e.state for e in plans.values()], variants)
-        k.cut = entry.index
-        data = json.loads(entry.input)
-        # ``$.run`` names the run to the recorder, as in every execution's input.
-        run = data.get("run") if isinstance(data, dict) else None
-        runtime.sfn_client.start_execution(
-            stateMachineArn=version_arn,
-            name=str(k.description["name"]),
-            input=json.dumps({"run": run, "revive": {"at": entry.state, "input": data}}),
-        )
+        try:
+            version_arn = _variant(runtime, k, [e.state for e in plans.values()], variants)
+            data = json.loads(entry.input)
+            # ``$.run`` names the run to the recorder, as in every execution's input.
+            run = data.get("run") if isinstance(data, dict) else None
+            k.cut = entry.index
+            runtime.sfn_client.start_execution(
+                stateMachineArn=version_arn,
+                name=str(k.description["name"]),
+                input=json.dumps({"run": run, "revive": {"at": entry.state, "input": data}}),
+            )
+        except Exception as exc:  # one run that cannot be started again fails alone
+            k.cut = None
+            fail(arn, k, f"it could not be started again: {exc}")
+            continue
         outcome.revived.append(arn)
     return outcome
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relayflow.local.revive import Revived, revive_runs
-from relayflow.local.state_dir import StateDir, capture, restore
+from relayflow.local.state_dir import StateDir, StateDirError, capture, restore
 
 #: Seconds between saves while the server runs.
 DEFAULT_SAVE_INTERVAL = 2.0
@@ -51,7 +51,13 @@ class KeptState:
         if self._snapshot is None:
             return
         self.saved_server = dict(self._snapshot.get("server") or {})
-        self._archived = restore(runtime, self._snapshot)
+        try:
+            self._archived = restore(runtime, self._snapshot)
+        except Exception as exc:
+            raise StateDirError(
+                f"{self.dir.file} could not be restored ({type(exc).__name__}: {exc}); move "
+                "it away to start afresh"
+            ) from exc
         self.restored = True
 
     def counts(self) -> dict[str, int]:
