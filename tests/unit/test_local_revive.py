@@ -16,7 +16,7 @@ import pytest
 from relayflow.compiler.check import assert_valid_machine
 from relayflow.local.compat_archive import Archived, joined_history
 from relayflow.local.revive import REVIVAL_CHOICE, Entry, active_state, revival_variant
-from relayflow.local.state_dir import FORMAT, StateDir, StateDirError
+from relayflow.local.state_dir import FORMAT, Captured, StateDir, StateDirError, encoded
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 
@@ -159,8 +159,9 @@ def test_the_state_file_keeps_dates_and_bytes_and_is_private(tmp_path):
     state = StateDir(tmp_path / "state")
     moment = datetime.datetime(2026, 12, 3, 9, 0, tzinfo=datetime.UTC)
     saved = {"format": FORMAT, "when": moment, "body": b"\x00\xffpayload", "nested": [{"x": 1}]}
-    state.save(saved)
-    assert state.load() == saved
+    execution = {"description": {"status": "SUCCEEDED", "stopDate": moment}, "events": []}
+    state.save(Captured(saved, {"arn:1": json.dumps(encoded(execution))}))
+    assert state.load() == {**saved, "executions": {"arn:1": execution}}
     assert stat.S_IMODE(state.path.stat().st_mode) == 0o700
     assert stat.S_IMODE(state.file.stat().st_mode) == 0o600
     assert [p.name for p in state.path.iterdir()] == ["state.json"]  # no temporary left

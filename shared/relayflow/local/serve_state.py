@@ -9,13 +9,21 @@ reported every run end, it is saved a last time, before the runtime stops.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from relayflow.local.revive import Revived, revive_runs
-from relayflow.local.state_dir import StateDir, StateDirError, capture, restore
+from relayflow.local.state_dir import (
+    CaptureCache,
+    StateDir,
+    StateDirError,
+    capture,
+    encoded,
+    restore,
+)
 
 #: Seconds between saves while the server runs.
 DEFAULT_SAVE_INTERVAL = 2.0
@@ -33,7 +41,7 @@ class KeptState:
         self.revived = Revived()
         self.restored = False
         self._snapshot: dict[str, Any] | None = None
-        self._kept: dict[str, Any] = {}
+        self._cache = CaptureCache()
         self._archived: dict[str, Any] = {}
         self._runtime: Any = None
         self._server: Callable[[], dict[str, Any]] = dict
@@ -77,6 +85,15 @@ class KeptState:
         """Carry on (or fail) the runs that were under way at the last save."""
         if self._snapshot is not None:
             self.revived = revive_runs(runtime, self._archived, self._snapshot["dynamodb"], report)
+            # What was kept of the ended executions is saved as it was read, not read again.
+            for arn, kept in self._archived.items():
+                if kept.cut is None and kept.description.get("status") != "RUNNING":
+                    entry = {
+                        "description": kept.description,
+                        "events": kept.events,
+                        "machine": kept.machine,
+                    }
+                    self._cache.ended[arn] = json.dumps(encoded(entry), separators=(",", ":"))
         return self.revived
 
     def start(self, runtime: Any, server: Callable[[], dict[str, Any]]) -> None:
@@ -107,4 +124,4 @@ class KeptState:
         if self._runtime is None:
             return
         with self._lock:
-            self.dir.save(capture(self._runtime, self._server(), self._kept))
+            self.dir.save(capture(self._runtime, self._server(), self._cache))

@@ -31,6 +31,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,16 @@ class StateDirError(ValueError):
 # -- the file -----------------------------------------------------------------------------------
 
 
-def _encode(value: Any) -> Any:
+def encoded(value: Any) -> Any:
     """JSON for ``value``: datetimes and bytes tagged so that :func:`_decode` restores them."""
     if isinstance(value, datetime.datetime):
         return {"$datetime": value.isoformat()}
     if isinstance(value, bytes | bytearray):
         return {"$bytes": base64.b64encode(bytes(value)).decode()}
     if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
+        return {str(k): encoded(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [_encode(v) for v in value]
+        return [encoded(v) for v in value]
     return value
 
 
@@ -118,10 +119,14 @@ class StateDir:
             )
         return dict(_decode(document))
 
-    def save(self, state: dict[str, Any]) -> None:
-        """Write ``state`` (replacing the previous save in one rename)."""
+    def save(self, captured: Captured) -> None:
+        """Write ``captured`` (replacing the previous save in one rename)."""
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        text = json.dumps(_encode(state), separators=(",", ":"))
+        executions = ",".join(
+            f"{json.dumps(arn)}:{text}" for arn, text in captured.executions.items()
+        )
+        text = json.dumps(encoded(captured.state), separators=(",", ":"))
+        text = text[:-1] + ',"executions":{' + executions + "}}"
         handle, temporary = tempfile.mkstemp(prefix=".state-", dir=self.path)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -136,22 +141,39 @@ class StateDir:
 # -- capture ------------------------------------------------------------------------------------
 
 
-def capture(runtime: Any, server: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class CaptureCache:
+    """What earlier captures read that has not changed since (a save every few seconds must
+    not read and encode every execution again): the encoded JSON of each ended execution,
+    and of each running one with the id of its last history event then."""
+
+    ended: dict[str, str] = field(default_factory=dict)
+    running: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+def capture(runtime: Any, server: dict[str, Any], cache: CaptureCache) -> Captured:
     """Everything :func:`restore` needs, read from ``runtime``. ``server``: the server's own
-    facts (its bootstrap key, admin token). ``kept``: executions captured by an earlier call
-    that had ended (an ended execution does not change, so it is read once); updated."""
-    return {
+    facts (its bootstrap key, admin token)."""
+    state = {
         "format": FORMAT,
         "saved_at": datetime.datetime.now(datetime.UTC).isoformat(),
         "server": server,
         "dynamodb": list(_tables(runtime)),
         "state_machines": list(_state_machines(runtime)),
-        "executions": _executions(runtime, kept),
         "schedules": list(_schedules(runtime)),
         "rules": list(_rules(runtime)),
         "secrets": list(_secrets(runtime)),
         "objects": list(_objects(runtime)),
     }
+    return Captured(state, _executions(runtime, cache))
+
+
+@dataclass
+class Captured:
+    """A capture: the state, and each execution as encoded JSON (see :class:`CaptureCache`)."""
+
+    state: dict[str, Any]
+    executions: dict[str, str]
 
 
 def _pages(call: Any, key: str, token: str = "NextToken", **params: Any) -> Iterator[Any]:
@@ -167,14 +189,6 @@ def _tables(runtime: Any) -> Iterator[dict[str, Any]]:
     dynamodb = runtime.dynamodb_client
     for name in _pages(dynamodb.list_tables, "TableNames", "LastEvaluatedTableName"):
         table = dynamodb.describe_table(TableName=name)["Table"]
-        items: list[dict[str, Any]] = []
-        params: dict[str, Any] = {"TableName": name}
-        while True:
-            page = dynamodb.scan(**params)
-            items.extend(page.get("Items", []))
-            if not page.get("LastEvaluatedKey"):
-                break
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         yield {
             "name": name,
             "key_schema": table["KeySchema"],
@@ -183,8 +197,41 @@ def _tables(runtime: Any) -> Iterator[dict[str, Any]]:
                 {k: index[k] for k in ("IndexName", "KeySchema", "Projection")}
                 for index in table.get("GlobalSecondaryIndexes", [])
             ],
-            "items": items,
+            "items": _items(runtime, name),
         }
+
+
+def _items(runtime: Any, name: str) -> list[dict[str, Any]]:
+    """Every item of table ``name``, as ``Scan`` answers them, read from moto's table (a
+    ``Scan`` through the API spends most of a save turning items into its response)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    table = dynamodb_backends[runtime.account][runtime.region].get_table(name)
+    for _ in range(10):
+        try:
+            return [_typed(item.to_json()["Attributes"]) for item in table.all_items()]
+        except RuntimeError:  # a write changed the table under the read: read it again
+            continue
+    raise StateDirError(f"table {name} kept changing while it was read")
+
+
+def _typed(attributes: dict[str, Any]) -> dict[str, Any]:
+    """moto's attribute values as boto3's client gives them: binary as bytes (moto keeps the
+    wire's base64 text)."""
+
+    def value(typed: dict[str, Any]) -> dict[str, Any]:
+        ((kind, raw),) = typed.items()
+        if kind == "B":
+            return {kind: raw if isinstance(raw, bytes) else base64.b64decode(raw)}
+        if kind == "BS":
+            return {kind: [v if isinstance(v, bytes) else base64.b64decode(v) for v in raw]}
+        if kind == "M":
+            return {kind: {k: value(v) for k, v in raw.items()}}
+        if kind == "L":
+            return {kind: [value(v) for v in raw]}
+        return {kind: raw}
+
+    return {name: value(typed) for name, typed in attributes.items()}
 
 
 def _state_machines(runtime: Any) -> Iterator[dict[str, Any]]:
@@ -229,9 +276,9 @@ def _machine_fields(machine: Any) -> dict[str, Any]:
     }
 
 
-def _executions(runtime: Any, kept: dict[str, Any]) -> dict[str, Any]:
-    """Execution ARN → its description, history and definition: moto's executions and the
-    ones kept from before the last restart."""
+def _executions(runtime: Any, cache: CaptureCache) -> dict[str, str]:
+    """Execution ARN → its description, history and definition (encoded JSON): moto's
+    executions and the ones kept from before the last restart."""
     arns = [
         execution.execution_arn
         for machine in list(runtime.sfn_backend.state_machines)
@@ -239,10 +286,16 @@ def _executions(runtime: Any, kept: dict[str, Any]) -> dict[str, Any]:
     ]
     arns.extend(arn for arn in archived_arns() if arn not in arns)
     sfn = runtime.sfn_client
-    captured: dict[str, Any] = {}
+    captured: dict[str, str] = {}
     for arn in arns:
-        if arn in kept:
-            captured[arn] = kept[arn]
+        if arn in cache.ended:
+            captured[arn] = cache.ended[arn]
+            continue
+        last = sfn.get_execution_history(executionArn=arn, maxResults=1, reverseOrder=True)
+        last_id = int(last["events"][0]["id"]) if last.get("events") else 0
+        seen = cache.running.get(arn)
+        if seen is not None and seen[0] == last_id:
+            captured[arn] = seen[1]
             continue
         description = sfn.describe_execution(executionArn=arn)
         description.pop("ResponseMetadata", None)
@@ -250,9 +303,14 @@ def _executions(runtime: Any, kept: dict[str, Any]) -> dict[str, Any]:
         machine = sfn.describe_state_machine_for_execution(executionArn=arn)
         machine.pop("ResponseMetadata", None)
         entry = {"description": description, "events": events, "machine": machine}
-        captured[arn] = entry
-        if description.get("status") != "RUNNING":
-            kept[arn] = entry
+        text = json.dumps(encoded(entry), separators=(",", ":"))
+        captured[arn] = text
+        if description.get("status") == "RUNNING":
+            last_seen = int(events[-1]["id"]) if events else 0
+            cache.running[arn] = (last_seen, text)
+        else:
+            cache.running.pop(arn, None)
+            cache.ended[arn] = text
     return captured
 
 
