@@ -154,7 +154,10 @@ def revive_runs(
         if isinstance(run.get("parent"), dict):
             children.append((arn, k, run))
             continue
-        why, entry = _entry(runtime, k)
+        try:
+            why, entry = _entry(runtime, k)
+        except Exception as exc:  # e.g. its workflow was deleted while it ran
+            why, entry = f"its state machine could not be read: {exc}", None
         if entry is None:
             fail(arn, k, why)
         else:

@@ -131,6 +131,8 @@ class StateDir:
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
+                out.flush()
+                os.fsync(out.fileno())  # on disk before it replaces the previous save
             os.chmod(temporary, 0o600)
             os.replace(temporary, self.file)
         except BaseException:
