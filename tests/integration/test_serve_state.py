@@ -51,6 +51,7 @@ WORKFLOW = {
 class Serve:
     url: str
     key: str
+    admin_token: str
     banner: str
 
     def client(self) -> httpx.Client:
@@ -85,8 +86,9 @@ def serve(state: Path) -> Iterator[Serve]:
         text = "\n".join(banner)
         url = re.search(r"control API on (http://\S+)", text)
         key = re.search(r"API key of tenant 'local': (\S+)", text)
-        assert url and key, text
-        yield Serve(url.group(1), key.group(1), text)
+        admin = re.search(r"admin token \(relayflow keys --admin-token\): (\S+)", text)
+        assert url and key and admin, text
+        yield Serve(url.group(1), key.group(1), admin.group(1), text)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
@@ -235,6 +237,24 @@ def test_a_run_that_cannot_go_on_after_a_restart_fails_with_a_clear_error(tmp_pa
         run = run_in(api, run_id, "failed")
         assert run["error"] == "Relayflow.ServerStopped"
         assert "rerun" in run["cause"]
+
+
+def test_a_bootstrap_key_revoked_before_a_restart_is_replaced_not_printed_again(tmp_path):
+    state = tmp_path / "state"
+    # Given a server whose printed key was revoked
+    with serve(state) as first:
+        admin = {"X-Admin-Token": first.admin_token}
+        keys = httpx.get(f"{first.url}/admin/keys", params={"tenant": "local"}, headers=admin)
+        (bootstrap,) = [k for k in keys.json()["items"] if k["name"] == "bootstrap"]
+        revoked = httpx.delete(f"{first.url}/admin/keys/{bootstrap['key_id']}", headers=admin)
+        assert revoked.status_code == 200, revoked.text
+    # When it starts again, the admin token is the same and the printed key is a new one
+    with serve(state) as second, second.client() as api:
+        assert second.admin_token == first.admin_token
+        assert second.key != first.key
+        assert api.get("/workflows").status_code == 200
+        old = httpx.get(f"{second.url}/workflows", headers={"X-Api-Key": first.key})
+        assert old.status_code == 401
 
 
 def test_a_state_file_of_another_format_is_a_usage_error(tmp_path):

@@ -216,9 +216,10 @@ class LocalServer(ClosedOnExit):
         self._maintenance = _required(registry, "maintenance")
 
         kept = self.state.saved_server if self.state is not None else {}
-        if kept.get("bootstrap_key"):  # the key printed last time still works (it was kept)
-            self.bootstrap_key = str(kept["bootstrap_key"])
-        else:
+        secret = str(kept.get("bootstrap_key") or "")
+        if secret and self.control().authenticate(secret) == LOCAL_TENANT:
+            self.bootstrap_key = secret  # the key printed last time still works (it was kept)
+        else:  # none yet, or it was revoked before the restart: a new one
             self.bootstrap_key = self.control().create_api_key(LOCAL_TENANT, "bootstrap").secret
         if kept.get("admin_token") and not self._admin_token_given:
             self.admin_token = str(kept["admin_token"])
