@@ -176,3 +176,109 @@ def test_a_state_file_it_cannot_read_is_refused_not_guessed_at(tmp_path, text, s
     state.file.write_text(text)
     with pytest.raises(StateDirError, match=says):
         state.load()
+
+
+# -- carrying a run on ------------------------------------------------------------------------
+
+
+class FakeSfn:
+    """The Step Functions calls revive_runs makes, for one parked execution whose revived
+    execution stores its wait (TaskSubmitted) only at the ``submitted_at``-th history read."""
+
+    def __init__(self, submitted_at: int) -> None:
+        self.submitted_at = submitted_at
+        self.reads = 0
+        self.started: list[dict] = []
+
+    def describe_state_machine(self, stateMachineArn: str) -> dict:
+        return {"type": "STANDARD", "definition": "{}"}
+
+    def update_state_machine(self, **kwargs: object) -> dict:
+        return {"stateMachineVersionArn": "arn:aws:states:r:1:stateMachine:m:9"}
+
+    def start_execution(self, **kwargs: object) -> dict:
+        self.started.append(kwargs)
+        return {"executionArn": "arn:aws:states:r:1:execution:m:run-1"}
+
+    def get_execution_history(self, **kwargs: object) -> dict:
+        self.reads += 1
+        live = [{"id": 3, "type": "TaskStateEntered"}, {"id": 4, "type": "TaskScheduled"}]
+        if self.reads >= self.submitted_at:
+            live.append({"id": 5, "type": "TaskSubmitted"})
+        kept = [{"id": 2, "type": "TaskStateEntered"}, {"id": 1, "type": "ExecutionStarted"}]
+        return {"events": list(reversed(live)) + kept}  # newest first
+
+
+class FakeRuntime:
+    region, account = "r", "1"
+
+    def __init__(self, sfn: FakeSfn) -> None:
+        self.sfn_client = sfn
+
+
+@pytest.fixture
+def parked_execution():
+    from relayflow.local import compat_archive
+
+    arn = "arn:aws:states:r:1:execution:m:run-1"
+    asl = {
+        "StartAt": "call",
+        "States": {
+            "call": {"Type": "Pass", "Next": "call.park"},
+            "call.park": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "End": True,
+            },
+        },
+    }
+    run = {"id": "run-1", "tenant": "acme"}
+    kept = Archived(
+        description={
+            "executionArn": arn,
+            "name": "run-1",
+            "status": "RUNNING",
+            "input": json.dumps({"run": run}),
+        },
+        events=[
+            {"id": 1, "type": "ExecutionStarted"},
+            entered("call.park", json.dumps({"run": run, "error": {"Error": "E"}})),
+        ],
+        machine={
+            "stateMachineArn": "arn:aws:states:r:1:stateMachine:m",
+            "definition": json.dumps(asl),
+        },
+    )
+    compat_archive.archive({arn: kept})
+    yield arn, kept
+    compat_archive.forget()
+
+
+def test_a_revived_run_is_back_at_its_wait_before_revive_returns(parked_execution):
+    from relayflow.local.revive import revive_runs
+
+    arn, kept = parked_execution
+    sfn = FakeSfn(submitted_at=4)
+    # When a parked run is carried on
+    outcome = revive_runs(FakeRuntime(sfn), {arn: kept}, [], lambda description: None)
+    # Then it started again at its park, with the data the park was entered with
+    assert outcome.revived == [arn] and outcome.failed == []
+    (start,) = sfn.started
+    sent = json.loads(str(start["input"]))
+    assert sent["revive"]["at"] == "call.park" and sent["revive"]["input"]["error"] == {
+        "Error": "E"
+    }
+    assert sent["run"] == {"id": "run-1", "tenant": "acme"}
+    # and revive returned only once the park was stored again under the new token
+    assert sfn.reads == 4
+
+
+def test_a_revived_run_slow_to_come_back_does_not_hold_the_server_forever(parked_execution):
+    from relayflow.local.revive import revive_runs
+
+    arn, kept = parked_execution
+    sfn = FakeSfn(submitted_at=10**9)
+    outcome = revive_runs(
+        FakeRuntime(sfn), {arn: kept}, [], lambda description: None, settle_timeout=0.1
+    )
+    assert outcome.revived == [arn] and sfn.reads >= 1

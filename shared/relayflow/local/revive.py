@@ -126,6 +126,8 @@ def revive_runs(
     kept: Mapping[str, Archived],
     tables: list[dict[str, Any]],
     record: Callable[[dict[str, Any]], None],
+    *,
+    settle_timeout: float = 30.0,
 ) -> Revived:
     """Carry on, or fail, every kept execution that was still running (see the module
     docstring). ``record``: tells the recorder of an execution's end (its description).
@@ -133,7 +135,7 @@ def revive_runs(
     A sub-workflow's child run goes on through its parent, which enters its ``sub_workflow``
     step again and so starts the child afresh under the same run id; it is failed only when
     no ancestor goes on. A distributed ``for_each``'s item executions are its Map's, which
-    runs again."""
+    runs again. Returns once every revived run is back at its state (:func:`_settle`)."""
     from relayflow.dal.parks import ParkDal
 
     running = {arn: k for arn, k in kept.items() if k.description.get("status") == "RUNNING"}
@@ -173,6 +175,7 @@ def revive_runs(
     for tenant, park_id in parks_of(tables, covered):
         ParkDal().expire(tenant, park_id)
     variants: dict[str, str] = {}
+    started: dict[str, str] = {}
     for arn, entry in plans.items():
         k = running[arn]
         try:
@@ -191,7 +194,59 @@ def revive_runs(
             fail(arn, k, f"it could not be started again: {exc}")
             continue
         outcome.revived.append(arn)
+        started[arn] = entry.state
+    _settle(runtime, started, {arn: running[arn] for arn in started}, settle_timeout)
     return outcome
+
+
+def _settle(
+    runtime: Any, started: dict[str, str], kept: Mapping[str, Archived], timeout: float
+) -> None:
+    """Wait until each revived execution is back in its state, and one that waits for a
+    callback has stored its wait under the new token (the Task's ``TaskSubmitted``): until
+    then its approval, waitpoint or park still holds the dead token, and an answer given to it
+    would be lost. The server answers requests only after this. ``timeout`` (seconds) bounds
+    the wait; a run not back by then goes on anyway."""
+    import time
+
+    pending = {arn: _waits_for_callback(kept[arn], state) for arn, state in started.items()}
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for arn, callback in list(pending.items()):
+            if _back_at(runtime, arn, callback):
+                del pending[arn]
+        if pending:
+            time.sleep(0.02)
+
+
+def _waits_for_callback(k: Archived, state: str) -> bool:
+    """Whether ``state`` of the machine ``k`` ran is a ``.waitForTaskToken`` Task."""
+    definition = json.loads(str(k.machine["definition"])) if k.machine else {}
+    resource = definition.get("States", {}).get(state, {}).get("Resource", "")
+    return str(resource).endswith(".waitForTaskToken")
+
+
+def _back_at(runtime: Any, arn: str, callback: bool) -> bool:
+    """Whether the revived execution ``arn`` entered a state again (and, for a callback Task,
+    stored its wait), or ended."""
+    from relayflow.local.compat_archive import archived
+
+    kept = archived(arn)
+    cut = (kept.cut or 0) if kept is not None else 0
+    history = runtime.sfn_client.get_execution_history(
+        executionArn=arn, maxResults=1000, reverseOrder=True
+    )["events"]
+    for event in history:  # newest first, down to the events kept from before the restart
+        if int(event.get("id", 0)) <= cut:
+            break
+        kind = str(event.get("type", ""))
+        if kind.startswith("Execution") and kind != "ExecutionStarted":
+            return True
+        if not callback and kind.endswith("StateEntered"):
+            return True
+        if callback and kind in ("TaskSubmitted", "TaskFailed", "TaskTimedOut"):
+            return True
+    return False
 
 
 def _run_of(k: Archived) -> dict[str, Any]:

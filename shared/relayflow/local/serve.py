@@ -225,9 +225,6 @@ class LocalServer(ClosedOnExit):
             self.admin_token = str(kept["admin_token"])
         self.recorder = StatusRecorder(self.runtime, with_step_events(self.runtime, recorder))
         self.recorder.start()
-        if self.state is not None:
-            self.state.revive(self.runtime, self.recorder.report)
-            self.state.start(self.runtime, self._kept_facts)
 
         self._httpd = LocalHTTPServer((self.host, self.port), RequestHandler)
         self._httpd.app = self
@@ -237,6 +234,11 @@ class LocalServer(ClosedOnExit):
         if not settings.public_base_url:  # guest approval links point at this server
             self._settings_override = override_settings(public_base_url=self.url)
             self._settings_override.__enter__()
+        if self.state is not None:
+            # Runs under way go back to their waits before a request is answered (the
+            # socket is bound: requests wait in its queue), with links to this server.
+            self.state.revive(self.runtime, self.recorder.report)
+            self.state.start(self.runtime, self._kept_facts)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="relayflow-serve", daemon=True
         )
