@@ -125,7 +125,8 @@ def _archived_executions(patches: Patches) -> None:
 
     def machine(self: Any, kept: Archived) -> Any:
         if kept.machine is None:
-            raise ExecutionDoesNotExist(f"Execution Does Not Exist: '{kept.description}'")
+            arn = kept.description.get("executionArn")
+            raise ExecutionDoesNotExist(f"Execution Does Not Exist: '{arn}'")
         return ActionResult(dict(kept.machine))
 
     def page(self: Any, events: list[dict[str, Any]]) -> Any:
