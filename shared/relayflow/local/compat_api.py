@@ -13,32 +13,19 @@ import threading
 import uuid
 from typing import Any
 
-from relayflow.local.compat_registry import Patches, aws_error, fix
+from relayflow.local.compat_registry import Patches, fix, history_page
 
 
 @fix("history_paging", "notes row 13")
 def _history_paging(patches: Patches) -> None:
     """``GetExecutionHistory`` honours ``maxResults`` (default 100, at most 1000),
     ``nextToken`` and ``reverseOrder``, as the AWS API does. moto ignored all three."""
-    from moto.core.responses import ActionResult
     from moto.stepfunctions.responses import StepFunctionResponse
 
     def get_execution_history(self: Any) -> Any:
         arn = self._get_param("executionArn")
         history = self.stepfunction_backend.get_execution_history(arn)
-        events = list(history["events"])
-        if self._get_param("reverseOrder"):
-            events.reverse()
-        page_size = min(int(self._get_param("maxResults") or 100), 1000)
-        token = self._get_param("nextToken")
-        try:
-            start = int(token) if token else 0
-        except ValueError as exc:
-            raise aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
-        response: dict[str, Any] = {"events": events[start : start + page_size]}
-        if start + page_size < len(events):
-            response["nextToken"] = str(start + page_size)
-        return ActionResult(response)
+        return history_page(self, list(history["events"]))
 
     patches.set(StepFunctionResponse, "get_execution_history", get_execution_history)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from relayflow.local.compat_registry import Patches, aws_error, fix
+from relayflow.local.compat_registry import Patches, fix, history_page
 
 #: What the revival variant's own states are called (:mod:`relayflow.local.revive`).
 REVIVAL_PREFIX = "_revive."
@@ -129,20 +129,6 @@ def _archived_executions(patches: Patches) -> None:
             raise ExecutionDoesNotExist(f"Execution Does Not Exist: '{arn}'")
         return ActionResult(dict(kept.machine))
 
-    def page(self: Any, events: list[dict[str, Any]]) -> Any:
-        if self._get_param("reverseOrder"):
-            events = list(reversed(events))
-        size = min(int(self._get_param("maxResults") or 100), 1000)
-        token = self._get_param("nextToken")
-        try:
-            start = int(token) if token else 0
-        except ValueError as exc:
-            raise aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
-        response: dict[str, Any] = {"events": events[start : start + size]}
-        if start + size < len(events):
-            response["nextToken"] = str(start + size)
-        return ActionResult(response)
-
     def history(self: Any) -> Any:
         arn = self._get_param("executionArn")
         kept = archived(arn)
@@ -151,10 +137,10 @@ def _archived_executions(patches: Patches) -> None:
         try:
             live = self.stepfunction_backend.get_execution_history(arn)["events"]
         except ExecutionDoesNotExist:
-            return page(self, list(kept.events))
+            return history_page(self, list(kept.events))
         if kept.cut is None:  # a new execution of a reused name: only its own events
             return original_history(self)
-        return page(self, joined_history(kept, [dict(event) for event in live]))
+        return history_page(self, joined_history(kept, [dict(event) for event in live]))
 
     patches.set(StepFunctionResponse, "describe_execution", kept_or(original_describe, describe))
     patches.set(StepFunctionResponse, "get_execution_history", history)

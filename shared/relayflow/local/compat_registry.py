@@ -76,6 +76,25 @@ def registered() -> list[Fix]:
     return list(_REGISTERED.values())
 
 
+def history_page(request: Any, events: list[Any]) -> Any:
+    """One ``GetExecutionHistory`` answer over ``events`` (oldest first), as the request's
+    ``reverseOrder``, ``maxResults`` (default 100, at most 1000) and ``nextToken`` ask."""
+    from moto.core.responses import ActionResult
+
+    if request._get_param("reverseOrder"):
+        events = list(reversed(events))
+    size = min(int(request._get_param("maxResults") or 100), 1000)
+    token = request._get_param("nextToken")
+    try:
+        start = int(token) if token else 0
+    except ValueError as exc:
+        raise aws_error("InvalidToken", f"Invalid Token: '{token}'") from exc
+    response: dict[str, Any] = {"events": events[start : start + size]}
+    if start + size < len(events):
+        response["nextToken"] = str(start + size)
+    return ActionResult(response)
+
+
 def runtime_error(env: Any, cause: str, error: str = "States.Runtime") -> Exception:
     """A failure named ``error`` (a ``States.*`` name) that the interpreter handles like its
     own: Retry and Catch match it, and the execution reports it."""
