@@ -97,23 +97,15 @@ steps:
 
 def test_a_failed_step_prints_one_concise_error_and_verbose_shows_the_rest(tmp_path):
     import subprocess
-    import sys
+
+    from http_api import relayflow_command
 
     path = tmp_path / "failing.yaml"
     path.write_text(FAILING)
 
     def run(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import sys; from relayflow.cli.main import main; sys.exit(main())",
-                "run",
-                str(path),
-                "--timeout",
-                "120",
-                *extra,
-            ],
+            relayflow_command("run", str(path), "--timeout", "120", *extra),
             capture_output=True,
             text=True,
             timeout=180,

@@ -7,41 +7,22 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from http_api import serve_process
+from http_api import read_banner, relayflow_command, serve_process
 
 pytestmark = pytest.mark.integration
 
 RESOURCES = Path("workflows/examples/local/order_fulfilment.resources.yaml")
 
 
-def relayflow(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-c",
-        "import sys; from relayflow.cli.main import main; sys.exit(main())",
-        *args,
-    ]
-
-
 def test_serve_creates_resources_and_says_it_keeps_everything_in_memory():
-    process = serve_process(relayflow("serve", "--port", "0", "--resources", str(RESOURCES)))
+    argv = relayflow_command("serve", "--port", "0", "--resources", str(RESOURCES))
+    process = serve_process(argv)
     try:
-        assert process.stdout is not None
-        banner: list[str] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            assert line, f"serve exited: {banner}"
-            banner.append(line.rstrip())
-            if line.startswith("Everything"):
-                break
-        text = "\n".join(banner)
+        text = read_banner(process, "Everything")
         url = re.search(r"control API on (http://\S+)", text).group(1)
         key = re.search(r"Console: \S+/console/login#key=(\S+)", text).group(1)
         assert re.search(rf"created [1-9]\d* resource\(s\) from {RESOURCES}", text)
@@ -59,7 +40,7 @@ def test_a_bad_resources_file_is_a_usage_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("dynamodb_tables: [{name: 3}]\nnope: 1\n")
     done = subprocess.run(
-        relayflow("serve", "--port", "0", "--resources", str(bad)),
+        relayflow_command("serve", "--port", "0", "--resources", str(bad)),
         capture_output=True,
         text=True,
         timeout=120,

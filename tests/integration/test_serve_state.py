@@ -9,8 +9,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_api import serve_process
+from http_api import read_banner, relayflow_command, serve_process
 from relayflow_testing import eventually
 
 pytestmark = pytest.mark.integration
@@ -61,29 +59,9 @@ class Serve:
 @contextmanager
 def serve(state: Path) -> Iterator[Serve]:
     """``relayflow serve --state state`` until the block ends (then SIGTERM, as Ctrl-C)."""
-    process = serve_process(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from relayflow.cli.main import main; sys.exit(main())",
-            "serve",
-            "--port",
-            "0",
-            "--state",
-            str(state),
-        ]
-    )
+    process = serve_process(relayflow_command("serve", "--port", "0", "--state", str(state)))
     try:
-        assert process.stdout is not None
-        banner: list[str] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            assert line, f"serve exited: {banner}"
-            banner.append(line.rstrip())
-            if line.startswith("State ("):
-                break
-        text = "\n".join(banner)
+        text = read_banner(process, "State (")
         url = re.search(r"control API on (http://\S+)", text)
         key = re.search(r"API key of tenant 'local': (\S+)", text)
         admin = re.search(r"admin token \(relayflow keys --admin-token\): (\S+)", text)
@@ -262,16 +240,7 @@ def test_a_state_file_of_another_format_is_a_usage_error(tmp_path):
     state.mkdir()
     (state / "state.json").write_text('{"format": 99}')
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from relayflow.cli.main import main; sys.exit(main())",
-            "serve",
-            "--port",
-            "0",
-            "--state",
-            str(state),
-        ],
+        relayflow_command("serve", "--port", "0", "--state", str(state)),
         capture_output=True,
         text=True,
         timeout=120,

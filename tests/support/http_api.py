@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,6 +112,31 @@ def order_event_delivery(
             "detail": {**detail, TENANT_FIELD: tenant},
         },
     }
+
+
+def relayflow_command(*args: str) -> list[str]:
+    """``relayflow <args>`` as a command line of this interpreter (no console script needed)."""
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from relayflow.cli.main import main; sys.exit(main())",
+        *args,
+    ]
+
+
+def read_banner(process: subprocess.Popen[str], last: str, timeout: float = 120.0) -> str:
+    """The lines ``relayflow serve`` printed on start, up to the one starting with ``last``;
+    fails if the process exits first."""
+    assert process.stdout is not None
+    banner: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        assert line, f"serve exited: {banner}"
+        banner.append(line.rstrip())
+        if line.startswith(last):
+            break
+    return "\n".join(banner)
 
 
 def serve_process(argv: list[str]) -> subprocess.Popen[str]:
