@@ -187,8 +187,8 @@ def test_an_update_and_a_publish_at_once_are_served_one_after_the_other(rt, monk
     monkeypatch.setattr(compat_versions, "uuid", SlowRevision())
     answers: dict[str, str] = {}
 
-    def update() -> None:
-        answers["updater"] = sfn.update_state_machine(
+    def update() -> None:  # answers[<thread name>]: the version its publish handed back
+        answers[threading.current_thread().name] = sfn.update_state_machine(
             stateMachineArn=arn, definition=definition("v9"), publish=True
         )["stateMachineVersionArn"]
 
@@ -197,12 +197,7 @@ def test_an_update_and_a_publish_at_once_are_served_one_after_the_other(rt, monk
     assert halfway.wait(timeout=30)
 
     # When a second caller updates to the same definition and publishes meanwhile
-    def same() -> None:
-        answers["second"] = sfn.update_state_machine(
-            stateMachineArn=arn, definition=definition("v9"), publish=True
-        )["stateMachineVersionArn"]
-
-    second = threading.Thread(target=same, name="second")
+    second = threading.Thread(target=update, name="second")
     second.start()
     second.join(timeout=0.5)
     go_on.set()
