@@ -49,3 +49,9 @@ def kind_from_function(name_or_arn: str) -> str | None:
     if not name.startswith(FUNCTION_PREFIX):
         return None
     return name[len(FUNCTION_PREFIX) :]
+
+
+def is_map_run_child(state_machine_arn: str) -> bool:
+    """Whether an execution's ``stateMachineArn`` is a Distributed Map's child machine
+    (``…:stateMachine:<machine>/<map run>``): its executions are the Map's items, not runs."""
+    return "/" in state_machine_arn.rsplit(":", 1)[-1]

@@ -61,6 +61,7 @@ from relayflow.control.times import elapsed_ms, epoch, iso_of_epoch, now_iso, pa
 from relayflow.cost.counts import count_history
 from relayflow.dal import DataAccessError, RunItem
 from relayflow.executions.stepfunctions import StepFunctionsError
+from relayflow.naming import is_map_run_child
 from relayflow.observability import logger, record_metric
 from relayflow.settings import get_settings
 
@@ -175,7 +176,7 @@ def record_status_change(
     if change.source != SOURCE or change.detail_type != DETAIL_TYPE:
         return _ignored("not a Step Functions status-change event")
     detail = change.detail
-    if "/" in detail.state_machine_arn.rsplit(":", 1)[-1]:
+    if is_map_run_child(detail.state_machine_arn):
         # A Distributed Map's child (stateMachine:<machine>/<map run>): its input holds the
         # parent's $.run, but its end is an item's, not the run's.
         return _ignored("a child execution of a distributed for_each")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relayflow.local.compat_archive import REVIVAL_PREFIX, Archived
+from relayflow.naming import is_map_run_child
 
 #: The Choice the revival variant starts at.
 REVIVAL_CHOICE = f"{REVIVAL_PREFIX}at"
@@ -94,7 +95,7 @@ def revival_variant(asl: dict[str, Any], states: Iterable[str]) -> dict[str, Any
         start = str(asl["States"][REVIVAL_CHOICE]["Default"])
         for name in [n for n in variant["States"] if n.startswith(REVIVAL_PREFIX)]:
             del variant["States"][name]
-    targets = sorted(set(states) - {n for n in states if n.startswith(REVIVAL_PREFIX)})
+    targets = sorted({state for state in states if not state.startswith(REVIVAL_PREFIX)})
     choices = []
     for state in targets:
         door = f"{REVIVAL_PREFIX}{state}"
@@ -151,7 +152,7 @@ def revive_runs(
 
     for arn, k in running.items():
         run = _run_of(k)
-        if "/" in str(k.description.get("stateMachineArn", "")).rsplit(":", 1)[-1]:
+        if is_map_run_child(str(k.description.get("stateMachineArn", ""))):
             continue  # an item of a distributed for_each: its Map runs again
         if isinstance(run.get("parent"), dict):
             children.append((arn, k, run))

@@ -39,7 +39,6 @@ class KeptState:
         self.saved_server: dict[str, Any] = {}
         #: What the restart did with the runs under way (set by :meth:`revive`).
         self.revived = Revived()
-        self.restored = False
         self._snapshot: dict[str, Any] | None = None
         self._cache = CaptureCache()
         self._archived: dict[str, Any] = {}
@@ -66,7 +65,11 @@ class KeptState:
                 f"{self.dir.file} could not be restored ({type(exc).__name__}: {exc}); move "
                 "it away to start afresh"
             ) from exc
-        self.restored = True
+
+    @property
+    def restored(self) -> bool:
+        """Whether a save was found and put into the runtime (a failed restore raises)."""
+        return self._snapshot is not None
 
     def counts(self) -> dict[str, int]:
         """How much the restore brought back (for the banner)."""
