@@ -178,18 +178,15 @@ class Captured:
     executions: dict[str, str]
 
 
-def _pages(call: Any, key: str, token: str = "NextToken", **params: Any) -> Iterator[Any]:
-    while True:
-        page = call(**params)
+def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[Any]:
+    """Every ``key`` entry of every page of ``operation`` (boto3's paginator)."""
+    for page in client.get_paginator(operation).paginate(**params):
         yield from page.get(key, [])
-        if not page.get(token):
-            return
-        params[token] = page[token]
 
 
 def _tables(runtime: Any) -> Iterator[dict[str, Any]]:
     dynamodb = runtime.dynamodb_client
-    for name in _pages(dynamodb.list_tables, "TableNames", "LastEvaluatedTableName"):
+    for name in _pages(dynamodb, "list_tables", "TableNames"):
         table = dynamodb.describe_table(TableName=name)["Table"]
         yield {
             "name": name,
@@ -301,7 +298,7 @@ def _executions(runtime: Any, cache: CaptureCache) -> dict[str, str]:
             continue
         description = sfn.describe_execution(executionArn=arn)
         description.pop("ResponseMetadata", None)
-        events = list(_pages(sfn.get_execution_history, "events", "nextToken", executionArn=arn))
+        events = list(_pages(sfn, "get_execution_history", "events", executionArn=arn))
         machine = sfn.describe_state_machine_for_execution(executionArn=arn)
         machine.pop("ResponseMetadata", None)
         entry = {"description": description, "events": events, "machine": machine}
@@ -318,8 +315,8 @@ def _executions(runtime: Any, cache: CaptureCache) -> dict[str, str]:
 
 def _schedules(runtime: Any) -> Iterator[dict[str, Any]]:
     scheduler = runtime.client("scheduler")
-    for group in _pages(scheduler.list_schedule_groups, "ScheduleGroups"):
-        for entry in _pages(scheduler.list_schedules, "Schedules", GroupName=group["Name"]):
+    for group in _pages(scheduler, "list_schedule_groups", "ScheduleGroups"):
+        for entry in _pages(scheduler, "list_schedules", "Schedules", GroupName=group["Name"]):
             found = scheduler.get_schedule(Name=entry["Name"], GroupName=group["Name"])
             yield {k: found[k] for k in _SCHEDULE_FIELDS if k in found}
 
@@ -327,10 +324,11 @@ def _schedules(runtime: Any) -> Iterator[dict[str, Any]]:
 def _rules(runtime: Any) -> Iterator[dict[str, Any]]:
     events = runtime.events_client
     for bus in events.list_event_buses().get("EventBuses", []):
-        for rule in _pages(events.list_rules, "Rules", EventBusName=bus["Name"]):
+        for rule in _pages(events, "list_rules", "Rules", EventBusName=bus["Name"]):
             targets = list(
                 _pages(
-                    events.list_targets_by_rule,
+                    events,
+                    "list_targets_by_rule",
                     "Targets",
                     Rule=rule["Name"],
                     EventBusName=bus["Name"],
@@ -346,7 +344,7 @@ def _rules(runtime: Any) -> Iterator[dict[str, Any]]:
 
 def _secrets(runtime: Any) -> Iterator[dict[str, Any]]:
     manager = runtime.client("secretsmanager")
-    for secret in _pages(manager.list_secrets, "SecretList"):
+    for secret in _pages(manager, "list_secrets", "SecretList"):
         value = manager.get_secret_value(SecretId=secret["Name"])
         yield {
             "name": secret["Name"],
@@ -399,7 +397,7 @@ def restore(runtime: Any, state: dict[str, Any]) -> dict[str, Archived]:
 
 def _restore_tables(runtime: Any, tables: list[dict[str, Any]]) -> None:
     dynamodb = runtime.dynamodb_client
-    existing = set(_pages(dynamodb.list_tables, "TableNames", "LastEvaluatedTableName"))
+    existing = set(_pages(dynamodb, "list_tables", "TableNames"))
     for table in tables:
         if table["name"] not in existing:
             extra = {"GlobalSecondaryIndexes": table["indexes"]} if table["indexes"] else {}
@@ -458,7 +456,7 @@ def _restore_machine(runtime: Any, saved: dict[str, Any]) -> None:
 
 def _restore_schedules(runtime: Any, schedules: list[dict[str, Any]]) -> None:
     scheduler = runtime.client("scheduler")
-    groups = {g["Name"] for g in _pages(scheduler.list_schedule_groups, "ScheduleGroups")}
+    groups = {g["Name"] for g in _pages(scheduler, "list_schedule_groups", "ScheduleGroups")}
     for schedule in schedules:
         group = schedule.get("GroupName") or "default"
         if group not in groups:
