@@ -215,6 +215,11 @@ class FakeRuntime:
     def __init__(self, sfn: FakeSfn) -> None:
         self.sfn_client = sfn
 
+    def list_executions(self) -> list[str]:  # moto's executions: the ones started again
+        return [
+            f"arn:aws:states:r:1:execution:m:{start['name']}" for start in self.sfn_client.started
+        ]
+
 
 @pytest.fixture
 def parked_execution():
@@ -282,3 +287,55 @@ def test_a_revived_run_slow_to_come_back_does_not_hold_the_server_forever(parked
         FakeRuntime(sfn), {arn: kept}, [], lambda description: None, settle_timeout=0.1
     )
     assert outcome.revived == [arn] and sfn.reads >= 1
+
+
+def test_a_sub_workflow_child_is_waited_for_until_its_parent_has_started_it_again(
+    parked_execution,
+):
+    from relayflow.local import compat_archive
+    from relayflow.local.revive import revive_runs
+
+    arn, kept = parked_execution
+    # Given a child run (started by the parked run) that waited at its approval
+    child_arn = "arn:aws:states:r:1:execution:child:c-1"
+    child_run = {"id": "c-1", "tenant": "acme", "depth": 1, "parent": {"run_id": "run-1"}}
+    asl = {
+        "StartAt": "ask",
+        "States": {"ask": json.loads(kept.machine["definition"])["States"]["call.park"]},
+    }
+    child = Archived(
+        description={
+            "executionArn": child_arn,
+            "name": "c-1",
+            "status": "RUNNING",
+            "input": json.dumps({"run": child_run}),
+            "stateMachineArn": "arn:aws:states:r:1:stateMachine:child",
+        },
+        events=[
+            {"id": 1, "type": "ExecutionStarted"},
+            entered("ask", json.dumps({"run": child_run})),
+        ],
+        machine={
+            "stateMachineArn": "arn:aws:states:r:1:stateMachine:child",
+            "definition": json.dumps(asl),
+        },
+    )
+    compat_archive.archive({child_arn: child})
+
+    class ChildLater(FakeRuntime):
+        """The parent's re-entered sub_workflow step starts the child at the 5th look."""
+
+        looks = 0
+
+        def list_executions(self) -> list[str]:
+            self.looks += 1
+            return super().list_executions() + ([child_arn] if self.looks >= 5 else [])
+
+    runtime = ChildLater(FakeSfn(submitted_at=1))
+    # When the runs are carried on
+    outcome = revive_runs(runtime, {arn: kept, child_arn: child}, [], lambda description: None)
+    # Then only the parent was started again, the child goes on through it, and revive
+    # returned only once the child was there again
+    assert [start["name"] for start in runtime.sfn_client.started] == ["run-1"]
+    assert sorted(outcome.revived) == sorted([arn, child_arn]) and outcome.failed == []
+    assert runtime.looks == 5

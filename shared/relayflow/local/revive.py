@@ -144,6 +144,8 @@ def revive_runs(
     outcome = Revived()
     covered: set[tuple[str, str]] = set()
     children: list[tuple[str, Archived, dict[str, Any]]] = []
+    #: Execution ARN → the state it goes on at (a child's: its parent starts it again).
+    started: dict[str, str] = {}
 
     def fail(arn: str, k: Archived, why: str) -> None:
         _fail(k, why)
@@ -171,12 +173,15 @@ def revive_runs(
         if (tenant, str(run["parent"].get("run_id"))) in covered:
             covered.add((tenant, str(run.get("id"))))
             outcome.revived.append(arn)
+            definition = json.loads(str(k.machine["definition"])) if k.machine else {}
+            entry = active_state(k.events, definition.get("States", {}))
+            if entry is not None:  # its parent starts it again: settle waits for it too
+                started[arn] = entry.state
         else:
             fail(arn, k, "the run that started it as a sub-workflow could not go on")
     for tenant, park_id in parks_of(tables, covered):
         ParkDal().expire(tenant, park_id)
     variants: dict[str, str] = {}
-    started: dict[str, str] = {}
     for arn, entry in plans.items():
         k = running[arn]
         try:
@@ -203,8 +208,9 @@ def revive_runs(
 def _settle(
     runtime: Any, started: dict[str, str], kept: Mapping[str, Archived], timeout: float
 ) -> None:
-    """Wait until each revived execution is back in its state, and one that waits for a
-    callback has stored its wait under the new token (the Task's ``TaskSubmitted``): until
+    """Wait until each revived execution (and each child its parent starts again) is back in
+    its state, and one that waits for a callback has stored its wait under the new token (the
+    Task's ``TaskSubmitted``): until
     then its approval, waitpoint or park still holds the dead token, and an answer given to it
     would be lost. The server answers requests only after this. ``timeout`` (seconds) bounds
     the wait; a run not back by then goes on anyway."""
@@ -213,8 +219,9 @@ def _settle(
     pending = {arn: _waits_for_callback(kept[arn], state) for arn, state in started.items()}
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
+        live = set(runtime.list_executions())  # a child appears once its parent starts it
         for arn, callback in list(pending.items()):
-            if _back_at(runtime, arn, callback):
+            if arn in live and _back_at(runtime, arn, callback):
                 del pending[arn]
         if pending:
             time.sleep(0.02)
