@@ -121,3 +121,20 @@ def test_a_runs_lines_include_every_log_group_of_the_stack():
     }
     every = {k for k, r in RESOURCES.items() if r["Type"] == "AWS::Logs::LogGroup"}
     assert every - groups == {"ApiAccessLogGroup"}  # access lines carry no run id
+
+
+def test_the_dashboards_text_names_every_saved_query_of_the_stage():
+    # Given the saved Logs Insights queries the stack defines
+    queries = sorted(
+        DEV.resolve(resource["Properties"]["Name"])
+        for resource in RESOURCES.values()
+        if resource["Type"] == "AWS::Logs::QueryDefinition"
+    )
+    assert len(queries) >= 4 and all(q.startswith("relayflow-dev/") for q in queries)
+    # Then the dashboard's text widget names each of them (it is where an operator looks first)
+    text = " ".join(
+        widget["properties"]["markdown"]
+        for widget in DASHBOARD["widgets"]
+        if widget["type"] == "text"
+    )
+    assert [q for q in queries if q not in text] == []
