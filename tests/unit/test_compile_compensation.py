@@ -229,3 +229,59 @@ def test_a_parallel_nested_in_a_branch_carries_the_saga_too():
     inner = fork["Branches"][0]["States"]["inner"]
     assert fork["ResultSelector"]["saga.$"] == "$[0].saga"
     assert inner["ResultSelector"]["saga.$"] == "$[0].saga"
+
+
+def _compensation_tasks(asl: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Lambda Tasks of the compensation walk (each runs one step's undo call)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(states: dict[str, Any]) -> None:
+        for state in states.values():
+            if state.get("Type") == "Task" and state.get("ResultPath") == "$.saga.last":
+                found.append(state)
+            for inner in ("Iterator", "ItemProcessor"):
+                if inner in state:
+                    walk(state[inner]["States"])
+            for branch in state.get("Branches", []):
+                walk(branch["States"])
+
+    walk(asl["States"])
+    return found
+
+
+def _retried_errors(task: dict[str, Any]) -> list[str]:
+    return [e for rule in task.get("Retry", []) for e in rule["ErrorEquals"]]
+
+
+def test_an_inline_compensation_with_retry_none_compiles_to_one_attempt():
+    # Given an inline compensation that asks for one attempt (this crashed the compiler)
+    undo = {"type": "webhook_out", "url": HOOK, "method": "DELETE", "retry": "none"}
+    steps = {"charge": {"type": "webhook_out", "url": "https://example.com/c", "compensate": undo}}
+    # When compiled
+    tasks = _compensation_tasks(compiled({"id": "w", "start": "charge", "steps": steps}).asl)
+    # Then its Task retries only Lambda's own service errors, never Relayflow.Transient
+    assert len(tasks) == 1
+    assert "Relayflow.Transient" not in _retried_errors(tasks[0])
+    assert "Lambda.ServiceException" in _retried_errors(tasks[0])
+
+
+def test_an_inline_compensation_gets_the_defaults_a_compensation_step_gets():
+    # Given the same undo call written inline on one step and as a compensation step on another
+    undo = {"type": "webhook_out", "url": HOOK, "method": "DELETE"}
+    steps = {
+        "a": {
+            "type": "webhook_out",
+            "url": "https://example.com/a",
+            "compensate": undo,
+            "on_success": "b",
+        },
+        "b": {"type": "webhook_out", "url": "https://example.com/b", "compensate": "undo_b"},
+        "undo_b": undo,
+    }
+    data = {"id": "w", "start": "a", "steps": steps, "defaults": {"timeout_seconds": 40}}
+    tasks = _compensation_tasks(compiled(data).asl)
+    # Then both undo Tasks retry and time out alike: the workflow's defaults
+    assert len(tasks) == 2
+    assert tasks[0]["Retry"] == tasks[1]["Retry"]
+    assert "Relayflow.Transient" in _retried_errors(tasks[0])
+    assert tasks[0]["TimeoutSeconds"] == tasks[1]["TimeoutSeconds"] == 40

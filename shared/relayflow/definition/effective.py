@@ -4,8 +4,9 @@ The compiler compiles :func:`effective_workflow` of a definition, so what a step
 is decided here, once: an acting step (tool, webhook_out, custom, code, agent) without a
 ``retry`` gets ``defaults.retry`` and without a ``timeout_seconds`` gets
 ``defaults.timeout_seconds`` (kept above the step's own HTTP or wall-clock limit, see
-:func:`own_limit`); ``retry: none`` (on the step or in the defaults) means one
-attempt; a delay step without ``seconds`` or ``until`` waits ``defaults.delay_seconds``.
+:func:`own_limit`), and so does an inline ``compensate:`` call, as the compensation step it
+stands for would; ``retry: none`` (on the step or in the defaults) means one attempt; a
+delay step without ``seconds`` or ``until`` waits ``defaults.delay_seconds``.
 :func:`effective_rows` is the same decision as a table (``relayflow compile --effective``).
 """
 
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
+from relayflow.definition.compensation import CompensationCall
 from relayflow.definition.models import Workflow
 from relayflow.definition.policies import ACTING_STEP_TYPES, RetryPolicy, StepDefaults
+from relayflow.definition.step_models import compensation_call
 
 
 def _retry(step: Any, defaults: StepDefaults) -> RetryPolicy | None:
@@ -70,7 +74,25 @@ def effective_step(step: Any, workflow: Workflow) -> Any:
         update["timeout_seconds"] = timeout
     if step.type == "delay" and step.seconds is None and step.until is None:
         update["seconds"] = defaults.delay_seconds
+    inline = getattr(step, "compensate", None)
+    if isinstance(inline, CompensationCall):
+        resolved = _effective_call(inline, workflow)
+        if resolved is not inline:
+            update["compensate"] = resolved
     return step.model_copy(update=update) if update else step
+
+
+def _effective_call(call: CompensationCall, workflow: Workflow) -> CompensationCall:
+    """An inline compensation with the defaults a compensation step of its type would get
+    (it is the same call written in place): ``retry`` a policy or ``None``, a timeout."""
+    as_step = compensation_call(SimpleNamespace(compensate=call), {})
+    effective = effective_step(as_step, workflow)
+    if effective is as_step:
+        return call
+    fields = call.model_dump(mode="json", exclude_none=True)
+    retry = effective.retry.model_dump(mode="json") if effective.retry else None
+    fields.update(retry=retry, timeout_seconds=effective.timeout_seconds)
+    return CompensationCall.model_validate(fields)
 
 
 def effective_workflow(workflow: Workflow) -> Workflow:
