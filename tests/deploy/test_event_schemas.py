@@ -27,6 +27,7 @@ RUN_END = {
     "resources": ["arn:aws:states:us-east-1:123456789012:execution:relayflow-dev-acme_wf:r1"],
     "detail": {
         "tenant": "acme",
+        "relayflow_tenant": "acme",
         "workflow_id": "wf",
         "run_id": "r1",
         "version": 2,

@@ -174,6 +174,32 @@ def test_one_tenants_events_never_start_another_tenants_workflows(server, api, o
     assert (len(runs(api, ours)), len(runs(other, theirs))) == (1, 1)
 
 
+def test_a_workflow_subscribed_to_a_run_lifecycle_event_fires_for_its_own_tenant_only(
+    server, api, other, source
+):
+    # Given a workflow, and in each tenant a follower subscribed to its runs' success
+    prefix = source.replace(".", "-")
+    leader, follower, theirs = f"{prefix}-leader", f"{prefix}-follower", f"{prefix}-theirs"
+    register(api, subscriber(leader, f"{source}.unused"))
+    on_success = f"trigger.detail.workflow_id == '{leader}'"
+    for client, workflow_id in ((api, follower), (other, theirs)):
+        definition = subscriber(workflow_id, "relayflow", on_success, "relayflow.run.succeeded")
+        register(client, definition)
+    # When a run of the leader succeeds
+    started = api.post(f"/workflows/{leader}/runs", json={"input": {}})
+    assert started.status_code == 201, started.text
+    server.settle()
+    assert api.get(f"/runs/{started.json()['run_id']}").json()["status"] == "succeeded"
+    server.settle()
+    # Then the recorder's relayflow.run.succeeded started this tenant's follower, once,
+    # with the run's lifecycle detail, and not the other tenant's
+    (run,) = runs(api, follower)
+    assert runs(other, theirs) == []
+    detail = api.get(f"/runs/{run['run_id']}").json()["input"]["detail"]
+    assert detail["workflow_id"] == leader and detail["status"] == "succeeded"
+    assert detail["tenant"] == "local"
+
+
 def test_a_deleted_workflow_no_longer_receives_events(server, api, source):
     workflow_id = f"{source.replace('.', '-')}-gone"
     register(api, subscriber(workflow_id, source))

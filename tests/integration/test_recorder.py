@@ -159,6 +159,7 @@ def test_the_samples_record_a_run_from_start_to_success_once(runtime, bus, plane
     assert [kind for kind, _ in delivered] == ["relayflow.run.started", "relayflow.run.succeeded"]
     assert delivered[1][1] == {
         "tenant": "acme",
+        "relayflow_tenant": "acme",
         "workflow_id": "order-triage",
         "run_id": run_id,
         "version": 3,

@@ -656,12 +656,17 @@ def _publish(events: Any | None, detail_type: str, run: RunItem, change: StatusC
     """Put one lifecycle event on the Relayflow bus."""
     from botocore.exceptions import ClientError
 
+    from relayflow.triggers.sync import TENANT_FIELD
+
     if events is None:
         from relayflow.adapters.aws import client
 
         events = client("events")
     detail = {
         "tenant": run.tenant,
+        # What every subscription rule matches: a workflow triggered by this tenant's
+        # lifecycle events fires (and no other tenant's does).
+        TENANT_FIELD: run.tenant,
         "workflow_id": run.workflow_id,
         "run_id": run.run_id,
         "version": run.version,

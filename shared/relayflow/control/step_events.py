@@ -161,8 +161,11 @@ class StepEvent:
     refusals: int = 0
 
     def detail(self, execution: Execution) -> dict[str, Any]:
+        from relayflow.triggers.sync import TENANT_FIELD
+
         return {
             "tenant": execution.tenant,
+            TENANT_FIELD: execution.tenant,  # what subscription rules match
             "workflow_id": execution.workflow_id,
             "run_id": execution.run_id,
             "step": self.step,
