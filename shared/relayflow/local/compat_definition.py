@@ -85,3 +85,33 @@ def _definition_check(patches: Patches) -> None:
     patches.set(
         StepFunctionsParserBackend, "_validate_definition", staticmethod(validate_definition)
     )
+
+
+def decoded_escapes(definition: str) -> str:
+    """``definition`` with every ``\\uXXXX`` escape of its JSON strings decoded (the same JSON
+    value, written with its characters as they are); unchanged when it has none or is no JSON."""
+    if "\\u" not in definition:
+        return definition
+    try:
+        return json.dumps(json.loads(definition), ensure_ascii=False)
+    except ValueError:
+        return definition
+
+
+@fix("definition_unicode", "local runtime: non-ASCII text in intrinsic literals and .$ keys")
+def _definition_unicode(patches: Patches) -> None:
+    """moto's ANTLR grammar reads the definition's JSON text, not its decoded value: a
+    ``\\uXXXX`` escape (what ``json.dumps`` writes for every non-ASCII character, and what a
+    client sends as it is) lost its backslash inside an intrinsic function's string literal
+    (``States.Format('Grüße {}', …)`` gave ``Gru00fcu00dfe``) and stayed escaped in a ``.$``
+    key (``ключ`` gave ``\\u043a…``). Step Functions decodes the JSON first, so the parser now
+    gets the definition with its escapes decoded. Wraps the parser that is current when the
+    fix is applied (the ``parse_cache`` fix's, normally, which then caches the decoded text)."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    current = AmazonStateLanguageParser.parse
+
+    def parse(definition: str) -> Any:
+        return current(decoded_escapes(definition))
+
+    patches.set(AmazonStateLanguageParser, "parse", staticmethod(parse))
