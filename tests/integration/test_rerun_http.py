@@ -155,6 +155,56 @@ def test_bad_reruns_are_refused_with_stable_codes(http, remote, server):
     assert "post" in paths["/runs/{run_id}/rerun"]
 
 
+def test_a_rerun_keeps_the_runs_modes_unless_the_request_says_otherwise(http, remote):
+    # Given a dry run (its charge recorded the call and sent nothing)
+    dryable = definition(remote.url, "d", "dryable")
+    dryable["steps"]["charge"]["dry_run_output"] = {"body": {"id": "dry"}}
+    assert http.put("/workflows/dryable", json=dryable).is_success
+    remote.reply = ok
+    calls = len(remote.to("/charge"))
+    started = http.post(
+        "/workflows/dryable/runs", json={"input": {"order": "D-1"}, "dry_run": True}
+    )
+    assert started.status_code == 201, started.text
+    dry = settled(http, started.json()["run_id"])
+    assert dry["status"] == "succeeded" and len(remote.to("/charge")) == calls
+    # When it is rerun from charge, Then the rerun is a dry run too and sends nothing
+    again = http.post(f"/runs/{dry['run_id']}/rerun", json={"from_step": "charge"})
+    assert again.status_code == 201, again.text
+    assert again.json()["dry_run"] is True
+    assert settled(http, again.json()["run_id"])["status"] == "succeeded"
+    assert len(remote.to("/charge")) == calls
+    # And only a rerun that asks to act does
+    live = http.post(f"/runs/{dry['run_id']}/rerun", json={"from_step": "charge", "dry_run": False})
+    assert live.status_code == 201, live.text
+    assert live.json()["dry_run"] is False
+    assert settled(http, live.json()["run_id"])["status"] == "succeeded"
+    assert len(remote.to("/charge")) == calls + 1
+
+
+def test_a_step_through_run_is_rerun_only_when_asked_to_run_without_pauses(http, remote):
+    # Given a step-through run, continued to its end
+    remote.reply = ok
+    started = http.post(
+        "/workflows/orders/runs", json={"input": {"order": "S-1"}, "step_through": True}
+    )
+    assert started.status_code == 201, started.text
+    run_id = started.json()["run_id"]
+    assert http.post(f"/runs/{run_id}/continue", json={"to_end": True}).status_code == 200
+    assert settled(http, run_id)["status"] == "succeeded"
+    # When it is rerun as it ran, Then 422 mode_not_carried says how to rerun it
+    refused = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["code"] == "mode_not_carried"
+    assert '"step_through": false' in refused.json()["message"]
+    # And with step_through false it reruns, acting
+    calls = len(remote.to("/charge"))
+    again = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge", "step_through": False})
+    assert again.status_code == 201, again.text
+    assert settled(http, again.json()["run_id"])["status"] == "succeeded"
+    assert len(remote.to("/charge")) == calls + 1
+
+
 def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http, remote):
     # Given an Express workflow (its timeline records no output of native steps)
     express = {**definition(remote.url, "x", "quick"), "engine": "express"}

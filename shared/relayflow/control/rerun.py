@@ -18,8 +18,13 @@ one: "retry with the fix"). ``from_step`` must be a step of the main flow of tha
 step inside a parallel branch or a for_each item is refused with the main-flow step that owns
 it. A run still running (or queued, or parked) cannot be rerun: cancel or resume it first.
 
-What a rerun does not redo: a saga's compensation list holds only the steps the rerun ran,
-and a step-through or dry-run mode is not carried over.
+The earlier run's modes are kept unless the request says otherwise: a rerun of a dry run is a
+dry run (``dry_run: false`` makes it act). A step-through rerun cannot be built yet (the
+rerun and step-through variants are separate machines), so rerunning a step-through run
+without ``step_through: false`` is refused with a 422 ``mode_not_carried`` instead of
+silently acting on the world without the pauses the run had.
+
+What a rerun does not redo: a saga's compensation list holds only the steps the rerun ran.
 """
 
 from __future__ import annotations
@@ -57,12 +62,29 @@ class RerunRequest(BaseModel):
         "pinned",
         description="pinned: the earlier run's version; current: the workflow's live version.",
     )
+    dry_run: bool | None = Field(
+        None,
+        description="Whether the rerun is a dry run (acting steps record, never act); "
+        "by default the earlier run's mode.",
+    )
+    step_through: bool | None = Field(
+        None,
+        description="Whether the rerun pauses before each step; by default the earlier run's "
+        "mode. A step-through rerun is not available: a rerun of a step-through run needs "
+        "step_through: false.",
+    )
 
 
 class UnknownStep(ApiError):
     """``from_step`` is not a main-flow step of the version the rerun runs."""
 
     status, code = 422, "unknown_step"
+
+
+class ModeNotCarried(ApiError):
+    """The rerun would need a mode it cannot run in (step-through)."""
+
+    status, code = 422, "mode_not_carried"
 
 
 class OutputsNotRecorded(ApiError):
@@ -73,13 +95,30 @@ class OutputsNotRecorded(ApiError):
 
 
 def rerun(
-    ports: Ports, runs: RunControl, tenant: str, run_id: str, from_step: str, *, version: str
+    ports: Ports,
+    runs: RunControl,
+    tenant: str,
+    run_id: str,
+    from_step: str,
+    *,
+    version: str,
+    dry_run: bool | None = None,
+    step_through: bool | None = None,
 ) -> StartRunResult:
-    """Start the rerun (see the module docstring) through ``runs``."""
+    """Start the rerun (see the module docstring) through ``runs``. ``dry_run`` and
+    ``step_through`` ``None``: the earlier run's modes."""
     dal = ports.dal
     earlier = find_run(dal, tenant, run_id)
     if earlier.status in _UNDER_WAY:
         raise Conflict(f"run {run_id} is {earlier.status}: cancel it (or resume it) before a rerun")
+    dry = earlier.dry_run if dry_run is None else dry_run
+    if earlier.step_through if step_through is None else step_through:
+        raise ModeNotCarried(
+            f"run {run_id} ran step by step, and a rerun cannot pause before each step: "
+            'send "step_through": false to rerun it without pauses'
+            + (" (still a dry run)" if dry else ""),
+            {"mode": "step_through"},
+        )
     head = find_workflow(dal, tenant, earlier.workflow_id)
     number = head.live_version if version == "current" else earlier.version
     number = number or head.live_version
@@ -105,6 +144,7 @@ def rerun(
         version=number,
         trigger_type="rerun",
         rerun=seed,
+        dry_run=dry,
     )
 
 

@@ -192,12 +192,31 @@ class ControlPlane:
         return continue_run(self.dal, run, to_end=to_end)
 
     @translated
-    def rerun(self, tenant: str, run_id: str, from_step: str, *, version: str) -> StartRunResult:
+    def rerun(
+        self,
+        tenant: str,
+        run_id: str,
+        from_step: str,
+        *,
+        version: str,
+        dry_run: bool | None = None,
+        step_through: bool | None = None,
+    ) -> StartRunResult:
         """A new run of ``run_id``'s trigger that starts at ``from_step`` on the run's own
-        version (``pinned``) or the live one (``current``): :mod:`relayflow.control.rerun`."""
+        version (``pinned``) or the live one (``current``), in the run's modes unless
+        ``dry_run`` / ``step_through`` say otherwise: :mod:`relayflow.control.rerun`."""
         from relayflow.control.rerun import rerun as rerun_from_step
 
-        return rerun_from_step(self.ports, self, tenant, run_id, from_step, version=version)
+        return rerun_from_step(
+            self.ports,
+            self,
+            tenant,
+            run_id,
+            from_step,
+            version=version,
+            dry_run=dry_run,
+            step_through=step_through,
+        )
 
     @translated
     def resume_run(self, tenant: str, run_id: str, request: Any) -> Any:

@@ -172,14 +172,22 @@ def continue_run(
     description="Starts a new run with this run's trigger that begins at from_step (a step of "
     "the main flow): the steps before it are not run again, their outputs come from this run "
     "(and the runs it reran). version pinned (default) runs this run's version, current the "
-    "live one. 409 for a run still queued, running or parked; 422 unknown_step (details: the "
-    "steps a rerun may start at) or invalid_input (the live version's input_schema).",
+    "live one. The run's modes are kept unless dry_run / step_through say otherwise (a rerun "
+    "of a dry run is a dry run). 409 for a run still queued, running or parked, "
+    "outputs_not_recorded (an Express run's native outputs); 422 unknown_step (details: the "
+    "steps a rerun may start at), mode_not_carried (a step-through rerun: send "
+    "step_through false) or invalid_input (the live version's input_schema).",
     responses=response_docs({201: "The new run, started"}, StartRunResult, 404, 409, 413, 415, 422),
     tags=["runs"],
 )
 def rerun_run(run_id: RunId, request: Annotated[RerunRequest, Body()]) -> Response[StartRunResult]:
     result = control_plane().rerun(
-        current_tenant(), run_id, request.from_step, version=request.version
+        current_tenant(),
+        run_id,
+        request.from_step,
+        version=request.version,
+        dry_run=request.dry_run,
+        step_through=request.step_through,
     )
     return json_reply(201 if result.created else 200, result)
 
