@@ -205,6 +205,78 @@ def test_a_step_through_run_is_rerun_only_when_asked_to_run_without_pauses(http,
     assert len(remote.to("/charge")) == calls + 1
 
 
+def fail_at(*paths: str):
+    """A remote that fails the calls to ``paths`` and answers the others."""
+
+    def reply(received: Received) -> Reply:
+        return fail(received) if received.path in paths else ok(received)
+
+    return reply
+
+
+def test_a_rerun_carries_settled_branch_failures_and_fallback_outputs(http, remote):
+    # Given a run whose settle-all branch p1 failed (recorded), whose step a continued with
+    # its fallback, and which then failed at charge
+    definition = {
+        "id": "recovering",
+        "engine": "standard",
+        "start": "fan",
+        "steps": {
+            "fan": {
+                "type": "parallel",
+                "branches": ["p1", "p2"],
+                "settle": "all",
+                "on_success": "a",
+            },
+            "p1": {"type": "webhook_out", "url": f"{remote.url}/p1", "retry": "none"},
+            "p2": {"type": "transform", "mapping": {"two": 2}},
+            "a": {
+                "type": "webhook_out",
+                "url": f"{remote.url}/a",
+                "retry": "none",
+                "on_error": {"action": "continue", "output": {"v": 7}},
+                "on_success": "charge",
+            },
+            "charge": {
+                "type": "webhook_out",
+                "url": f"{remote.url}/charge",
+                "retry": "none",
+                "on_success": "report",
+            },
+            "report": {
+                "type": "transform",
+                "mapping": {
+                    "p1": "{{ steps.p1.status }}",
+                    "p1_error": "{{ steps.p1.error.Error }}",
+                    "two": "{{ steps.p2.output.two }}",
+                    "v": "{{ steps.a.output.v }}",
+                    "a_status": "{{ steps.a.status }}",
+                },
+            },
+        },
+    }
+    assert http.put("/workflows/recovering", json=definition).is_success
+    remote.reply = fail_at("/p1", "/a", "/charge")
+    started = http.post("/workflows/recovering/runs", json={"input": {}})
+    first = settled(http, started.json()["run_id"])
+    assert (first["status"], first["failing_step"]) == ("failed", "charge")
+    # When charge works again and the run is rerun from it
+    remote.reply = fail_at("/p1", "/a")
+    answer = http.post(f"/runs/{first['run_id']}/rerun", json={"from_step": "charge"})
+    assert answer.status_code == 201, answer.text
+    rerun = settled(http, answer.json()["run_id"])
+    # Then the steps after it read the branch's failed record and the fallback as before
+    assert rerun["status"] == "succeeded", rerun
+    report = next(s for s in rerun["steps"] if s["key"] == "report")["output"]
+    assert report == {
+        "p1": "failed",
+        "p1_error": "Relayflow.HttpError",
+        "two": 2,
+        "v": 7,
+        "a_status": "fallback",
+    }
+
+
 def test_an_express_run_without_its_native_outputs_is_refused_with_the_fix(http, remote):
     # Given an Express workflow (its timeline records no output of native steps)
     express = {**definition(remote.url, "x", "quick"), "engine": "express"}

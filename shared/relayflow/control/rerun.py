@@ -5,9 +5,10 @@ run is not touched) with:
 
 * the earlier run's trigger payload (``input``, checked against the target version's
   ``input_schema`` like any start);
-* the outputs of the steps the earlier run finished, in ``$.steps`` of its execution input,
-  read from its timeline (a rerun of a rerun also carries what its origin carried), so the
-  steps it runs read the same data as before;
+* the records the earlier run's steps left in its document, in ``$.steps`` of its execution
+  input, read from its timeline (a rerun of a rerun also carries what its origin carried):
+  successes, ``on_error: continue`` fallbacks, skipped parks and the failed records of
+  ``settle: all`` branches, so the steps it runs read the same data as before;
 * ``$.rerun = {from_step, of}``, which the *rerun variant* of the version reads to start at
   that step (:mod:`relayflow.compiler.rerun`: the normal machine with a Choice at the top,
   published as one more version of the workflow's state machine on first use, recorded on
@@ -126,7 +127,7 @@ def rerun(
     main = main_flow_steps(item)
     if from_step not in main:
         raise UnknownStep(_unknown_step_message(item, from_step, main), {"steps": main})
-    outputs, unknown = _outputs(ports, earlier, set(main))
+    outputs, unknown = _outputs(ports, earlier, item)
     lost = sorted(unknown - step_graph(item).reachable(from_step))
     if lost:
         raise OutputsNotRecorded(
@@ -148,10 +149,49 @@ def rerun(
     )
 
 
-def _outputs(ports: Ports, run: RunItem, keys: set[str]) -> tuple[dict[str, Any], set[str]]:
-    """``$.steps`` records of the main-flow steps ``run`` (and the runs it reran)
-    finished, the newest run's winning; and the finished steps whose output was not
-    recorded (native steps of an Express run: its timeline comes from step records)."""
+#: Timeline statuses whose step left a record in ``$.steps`` a later step may read: a success,
+#: an ``on_error: continue`` fallback and a park's skip (``{output, status}``).
+_RECORDED = ("succeeded", "fallback", "skipped")
+
+
+def document_steps(item: VersionItem) -> tuple[set[str], set[str]]:
+    """The steps whose records a run's top-level ``$.steps`` holds (the main flow and, merged
+    back, the branches of its ``parallel`` steps, nested ones too; not a ``for_each`` item's),
+    and among them the branch steps of ``settle: all`` parallels (a failure there is a
+    record, ``{status: failed, error}``, not the run's end)."""
+    raw = json.loads(item.definition).get("steps") or {}
+    scopes, _ = step_graph(item).scopes()
+    visible: set[str] = set()
+    settled: set[str] = set()
+    for scope in scopes:  # main first; a scope's owner is in an earlier scope
+        owner = raw.get(scope.owner) if scope.owner is not None else None
+        if scope.owner is None:
+            visible.update(scope.steps)
+        elif scope.owner in visible and (owner or {}).get("type") == "parallel":
+            visible.update(scope.steps)
+            if (owner or {}).get("settle") == "all":
+                settled.update(scope.steps)
+    return visible, settled
+
+
+def _record(step: Any, settled: set[str]) -> dict[str, Any] | None:
+    """The ``$.steps.<key>`` record a timeline step stands for, or ``None`` (it left none)."""
+    if step.status in _RECORDED:
+        record: dict[str, Any] = {"output": step.output, "status": step.status}
+        if step.status == "fallback" and step.error is not None:
+            record["error"] = {"Error": step.error, "Cause": step.cause}
+        return record
+    if step.status in ("caught", "failed") and step.key in settled:
+        return {"status": "failed", "error": {"Error": step.error, "Cause": step.cause}}
+    return None
+
+
+def _outputs(ports: Ports, run: RunItem, item: VersionItem) -> tuple[dict[str, Any], set[str]]:
+    """``$.steps`` records of the steps ``run`` (and the runs it reran) left in its document
+    (:func:`document_steps`: successes, fallbacks, skips, a settled branch's failures), the
+    newest run's winning; and the finished steps whose output was not recorded (native
+    steps of an Express run: its timeline comes from step records)."""
+    keys, settled = document_steps(item)
     chain: list[RunItem] = [run]
     while chain[-1].rerun_of and len(chain) < _MAX_CHAIN:
         origin = ports.dal.get_run(run.tenant, chain[-1].rerun_of)
@@ -160,17 +200,23 @@ def _outputs(ports: Ports, run: RunItem, keys: set[str]) -> tuple[dict[str, Any]
         chain.append(origin)
     records: dict[str, Any] = {}
     unknown: set[str] = set()
-    for item in reversed(chain):
-        steps, source, _ = run_timeline(ports, item)
+    for earlier in reversed(chain):
+        steps, source, _ = run_timeline(ports, earlier)
         for step in steps:
-            if step.key not in keys or step.status != "succeeded":
+            record = _record(step, settled) if step.key in keys else None
+            if record is None:
                 continue
-            if source != "history" and step.runner == "native" and step.output is None:
+            if (
+                source != "history"
+                and step.runner == "native"
+                and step.output is None
+                and "output" in record
+            ):
                 unknown.add(step.key)
                 records.pop(step.key, None)
                 continue
             unknown.discard(step.key)
-            records[step.key] = {"output": step.output, "status": "succeeded"}
+            records[step.key] = record
     return records, unknown
 
 
