@@ -210,6 +210,26 @@ def test_a_for_each_item_step_may_compensate_and_read_its_index():
     assert problems == [] and workflow is not None
 
 
+def test_the_item_step_of_a_distributed_for_each_may_not_compensate():
+    # Given a compensated item step of a for_each whose items run as child executions
+    each = {"type": "for_each", "items": "{{ trigger.seats }}", "step": "hold"}
+    hold = {
+        "type": "webhook_out",
+        "url": HOOK,
+        "compensate": {"type": "webhook_out", "url": HOOK, "body": "{{ index }}"},
+    }
+    data = {"id": "each", "start": "each", "steps": {"each": each, "hold": hold}}
+    inline, _ = validate_data(copy.deepcopy(data))
+    assert inline is not None
+    data["steps"]["each"]["mode"] = "distributed"
+    # Then validation refuses it with its path, and the message names the way out
+    workflow, problems = validate_data(data)
+    assert workflow is None
+    (problem,) = [p for p in problems if p.rule == "compensate-distributed"]
+    assert problem.path == "steps.hold.compensate"
+    assert "mode: inline" in problem.message and "'each'" in problem.message
+
+
 # --------------------------------------------------------------------------- the record
 
 

@@ -13,6 +13,9 @@ Rules, each reported with the path of the ``compensate`` field it concerns:
 * ``compensate-in-parallel`` / ``compensate-in-cycle``: a compensated step inside a parallel
   branch or on a cycle (the compiled list of completed steps lives in the main flow and holds
   one entry per step);
+* ``compensate-distributed``: the item step of a ``mode: distributed`` for_each (its items
+  run as child executions whose results go to S3: the step's output is the result manifest,
+  not a list of item outputs the undo could walk);
 * ``unknown-tool`` / ``tool-args``: an inline tool call is checked like a tool step (the
   catalogue, declared HTTP tools and operations, args);
 * ``unknown-variable`` / ``unknown-step-reference``: the compensation's templates read
@@ -54,6 +57,13 @@ def check_compensations(checker: CheckContext, graph: StepGraph | None) -> None:
         for raw in checker.steps.values()
         if raw.get("type") == "for_each" and isinstance(raw.get("step"), str)
     }
+    distributed = {
+        raw["step"]: owner
+        for owner, raw in checker.steps.items()
+        if raw.get("type") == "for_each"
+        and isinstance(raw.get("step"), str)
+        and raw.get("mode") == "distributed"
+    }
     on_cycle = {key for cycle in cycles for key in cycle}
     for key, raw in checker.steps.items():
         compensate = raw.get("compensate")
@@ -88,6 +98,15 @@ def check_compensations(checker: CheckContext, graph: StepGraph | None) -> None:
                 "compensate-in-parallel",
                 f"'{key}' is in a branch of parallel '{parallel[0]}': compensation is "
                 "available in the main flow and per for_each item, not inside a branch",
+            )
+        if key in distributed:
+            checker.add(
+                path,
+                "compensate-distributed",
+                f"'{key}' is the item step of for_each '{distributed[key]}', which runs "
+                "mode: distributed: each item is a child execution whose result goes to S3, so "
+                "nothing in the run lists what each item did to undo it; use mode: inline "
+                "(compensated per item), or compensate inside a sub_workflow run per item",
             )
         if key in on_cycle:
             checker.add(
