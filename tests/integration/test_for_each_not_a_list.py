@@ -60,6 +60,26 @@ def test_items_that_are_not_a_list_take_the_failure_route(runtime, trigger):
     assert result.status == "succeeded", (result.error, result.cause)
     assert outputs(result)["caught"] == {"error": "Relayflow.NotAList"}
     assert "double" not in outputs(result)
+    # And the timeline shows the for_each ended with the error its route caught
+    each = next(step for step in result.steps if step.key == "each")
+    assert (each.status, each.error) == ("caught", "Relayflow.NotAList")
+
+
+@pytest.mark.parametrize("mode", ["inline", "distributed"])
+def test_too_many_items_end_the_step_in_the_timeline_too(runtime, mode):
+    definition = {
+        **DEFINITION,
+        "steps": {
+            **DEFINITION["steps"],
+            "each": {**DEFINITION["steps"]["each"], "max_items": 2, "mode": mode},
+        },
+    }
+    result = run(runtime, {"items": [1, 2, 3]}, definition)
+    assert result.status == "succeeded", (result.error, result.cause)
+    assert outputs(result)["caught"] == {"error": "Relayflow.TooManyItems"}
+    each = next(step for step in result.steps if step.key == "each")
+    assert (each.status, each.error) == ("caught", "Relayflow.TooManyItems")
+    assert "at most 2 items" in (each.cause or "")
 
 
 @pytest.mark.parametrize(
@@ -84,5 +104,7 @@ def test_without_a_route_not_a_list_fails_the_run_with_its_name(runtime):
         },
     }
     result = run(runtime, {"items": "abc"}, definition)
-    # Then the run fails with the named error (not States.Runtime)
+    # Then the run fails with the named error (not States.Runtime), and so does the step
     assert (result.status, result.error) == ("failed", "Relayflow.NotAList")
+    each = next(step for step in result.steps if step.key == "each")
+    assert (each.status, each.error) == ("failed", "Relayflow.NotAList")

@@ -190,12 +190,33 @@ def fold_steps(
         elif state.name.endswith(".retry_wait"):
             retrying.add(id(entry))
             entry.status = "retrying"
+        elif (raised := _raised_error(state)) is not None:
+            # A compiled failure (a for_each's items that are not a list or too many, a
+            # park's timeout): the state put {Error, Cause} at $.error and takes the step's
+            # error route, as a Catch would; a Fail state after it fails the step.
+            entry.status = "caught"
+            entry.error, entry.cause = raised
         elif state.status in ("failed", "caught") or state.type == "Fail":
             # An auxiliary state's caught failure (a sub_workflow's input check) fails the
-            # step too; a later run of the main state (an agent resuming) overrides it.
+            # step too; a later run of the main state (an agent resuming) overrides it. A
+            # Fail state that re-raises the error an earlier state named keeps that name.
             entry.status = "failed"
-            entry.error, entry.cause = state.error, public_cause(state.cause)
+            if state.error is not None or state.type != "Fail" or entry.error is None:
+                entry.error, entry.cause = state.error, public_cause(state.cause)
     return steps
+
+
+def _raised_error(state: StateRun) -> tuple[str, str | None] | None:
+    """``(error, public cause)`` when ``state`` is a Pass that raised a compiled failure: it
+    put an ``{Error, Cause}`` at ``$.error`` its input did not hold."""
+    if state.type != "Pass" or state.status != "succeeded":
+        return None
+    after = state.output.get("error") if isinstance(state.output, Mapping) else None
+    before = state.input.get("error") if isinstance(state.input, Mapping) else None
+    if not isinstance(after, Mapping) or after == before or not after.get("Error"):
+        return None
+    cause = after.get("Cause")
+    return str(after["Error"]), public_cause(cause if isinstance(cause, str) else None)
 
 
 #: History events that end an execution, and the run status each means.
