@@ -101,6 +101,27 @@ def test_reviving_a_revived_run_replaces_the_doors_of_the_first_revival():
     assert_valid_machine(twice)
 
 
+def test_doors_to_states_with_long_names_stay_within_80_characters():
+    # Given a machine whose waiting state's name has 75 characters (a 64-character step key's
+    # approval gate is longer than the 72 that "_revive." leaves)
+    long = "a" * 64 + ".approval"
+    asl = {
+        "StartAt": long,
+        "States": {long: {"Type": "Pass", "Next": "done"}, "done": {"Type": "Succeed"}},
+    }
+    # When its revival variant is built for it and for a short one
+    variant = revival_variant(asl, [long, "done"])
+    # Then every door is a valid state name, distinct, and leads to its state
+    assert_valid_machine(variant)
+    doors = {r["StringEquals"]: r["Next"] for r in variant["States"][REVIVAL_CHOICE]["Choices"]}
+    assert doors["done"] == "_revive.done"
+    assert len(doors[long]) <= 80 and doors[long].startswith("_revive.")
+    assert variant["States"][doors[long]]["Next"] == long
+    # And a second revival replaces the hashed door too
+    again = revival_variant(variant, [long])
+    assert set(again["States"]) == set(asl["States"]) | {REVIVAL_CHOICE, doors[long]}
+
+
 # -- the joined history -----------------------------------------------------------------------
 
 

@@ -5,8 +5,9 @@ moto's executions die with the process; what they were doing is kept
 in, and the data that state was entered with. On restart each such run goes on in a new
 execution of the same name (so the same execution ARN, the run's), on the *revival variant*
 of the version it ran: the same machine with a Choice at the top (``_revive.at``) that sends
-the execution, through a Pass (``_revive.<state>``, ``InputPath: $.revive.input``) that puts
-back the kept data, to that state. It is entered again:
+the execution, through a Pass (``_revive.<state>``, or ``_revive.#<digest>`` where that name
+would pass 80 characters; ``InputPath: $.revive.input``) that puts back the kept data, to
+that state. It is entered again:
 
 * a run waiting (an approval, a waitpoint, ``wait_for_event``, a step-through gate, a park)
   waits again, under a new task token. Approvals, waitpoints and gates have ids of their own
@@ -33,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from relayflow.compiler.check import MAX_STATE_NAME
 from relayflow.local.compat_archive import REVIVAL_PREFIX, Archived
 from relayflow.naming import is_map_run_child
 
@@ -82,6 +84,17 @@ def active_state(events: list[dict[str, Any]], main_states: Iterable[str]) -> En
     return current
 
 
+def door_name(state: str) -> str:
+    """The revival's way in to ``state``: ``_revive.<state>``, or, where that would pass
+    Step Functions' 80 characters, ``_revive.#<digest of the name>`` (unique per state)."""
+    import hashlib
+
+    door = f"{REVIVAL_PREFIX}{state}"
+    if len(door) <= MAX_STATE_NAME:
+        return door
+    return f"{REVIVAL_PREFIX}#{hashlib.sha256(state.encode()).hexdigest()[:24]}"
+
+
 def revival_variant(asl: dict[str, Any], states: Iterable[str]) -> dict[str, Any]:
     """``asl`` with a way in at each of ``states`` (top-level states) for
     ``{"revive": {"at": <state>, "input": <data>}}``; any other input starts where ``asl``
@@ -98,7 +111,7 @@ def revival_variant(asl: dict[str, Any], states: Iterable[str]) -> dict[str, Any
     targets = sorted({state for state in states if not state.startswith(REVIVAL_PREFIX)})
     choices = []
     for state in targets:
-        door = f"{REVIVAL_PREFIX}{state}"
+        door = door_name(state)
         variant["States"][door] = {"Type": "Pass", "InputPath": INPUT_PATH, "Next": state}
         choices.append({"Variable": AT_PATH, "StringEquals": state, "Next": door})
     variant["States"][REVIVAL_CHOICE] = {
