@@ -125,7 +125,12 @@ def sign_in(browser: Browser, server: LocalServer, key: str) -> None:
     """What the serve banner's link does: the key rides in the fragment, the page signs in."""
     browser.open("about:blank")  # from the login page itself a #key link loads nothing
     browser.open(f"{server.url}/console/login#key={key}")
-    # The login page's script submits the form at once; the answer lands on /runs.
+    # The login page's script moves the key into the form and drops it from the address, but
+    # never submits it (a link from anywhere could carry another tenant's key): the user does.
+    wait_until(browser, "document.getElementById('key').value.length > 0 && !location.hash")
+    assert browser.evaluate("location.pathname") == "/console/login"
+    assert browser.evaluate("document.getElementById('from-link').hidden") is False
+    browser.click("#sign-in")
     wait_until(
         browser,
         "location.pathname === '/console/runs' && document.readyState === 'complete'",

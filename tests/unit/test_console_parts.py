@@ -5,6 +5,7 @@ that needs no server (sign-in redirect, cross-site refusal, the vendored htmx)."
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from relayflow.console import Console
 from relayflow.console.forms import parse_input, render_fields
@@ -113,3 +114,116 @@ def test_requests_without_a_key_go_to_sign_in_and_cross_site_posts_are_refused()
     htmx = console.handle("GET", "/console/static/htmx-2.0.11.min.js", [], b"")
     assert htmx.status == 200 and b"htmx" in htmx.body[:2000]
     assert console.handle("GET", "/console/static/../app.py", [], b"").status == 404
+
+
+class _RecordingApi:
+    """A control API that accepts every key and records each call's method and path."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, str]]] = []
+
+    def __call__(self, method, path, headers, body):
+        self.calls.append((method, path, dict(headers)))
+        return 200, b'{"items": [], "next": null}'
+
+
+def _signed_in(console: Console, key: str = "rf_key_alpha") -> str:
+    answer = console.handle("POST", "/console/login", [("Host", "h:1")], f"key={key}".encode())
+    assert answer.status == 303
+    cookie = dict(answer.headers)["Set-Cookie"]
+    return cookie.split(";", 1)[0]
+
+
+def test_the_cookie_holds_a_session_id_never_the_key():
+    api = _RecordingApi()
+    console = Console(api)
+    cookie = _signed_in(console, "rf_key_alpha")
+    name, _, value = cookie.partition("=")
+    assert name == "rf_console_session" and "rf_key_alpha" not in value and len(value) >= 40
+    # The session's key is what the console calls the API with
+    console.handle("GET", "/console/breakers", [("Cookie", cookie)], b"")
+    assert any("rf_key_alpha" in str(headers) for _, _, headers in api.calls[1:])
+    # A made-up session, or the key itself as the cookie, is not signed in
+    for forged in ("rf_console_session=guess", "rf_console_session=rf_key_alpha"):
+        answer = console.handle("GET", "/console/runs", [("Cookie", forged)], b"")
+        assert dict(answer.headers)["Location"] == "/console/login"
+    # Signing out ends the session on the server
+    console.handle("POST", "/console/logout", [("Cookie", cookie)], b"")
+    answer = console.handle("GET", "/console/runs", [("Cookie", cookie)], b"")
+    assert dict(answer.headers)["Location"] == "/console/login"
+
+
+def test_the_sign_in_link_never_submits_itself():
+    page = Console(_RecordingApi()).handle("GET", "/console/login", [], b"")
+    html = page.body.decode()
+    assert '<script src="/console/static/login.js"></script>' in html
+    assert ".submit(" not in html
+    script = Console(_RecordingApi()).handle("GET", "/console/static/login.js", [], b"")
+    assert script.status == 200 and b".submit(" not in script.body
+
+
+def test_a_breaker_id_with_a_colon_is_reset_under_its_own_name():
+    # Given a breaker id as the breakers page links it (':' percent-encoded)
+    api = _RecordingApi()
+    console = Console(api)
+    cookie = _signed_in(console)
+    console.handle(
+        "POST",
+        "/console/breakers/http%3Aapi.example.com/reset",
+        [("Host", "h:1"), ("Origin", "http://h:1"), ("Cookie", cookie)],
+        b"",
+    )
+    # Then the API is asked once, with the id encoded once (not %253A)
+    assert [p for m, p, _ in api.calls if m == "POST" and "/breakers/" in p] == [
+        "/breakers/http%3Aapi.example.com/reset"
+    ]
+
+
+def test_every_answer_forbids_sniffing_referrers_and_foreign_scripts():
+    console = Console(_RecordingApi())
+    for answer in (
+        console.handle("GET", "/console/login", [], b""),
+        console.handle("GET", "/console/runs", [], b""),
+        console.handle("GET", "/console/static/login.js", [], b""),
+    ):
+        headers = dict(answer.headers)
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Referrer-Policy"] == "no-referrer"
+    csp = dict(console.handle("GET", "/console/login", [], b"").headers)["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+
+
+def test_a_redirect_target_with_a_line_break_or_another_host_is_never_sent():
+    api = _RecordingApi()
+    console = Console(api)
+    cookie = _signed_in(console)
+    for back in ("/console/runs\r\nSet-Cookie: x=1", "//evil.example/x", "https://evil.example"):
+        answer = console.handle(
+            "POST",
+            "/console/approvals/ap1/respond",
+            [("Host", "h:1"), ("Origin", "http://h:1"), ("Cookie", cookie)],
+            f"option=approve&back={quote(back)}".encode(),
+        )
+        location = dict(answer.headers)["Location"]
+        assert location.startswith("/console/approvals") and "\n" not in location
+
+
+def test_a_post_from_the_same_host_over_another_scheme_is_refused():
+    console = Console(_RecordingApi())
+    cookie = _signed_in(console)
+    headers = [("Host", "h:1"), ("Cookie", cookie)]
+    other_scheme = console.handle(
+        "POST", "/console/runs/r1/cancel", [*headers, ("Origin", "https://h:1")], b""
+    )
+    assert other_scheme.status == 403
+    same = console.handle(
+        "POST", "/console/runs/r1/cancel", [*headers, ("Origin", "http://h:1")], b""
+    )
+    assert same.status == 303
+    # Origin null (what no-referrer makes a browser send) passes only from the console's page
+    null = [*headers, ("Origin", "null")]
+    assert console.handle("POST", "/console/runs/r1/cancel", null, b"").status == 403
+    own_page = [*null, ("Sec-Fetch-Site", "same-origin")]
+    assert console.handle("POST", "/console/runs/r1/cancel", own_page, b"").status == 303
+    cross = [*null, ("Sec-Fetch-Site", "cross-site")]
+    assert console.handle("POST", "/console/runs/r1/cancel", cross, b"").status == 403

@@ -1,19 +1,27 @@
 """The console's request handling: sign-in, pages and the actions they post.
 
-Sign-in: the console asks for an API key (``/console/login``) and keeps it in an ``HttpOnly``,
-``SameSite=Strict`` cookie scoped to ``/console``; every page and action then calls the control
-API with that key, so the console shows and does what the key's tenant may, nothing more.
-``relayflow serve`` prints a sign-in link carrying the local key in the URL *fragment*
-(``/console/login#key=…``), which the browser never sends to a server or writes to an access
-log; the login page's one line of script moves it into the form. Actions are HTML form POSTs
-(post/redirect/get: each answers 303 to the page to show next, with a notice or the API's
-error message); a POST whose ``Origin`` is another site is refused, on top of the cookie's
-``SameSite=Strict``.
+Sign-in: the console asks for an API key (``/console/login``), checks it against the control
+API and keeps it server-side under a random session id; the ``HttpOnly``, ``SameSite=Strict``
+cookie scoped to ``/console`` holds only that id (the key never goes back to the browser).
+Every page and action then calls the control API with the session's key, so the console shows
+and does what the key's tenant may, nothing more. Sessions live in the server's memory: a
+restart signs everyone out. ``relayflow serve`` prints a sign-in link carrying the local key
+in the URL *fragment* (``/console/login#key=…``), which the browser never sends to a server
+or writes to an access log; ``static/login.js`` moves it into the form but never submits it,
+so no other page can sign a browser into another tenant (login CSRF): signing in is the
+user's click. Actions are HTML form POSTs (post/redirect/get: each answers 303 to the page to
+show next, with a notice or the API's error message); a POST whose ``Origin`` (scheme and
+host) is not the console's is refused, on top of the cookie's ``SameSite=Strict``. Every
+answer carries a Content-Security-Policy allowing scripts from the console only, ``nosniff``
+and ``Referrer-Policy: no-referrer``; a redirect target holding a control character is never
+sent.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,9 +42,22 @@ from relayflow.console.pages import (
     workflows_page,
 )
 
-COOKIE = "rf_console_key"
-_STATIC = {HTMX_FILE: "application/javascript; charset=utf-8"}
+COOKIE = "rf_console_session"
+LOGIN_SCRIPT = "login.js"
+_JS = "application/javascript; charset=utf-8"
+_STATIC = {HTMX_FILE: _JS, LOGIN_SCRIPT: _JS}
 _HTML = "text/html; charset=utf-8"
+#: Scripts only from the console's own files (htmx and the sign-in script); inline styles stay
+#: allowed (the pages' stylesheet is inline).
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+#: Sent with every console answer.
+SECURITY_HEADERS = [
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+]
 
 
 @dataclass(frozen=True)
@@ -70,9 +91,18 @@ def _html(status: int, text: str, headers: list[tuple[str, str]] | None = None) 
         ("Content-Type", _HTML),
         ("Cache-Control", "no-store"),
         ("X-Frame-Options", "DENY"),
-        ("Content-Security-Policy", "frame-ancestors 'none'"),
+        ("Content-Security-Policy", CSP),
+        *SECURITY_HEADERS,
     ]
     return ConsoleResponse(status, base + (headers or []), text.encode())
+
+
+def _safe_location(location: str) -> bool:
+    """A redirect target the console may send: a path of its own, no control character (a
+    CR/LF would end the header and inject others), no scheme-relative ``//host``."""
+    return (location.startswith(f"{BASE}/") or location == BASE) and not any(
+        ord(c) < 0x20 or ord(c) == 0x7F for c in location
+    )
 
 
 def _redirect(
@@ -82,10 +112,12 @@ def _redirect(
     error: str = "",
     headers: list[tuple[str, str]] | None = None,
 ) -> ConsoleResponse:
+    if not _safe_location(location):
+        location = f"{BASE}/runs"
     params = {k: v for k, v in (("notice", notice), ("error", error)) if v}
     if params:
         location += ("&" if "?" in location else "?") + urlencode(params)
-    return ConsoleResponse(303, [("Location", location), *(headers or [])])
+    return ConsoleResponse(303, [("Location", location), *SECURITY_HEADERS, *(headers or [])])
 
 
 def _status_of(failure: ApiFailure) -> int:
@@ -98,6 +130,9 @@ class Console:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
+        #: Session id (the cookie's value) → the API key it signed in with.
+        self._sessions: dict[str, str] = {}
+        self._sessions_lock = threading.Lock()
         self._routes: list[tuple[str, tuple[str, ...], Callable[..., ConsoleResponse]]] = [
             ("GET", ("workflows",), self._workflows),
             ("GET", ("workflows", "*"), self._workflow),
@@ -136,12 +171,15 @@ class Console:
         if path == "/login":
             return self._login(request)
         if path == "/logout" and request.method == "POST":
+            self._end_session(request.cookie(COOKIE))
             return _redirect(f"{BASE}/login", headers=[("Set-Cookie", _cookie(""))])
-        key = request.cookie(COOKIE)
+        key = self._session_key(request.cookie(COOKIE))
         if not key:
             return _redirect(f"{BASE}/login")
         api = ConsoleApi(self._transport, key)
-        parts = tuple(segment_ for segment_ in path.strip("/").split("/") if segment_)
+        # Each segment as the user named it (a breaker id holds ':', sent as %3A): handlers
+        # encode what they put in an API path themselves (segment()).
+        parts = tuple(unquote(part) for part in path.strip("/").split("/") if part)
         for method_, pattern, handler in self._routes:
             if method_ == request.method and _matches(pattern, parts):
                 try:
@@ -156,11 +194,29 @@ class Console:
 
     def _static(self, name: str) -> ConsoleResponse:
         if name not in _STATIC:
-            return ConsoleResponse(404, [("Content-Type", "text/plain")], b"not found")
+            return ConsoleResponse(
+                404, [("Content-Type", "text/plain"), *SECURITY_HEADERS], b"not found"
+            )
         data = resources.files("relayflow.console").joinpath("static", name).read_bytes()
-        return ConsoleResponse(
-            200, [("Content-Type", _STATIC[name]), ("Cache-Control", "max-age=86400")], data
-        )
+        headers = [("Content-Type", _STATIC[name]), ("Cache-Control", "max-age=86400")]
+        return ConsoleResponse(200, [*headers, *SECURITY_HEADERS], data)
+
+    def _start_session(self, key: str) -> str:
+        session = secrets.token_urlsafe(32)
+        with self._sessions_lock:
+            self._sessions[session] = key
+        return session
+
+    def _session_key(self, session: str | None) -> str | None:
+        if not session:
+            return None
+        with self._sessions_lock:
+            return self._sessions.get(session)
+
+    def _end_session(self, session: str | None) -> None:
+        if session:
+            with self._sessions_lock:
+                self._sessions.pop(session, None)
 
     def _login(self, request: Request) -> ConsoleResponse:
         message = ""
@@ -175,20 +231,22 @@ class Console:
                     else failure.message
                 )
             else:
-                return _redirect(f"{BASE}/runs", headers=[("Set-Cookie", _cookie(key))])
+                self._end_session(request.cookie(COOKIE))
+                session = self._start_session(key)
+                return _redirect(f"{BASE}/runs", headers=[("Set-Cookie", _cookie(session))])
         body = (
             '<h1>Sign in</h1><div class="card"><form method="post" action="'
             f'{BASE}/login" id="login"><label for="key">API key</label>'
             '<input type="password" id="key" name="key" autocomplete="off" '
-            'placeholder="rf_key_…"><p class="hint">The console acts with this key\'s tenant, '
+            'placeholder="rf_key_…"><p class="hint" id="from-link" hidden>This link carries '
+            "an API key. Sign in only if you opened it from <code>relayflow serve</code>'s "
+            "banner: the console will act as that key's tenant, and signing in replaces "
+            'the current sign-in.</p><p class="hint">The console acts with this key\'s tenant, '
             "through the control API. <code>relayflow serve</code> prints a sign-in link; "
             "make more keys with <code>relayflow keys create</code>.</p>"
-            "<button>Sign in</button></form></div>"
+            '<button id="sign-in">Sign in</button></form></div>'
             # The serve banner's link carries the key in the fragment (never sent anywhere).
-            "<script>(function(){var m=/[#&]key=([^&]+)/.exec(location.hash);if(m){"
-            "history.replaceState(null,'',location.pathname);"
-            "document.getElementById('key').value=decodeURIComponent(m[1]);"
-            "document.getElementById('login').submit();}})();</script>"
+            f'<script src="{BASE}/static/{LOGIN_SCRIPT}"></script>'
         )
         return _html(
             401 if message else 200, page("Sign in", body, flash=flash(message), signed_in=False)
@@ -331,7 +389,7 @@ class Console:
     def _respond(self, api: ConsoleApi, request: Request, approval_id: str) -> ConsoleResponse:
         form = request.form()
         back = form.get("back") or f"{BASE}/approvals"
-        if not back.startswith(f"{BASE}/"):
+        if not _safe_location(back):
             back = f"{BASE}/approvals"
         body: dict[str, Any] = {"option": form.get("option", "")}
         if (form.get("data") or "").strip():
@@ -380,17 +438,26 @@ def _matches(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
 
 
 def _same_origin(request: Request) -> bool:
+    """No ``Origin`` (a same-origin form in an older browser), ``null`` from a page of the
+    console itself (``Sec-Fetch-Site: same-origin``), or exactly the console's own: the scheme
+    it is served over (``X-Forwarded-Proto`` behind a proxy, else http) and its host."""
     origin = request.headers.get("origin")
-    if not origin or origin == "null":
-        return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    if origin == "null":
+        # Under Referrer-Policy: no-referrer a browser sends its own form POSTs with
+        # "Origin: null"; its Sec-Fetch-Site (which no page can set) says whose form it was.
+        return request.headers.get("sec-fetch-site") == "same-origin"
+    if not origin:
+        return True
+    scheme = request.headers.get("x-forwarded-proto", "http").split(",")[0].strip().lower()
+    split = urlsplit(origin)
+    return split.scheme == scheme and split.netloc == request.headers.get("host", "")
 
 
-def _cookie(key: str) -> str:
+def _cookie(session: str) -> str:
     flags = f"Path={BASE}; HttpOnly; SameSite=Strict"
-    if not key:
+    if not session:
         return f"{COOKIE}=; {flags}; Max-Age=0"
-    return f"{COOKIE}={quote(key, safe='')}; {flags}"
+    return f"{COOKIE}={quote(session, safe='')}; {flags}"
 
 
 def _pointer_errors(failure: ApiFailure) -> dict[str, str]:
