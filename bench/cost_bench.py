@@ -692,6 +692,12 @@ def main() -> None:
         "Lambda: arm64, 512 MB, duration = local handler time rounded up to 1 ms (a rough proxy);"
         " DynamoDB: 1 unit per item (<=1 KB write, <=4 KB read; 0.5 if eventually consistent)"
     )
+    print(
+        "figures: transitions, invocations, calls, units, log events and bytes are counts (the "
+        "same every run); Lambda, Express and recording durations are wall time measured "
+        "locally, so the dollars built on them move by cents; saving, best and '20x needs' are "
+        "ratios"
+    )
     for usage, row, example in zip(runs, measured.rows, EXAMPLES, strict=True):
         print_example(usage, example[2])
         assert usage.workflow is not None
