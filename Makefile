@@ -68,7 +68,8 @@ test: lint sam-cli lambda-python checkov browser asl-tools
 
 # Every bench in its own process (the list is bench/run.py's BENCHES), logs quieted and kept
 # in .bench/; a failing bench does not stop the others, and the target fails at the end.
-bench: venv
+# cold_start.py measures what `sam build` makes, in the functions' python3.12: those first.
+bench: venv sam-cli lambda-python
 	$(BIN)/python bench/run.py
 
 # Debian's Chromium for tests/integration/test_approval_page_browser.py (run as root, as CI

@@ -74,8 +74,10 @@ class Outcome:
         return self.returncode == 0 and not self.timed_out
 
 
-def run_one(bench: Bench, out_dir: Path = OUT_DIR) -> Outcome:
-    """Run ``bench`` in its own process: stdout shown and kept, stderr kept in its log."""
+def run_one(bench: Bench, out_dir: Path | None = None) -> Outcome:
+    """Run ``bench`` in its own process: stdout shown and kept, stderr kept in its log (in
+    ``out_dir``, ``.bench/`` by default)."""
+    out_dir = out_dir or OUT_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path, out_path = out_dir / f"{bench.name}.log", out_dir / f"{bench.name}.out"
     command = [sys.executable, str(ROOT / "bench" / bench.script), *bench.args]
@@ -119,8 +121,9 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip()[:200] if lines else ""
 
 
-def summary(outcomes: list[Outcome], out_dir: Path = OUT_DIR) -> str:
+def summary(outcomes: list[Outcome], out_dir: Path | None = None) -> str:
     """One line per bench: ok or FAILED (with why and where its log is), and its wall time."""
+    out_dir = out_dir or OUT_DIR
     lines = [f"\nbench summary (logs and outputs in {_shown(out_dir)}/):"]
     for outcome in outcomes:
         if outcome.ok:
@@ -154,9 +157,10 @@ def selected(names: list[str]) -> list[Bench]:
     return [by_name[Path(n).stem] for n in names]
 
 
-def main(argv: list[str]) -> int:
-    outcomes = [run_one(bench) for bench in selected(argv)]
-    print(summary(outcomes), flush=True)
+def main(argv: list[str], out_dir: Path | None = None) -> int:
+    """Run the benches named in ``argv`` (all when none); 1 when any failed, else 0."""
+    outcomes = [run_one(bench, out_dir) for bench in selected(argv)]
+    print(summary(outcomes, out_dir), flush=True)
     return 0 if all(o.ok for o in outcomes) else 1
 
 
