@@ -53,6 +53,20 @@ def _field(node: ast.AST) -> str | None:
     return None
 
 
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a module or function, without those of the functions defined in it (each
+    is a scope of its own, so a name in one test says nothing of the same name in another)."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _FUNCTIONS):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 class _Scope:
     """The names of one function (or module) bound to clock readings and to measured times."""
 
@@ -60,7 +74,7 @@ class _Scope:
         self.readings: set[str] = set()
         self.measured: set[str] = set()
         for _ in range(3):  # names bound from names bound earlier: a few rounds settle it
-            for node in ast.walk(body):
+            for node in _own_nodes(body):
                 for targets, value in _bindings(node):
                     names = {t.id for t in targets for t in ast.walk(t) if isinstance(t, ast.Name)}
                     if _is_clock(value):
@@ -129,19 +143,14 @@ def wall_clock_bounds(source: str) -> list[tuple[int, str]]:
     """(line, text) of every ``assert`` in ``source`` that bounds a measured time from above."""
     tree = ast.parse(source)
     found: list[tuple[int, str]] = []
-    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]
-    for body in scopes:
+    for body in [tree, *(n for n in ast.walk(tree) if isinstance(n, _FUNCTIONS))]:
         scope = _Scope(body)
-        statements = body.body if isinstance(body, ast.Module) else [body]
-        for statement in statements:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.FunctionDef) and node is not body:
-                    continue
-                if not isinstance(node, ast.Assert):
-                    continue
-                for compare in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
-                    if any(True for _ in _upper_bounds(compare, scope)):
-                        found.append((node.lineno, ast.unparse(node.test)))
+        for node in _own_nodes(body):
+            if not isinstance(node, ast.Assert):
+                continue
+            for compare in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+                if any(True for _ in _upper_bounds(compare, scope)):
+                    found.append((node.lineno, ast.unparse(node.test)))
     return sorted(set(found))
 
 
@@ -190,6 +199,9 @@ def test_an_upper_bound_on_a_measured_time_is_found(source: str) -> None:
         # what the runtime was asked to sleep is state, not a measurement
         "def t():\n    assert 0 < ahead[1] <= 2.75\n",
         "def t():\n    before = time.time()\n    assert at >= time.gmtime(before - 60)\n",
+        # a name measured in one test is another test's own
+        "def t():\n    s = time.time()\n    size = time.time() - s\n"
+        "def u():\n    assert size < 10\n",
     ],
 )
 def test_guards_lower_bounds_tolerances_and_orderings_are_allowed(source: str) -> None:
