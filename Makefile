@@ -66,13 +66,11 @@ format: venv
 test: lint sam-cli lambda-python checkov browser asl-tools
 	RELAYFLOW_REQUIRE_CHROMIUM=1 RELAYFLOW_REQUIRE_ASL_TOOLS=1 $(BIN)/python -m pytest -n auto -q
 
-bench: venv
-	$(BIN)/python bench/compile_bench.py
-	$(BIN)/python bench/runtime_bench.py
-	$(BIN)/python bench/cost_bench.py
-	$(BIN)/python bench/serve_bench.py
-	$(BIN)/python bench/chain_bench.py
-	$(BIN)/python bench/scaling_bench.py
+# Every bench in its own process (the list is bench/run.py's BENCHES), logs quieted and kept
+# in .bench/; a failing bench does not stop the others, and the target fails at the end.
+# cold_start.py measures what `sam build` makes, in the functions' python3.12: those first.
+bench: venv sam-cli lambda-python
+	$(BIN)/python bench/run.py
 
 # Debian's Chromium for tests/integration/test_approval_page_browser.py (run as root, as CI
 # does); nothing happens when it is installed already.

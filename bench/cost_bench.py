@@ -630,8 +630,21 @@ def print_step_types(runs: list[RunUsage]) -> bool:
     return all_ok
 
 
-def main() -> None:
-    started = time.perf_counter()
+@dataclass
+class Measured:
+    """One bench run: every example's usage, priced on both engines (``rows``, in the order of
+    :data:`EXAMPLES`), and what the platform around the machines costs."""
+
+    runs: list[RunUsage]
+    rows: list[cost_engines.Compared]
+    platform: cost_engines.Platform
+    #: AWS calls made outside any step (provisioning, setup), excluded from the bills.
+    outside: int
+
+
+def collect() -> Measured:
+    """Run every example on the local runtime (a warm-up pass first) and price each run;
+    prints nothing. ``tools/gen_cost_docs.py`` writes the docs' tables from this."""
     recorder = Recorder()
     recorder.install()
     # The declined card's failed attempts log warnings by design; keep the report readable.
@@ -658,31 +671,47 @@ def main() -> None:
             )
         outside = sum(1 for c in recorder.calls if c.step is None)
     platform = cost_engines.measure_platform(lambda: recorder.calls)
-    print("estimated AWS cost of the example workflows, us-east-1 list prices (see the docstring)")
-    print(
-        "Lambda: arm64, 512 MB, duration = local handler time rounded up to 1 ms (a rough proxy);"
-        " DynamoDB: 1 unit per item (<=1 KB write, <=4 KB read; 0.5 if eventually consistent)"
-    )
     rows = []
-    for usage, example in zip(runs, examples, strict=True):
-        print_example(usage, example[5])
+    for usage in runs:
         assert usage.workflow is not None and usage.compiled is not None
         bills = cost_engines.engine_bills(
             usage, platform, cost_engines.express_machine(usage.workflow)
         )
         choice = cost_engines.auto_engine(usage.workflow)
         floor = cost_engines.floor_bill(usage)
-        cost_engines.print_engines(usage, bills, choice, platform, floor)
         rows.append(cost_engines.Compared(usage.label, choice.engine, bills, floor))
+    return Measured(runs, rows, platform, outside)
+
+
+def main() -> None:
+    started = time.perf_counter()
+    measured = collect()
+    runs, platform = measured.runs, measured.platform
+    print("estimated AWS cost of the example workflows, us-east-1 list prices (see the docstring)")
+    print(
+        "Lambda: arm64, 512 MB, duration = local handler time rounded up to 1 ms (a rough proxy);"
+        " DynamoDB: 1 unit per item (<=1 KB write, <=4 KB read; 0.5 if eventually consistent)"
+    )
+    print(
+        "figures: transitions, invocations, calls, units, log events and bytes are counts (the "
+        "same every run); Lambda, Express and recording durations are wall time measured "
+        "locally, so the dollars built on them move by cents; saving, best and '20x needs' are "
+        "ratios"
+    )
+    for usage, row, example in zip(runs, measured.rows, EXAMPLES, strict=True):
+        print_example(usage, example[2])
+        assert usage.workflow is not None
+        choice = cost_engines.auto_engine(usage.workflow)
+        cost_engines.print_engines(usage, row.bills, choice, platform, row.floor)
     cost_engines.print_platform(platform)
     all_ok = print_step_types(runs)
-    print(f"\nAWS calls outside any step (provisioning, setup; excluded): {outside}")
+    print(f"\nAWS calls outside any step (provisioning, setup; excluded): {measured.outside}")
     print(
         "not included: the Lambda functions' own logs, X-Ray, data transfer, free tiers; "
         "unpriced calls are listed but not added"
     )
-    cost_engines.print_summary(rows)
-    cost_engines.print_what_if(rows, platform)
+    cost_engines.print_summary(measured.rows)
+    cost_engines.print_what_if(measured.rows, platform)
     failed = [u.label for u in runs if u.status != "succeeded"]
     verdict = "met by every step type" if all_ok else "MISSED (see the rows marked MISSED)"
     print(

@@ -5,7 +5,9 @@ Workloads (each run several times in one runtime; median reported):
 - 20-step linear workflow, all in the transform Lambda;
 - for_each over 100 items with the per-item transform in the Lambda (MaxConcurrency 0 and 10).
 
-Figures are for this machine only; compare the ratios within one run.
+Every figure is wall time (``time.perf_counter``): the runs wait on the local Lambda endpoint's
+threads, so CPU time of this process would miss part of the work. ``ms/step`` is a ratio
+(wall ms over steps). Figures are for this machine only; compare the ratios within one run.
 Run: ``make bench`` or ``.venv/bin/python bench/runtime_bench.py``.
 """
 
@@ -72,10 +74,11 @@ def main() -> None:
         ]
         measure(rt, linear(3, native=False), {"x": 1})  # warm up imports and the endpoint
         print(f"local runtime, median of {REPEAT} runs")
-        print(f"{'workload':<32} {'run ms':>9} {'ms/step':>8} {'invocations':>12}")
+        print("figures: run = wall ms; ms/step = wall ms per step (ratio); invocations = count")
+        print(f"{'workload':<32} {'run wall ms':>12} {'ms/step':>8} {'invocations':>12}")
         for label, data, trigger, steps in rows:
             ms, calls = measure(rt, data, trigger)
-            print(f"{label:<32} {ms:>9.1f} {ms / steps:>8.2f} {calls:>12}")
+            print(f"{label:<32} {ms:>12.1f} {ms / steps:>8.2f} {calls:>12}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from relayflow.causes import public_cause, run_error_name
+from relayflow.causes import public_cause, public_document, run_error_name
 from relayflow.compiler import CompiledWorkflow, compile_workflow
 from relayflow.compiler.asl import LIVE_ALIAS
 from relayflow.compiler.check import assert_valid_machine
@@ -366,7 +366,7 @@ def _run(
         run_id=run_id,
         workflow_id=workflow.id,
         status=RUN_STATUS.get(record.status, record.status.lower()),
-        output=record.output,
+        output=public_document(record.output),
         error=run_error_name(record.status, record.error),
         cause=public_cause(cause),
         steps=step_timeline(workflow, compiled, record),

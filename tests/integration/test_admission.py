@@ -380,9 +380,26 @@ def test_api_starts_are_not_batched(server, api):
 
 
 def cron_workflow(workflow_id: str, overlap: str) -> dict[str, Any]:
-    definition = workflow(workflow_id, delay=5000)
-    definition["triggers"] = [{"type": "cron", "cron": "*/5 * * * *", "overlap": overlap}]
-    return definition
+    """A cron workflow whose runs hold at a waitpoint until the test completes it (no
+    timeout): a run is slow for exactly as long as the test says, however loaded the machine."""
+    return {
+        "id": workflow_id,
+        "start": "hold",
+        "steps": {
+            "hold": {"type": "waitpoint", "label": "slow", "on_success": "done"},
+            "done": {"type": "noop"},
+        },
+        "triggers": [{"type": "cron", "cron": "*/5 * * * *", "overlap": overlap}],
+    }
+
+
+def finish_slow_run(api: httpx.Client, run_id: str) -> None:
+    """Complete the run's waitpoint, so the run ends (succeeds) rather than being stopped."""
+    (waitpoint,) = eventually(
+        lambda: api.get("/waitpoints", params={"run_id": run_id}).json()["items"]
+    )
+    done = api.post(f"/waitpoints/{waitpoint['waitpoint_id']}/complete", json={"data": {}})
+    assert done.status_code == 200, done.text
 
 
 def tick(server: LocalServer, workflow_id: str, minute: int) -> dict[str, Any]:
@@ -402,9 +419,16 @@ def test_overlap_skip_drops_ticks_while_the_previous_run_runs(server, api):
     assert (second["status"], second["run_id"]) == ("skipped", first["run_id"])
     assert len(runs(server, wf)) == 1
     # Once the slow run has ended, the next tick starts again
-    api.post(f"/runs/{first['run_id']}/cancel")
+    finish_slow_run(api, first["run_id"])
     server.settle()
-    eventually(lambda: tick(server, wf, 10)["status"] == "started", timeout=10)
+    dal = server.control().dal
+    eventually(lambda: dal.get_run(TENANT, first["run_id"]).status == "succeeded")
+
+    def started_tick() -> dict[str, Any] | None:
+        result = tick(server, wf, 10)
+        return result if result["status"] == "started" else None
+
+    finish_slow_run(api, eventually(started_tick)["run_id"])
 
 
 def test_overlap_buffer_one_keeps_one_tick_for_when_the_run_ends(server, api):
@@ -418,8 +442,9 @@ def test_overlap_buffer_one_keeps_one_tick_for_when_the_run_ends(server, api):
     assert (third["status"], third["run_id"]) == ("skipped", first["run_id"])
     assert {r.run_id for r in runs(server, wf)} == {first["run_id"], second["run_id"]}
     # When the slow run ends, the buffered tick starts
-    api.post(f"/runs/{first['run_id']}/cancel")
+    finish_slow_run(api, first["run_id"])
     dal = server.control().dal
+    eventually(lambda: dal.get_run(TENANT, first["run_id"]).status == "succeeded")
     eventually(lambda: dal.get_run(TENANT, second["run_id"]).status == "running")
     api.post(f"/runs/{second['run_id']}/cancel")
 

@@ -142,9 +142,11 @@ def test_a_failed_run_is_archived_with_what_it_takes_to_understand_and_rerun_it(
     assert entry["error"] == "Relayflow.Transient" and entry["failing_step"] == "charge"
     assert entry["outputs"]["notify"]["status"] == 200
     assert entry["transient"] is True and entry["attempts"] == 0
-    # And its first automatic retry is due 2 minutes after the failure
+    # And its first automatic retry is due 2 minutes after the failure (the run's end)
     due = datetime.fromisoformat(entry["next_retry_at"].replace("Z", "+00:00"))
-    assert timedelta(minutes=2) <= due - before < timedelta(minutes=2, seconds=30)
+    ended = datetime.fromisoformat(api.get(f"/runs/{run_id}").json()["ended_at"])
+    assert ended >= before.replace(microsecond=0)
+    assert due - ended == timedelta(minutes=2)
     # And it is listed, newest first, and filtered by status
     listed = api.get("/dlq", params={"status": "pending"}).json()["items"]
     assert run_id in [e["run_id"] for e in listed]

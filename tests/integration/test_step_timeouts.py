@@ -197,8 +197,8 @@ def test_relayflow_run_timeout_ends_the_command(tmp_path: Path) -> None:
     # Given a workflow that waits an hour
     path = tmp_path / "delayed.yaml"
     path.write_text(DELAYED)
-    # When `relayflow run --timeout 2` runs it at real speed
-    started = time.monotonic()
+    # When `relayflow run --timeout 2` runs it at real speed (an hour unless the timeout works;
+    # subprocess's own timeout only ends a test that is failing anyway)
     done = subprocess.run(
         [
             sys.executable,
@@ -215,9 +215,7 @@ def test_relayflow_run_timeout_ends_the_command(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    elapsed = time.monotonic() - started
     # Then the command gives up with exit 1 and says why, long before the run would end
     assert done.returncode == 1, done.stderr
     assert "did not finish within --timeout 2 s" in done.stderr
     assert "Traceback" not in done.stderr
-    assert elapsed < 60

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from relayflow_testing import record_scaled_sleeps
 
 from relayflow.errors import TransientError
 from relayflow.local import LocalRuntime
@@ -245,7 +246,7 @@ steps:
 # --------------------------------------------------------------------------- delay
 
 
-def test_delay_waits_scaled_time(runtime):
+def test_delay_waits_scaled_time(runtime, monkeypatch):
     definition = """
 id: wait
 start: pause
@@ -255,12 +256,15 @@ steps:
   done: {type: noop}
 """
     # Given a 2,000 s delay at time scale 0.001 (2 s) and a timestamp already passed
+    sleeps = record_scaled_sleeps(monkeypatch)
     started = time.monotonic()
     result = run(runtime, definition, {"at": "2020-01-01T00:00:00Z"})
     elapsed = time.monotonic() - started
-    # Then the run really waited, scaled
+    # Then the run really waited, scaled: 2 s for the delay, nothing for the past timestamp
     assert result.status == "succeeded"
-    assert 1.8 <= elapsed < 15
+    assert sleeps[0] == (2000, pytest.approx(2.0))
+    assert [real for _, real in sleeps[1:]] == [0.0]
+    assert elapsed >= 1.8
     (pause,) = [s for s in result.steps if s.key == "pause"]
     assert pause.duration_ms is not None and pause.duration_ms >= 1800
 

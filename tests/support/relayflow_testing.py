@@ -314,3 +314,21 @@ def eventually(check: Callable[[], Any], timeout: float = 60.0, interval: float 
         if time.monotonic() > deadline:
             raise AssertionError("the condition did not hold in time")
         time.sleep(interval)
+
+
+def record_scaled_sleeps(monkeypatch: Any) -> list[tuple[float, float]]:
+    """Every Wait or Retry sleep the local runtime scales from now on, as (ASL seconds, real
+    seconds), in order. A test asserts what the runtime was asked to sleep, which holds however
+    loaded the machine is, rather than how long the run took (docs/development.md)."""
+    from relayflow.local import timescale
+
+    sleeps: list[tuple[float, float]] = []
+    scale = timescale.scaled
+
+    def recording(seconds: float) -> float:
+        real = scale(seconds)
+        sleeps.append((seconds, real))
+        return real
+
+    monkeypatch.setattr(timescale, "scaled", recording)
+    return sleeps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from local_asl import machine, pass_state
+from relayflow_testing import record_scaled_sleeps
 
 from relayflow.document import StepRef, StepTask, execution_input, task_parameters
 from relayflow.errors import TransientError
@@ -43,7 +44,7 @@ def condition_handler(event, context):
     }
 
 
-def test_a_compiled_shaped_workflow_runs_end_to_end(rt):
+def test_a_compiled_shaped_workflow_runs_end_to_end(rt, monkeypatch):
     # Given a workflow shaped like compiled Relayflow ASL, served by relayflow-condition
     rt.register_handler(function_name("condition"), condition_handler)
     retry = [
@@ -166,6 +167,7 @@ def test_a_compiled_shaped_workflow_runs_end_to_end(rt):
     )
 
     # When it runs
+    sleeps = record_scaled_sleeps(monkeypatch)
     record = rt.run("relayflow-shape", asl, doc, execution_name="run-1")
 
     # Then every construct produced what AWS would
@@ -198,4 +200,6 @@ def test_a_compiled_shaped_workflow_runs_end_to_end(rt):
         "summary",
         "done",
     ]
-    assert 250 <= record.state("pause").duration_ms < 2000
+    # And the 30 s pause slept 0.3 s at the scale 0.01, and took at least that
+    assert (30, pytest.approx(0.3)) in sleeps
+    assert record.state("pause").duration_ms >= 250

@@ -165,7 +165,7 @@ def test_invocations_record_function_payload_and_timing(rt):
     assert call.payload == {"n": 7, "attempt": 0}
     assert call.result == {"n": 7, "attempt": 0}
     assert call.error_type is None
-    assert 0 <= call.duration_ms < 5000
+    assert call.duration_ms >= 0
     assert call.started_at <= call.ended_at
     assert call.thread
 
