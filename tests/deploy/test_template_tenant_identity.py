@@ -143,9 +143,19 @@ def test_a_session_needs_the_tenant_tag_and_no_other():
     (statement,) = trust["Statement"]
     assert statement["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    assert statement["Condition"] == {
-        "StringLike": {f"aws:RequestTag/{TENANT_TAG}": "?*"},
-        "ForAllValues:StringEquals": {"aws:TagKeys": [TENANT_TAG]},
+    # Only the acting functions' roles (their path), with the tag and no other, its value
+    # a tenant id as far as IAM's wildcards say (tests/deploy/test_template_trust.py decides)
+    condition = statement["Condition"]
+    assert condition["ArnLike"] == {
+        "aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/relayflow/dev/acting/*"
+    }
+    assert condition["StringLike"] == {f"aws:RequestTag/{TENANT_TAG}": "??*"}
+    assert condition["ForAllValues:StringEquals"] == {"aws:TagKeys": [TENANT_TAG]}
+    assert set(condition) == {
+        "ArnLike",
+        "StringLike",
+        "StringNotLike",
+        "ForAllValues:StringEquals",
     }
     # Its name is not a tenant role's (the API may create and attach relayflow-<stage>-tenant-*)
     name = DEV.resolve(RESOURCES["TenantStepRole"]["Properties"]["RoleName"])

@@ -7,8 +7,9 @@ import re
 from datetime import timedelta
 
 from relayflow.control.errors import BadRequest, ReservedTenant
+from relayflow.tenancy import TENANT_ID_PATTERN
 
-TENANT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,30}$")
+TENANT_PATTERN = TENANT_ID_PATTERN
 WORKFLOW_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 #: Run ids are execution names: Step Functions allows 80 characters of these.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
