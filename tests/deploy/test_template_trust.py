@@ -186,6 +186,13 @@ def test_the_session_is_iams_shortest_and_the_adapter_asks_for_it(stack):
     assert stack.max_session == 3600 == tenant_aws.SESSION_SECONDS
 
 
+def test_the_trust_policy_fits_iams_default_quota(stack):
+    # A role trust policy holds 2,048 characters (whitespace not counted) unless the
+    # account's quota was raised: the tag-value refusals must leave room
+    text = json.dumps(stack.trust, separators=(",", ":"))
+    assert len("".join(text.split())) <= 2048
+
+
 def test_the_checker_tells_the_old_account_wide_trust_apart():
     # Given the trust this stack had before: the account root, conditions on the tag only
     old = {
