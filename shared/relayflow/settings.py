@@ -38,6 +38,12 @@ SAM_LOCAL_PLACEHOLDERS: dict[str, str] = {
 }
 
 
+def default_secret_prefix(stage: str) -> str:
+    """``relayflow/<stage>/``: where a stage keeps its tenants' secrets unless the stack's
+    ``SecretNamePrefix`` says otherwise."""
+    return f"relayflow/{stage}/"
+
+
 def _is_placeholder(value: Any, logical_id: str) -> bool:
     return isinstance(value, str) and (
         value == logical_id or value.endswith(f":function:{logical_id}")
@@ -101,11 +107,12 @@ class Settings(BaseSettings):
         "(relayflow.adapters.tenant_aws); unset (the local runtime): the function's own "
         "credentials, with the same refusals enforced in code.",
     )
-    secret_name_prefix: str = Field(
-        "relayflow/",
+    secret_name_prefix: str | None = Field(
+        None,
         description="SecretNamePrefix: a tenant's secrets are <prefix><tenant>/<name> in "
         "Secrets Manager and /<prefix><tenant>/<name> in SSM Parameter Store; a workflow "
-        "names them by <name> (relayflow.tools.secrets).",
+        "names them by <name> (relayflow.tools.secrets). Unset: relayflow/<stage>/ "
+        "(secret_prefix), so two stages in one account never share a tenant's secrets.",
     )
     step_events_log_group_arn: str | None = Field(
         "arn:aws:logs:us-east-1:123456789012:log-group:/aws/vendedlogs/states/relayflow-local-steps:*",
@@ -161,6 +168,12 @@ class Settings(BaseSettings):
         description="Directory searched first for scripted-model fixtures "
         "(model: scripted:<fixture>); the fixtures shipped in relayflow/ai/fixtures follow.",
     )
+
+    @property
+    def secret_prefix(self) -> str:
+        """The prefix of every tenant's secret folder: ``secret_name_prefix``, or
+        ``relayflow/<stage>/`` (the template's default for an empty ``SecretNamePrefix``)."""
+        return self.secret_name_prefix or default_secret_prefix(self.stage)
 
     @model_validator(mode="before")
     @classmethod

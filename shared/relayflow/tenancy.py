@@ -22,6 +22,9 @@ from relayflow.errors import InvalidArgsError
 
 #: The session tag (and IAM principal tag) that carries the tenant: ``aws:PrincipalTag/…``.
 TENANT_TAG = "relayflow-tenant"
+#: A tenant id: the only value the session tag may carry (TenantStepRole's trust policy
+#: refuses what IAM's wildcards can tell apart from it; the rest is refused here).
+TENANT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,30}$")
 
 #: One segment of a secret name: what Secrets Manager and SSM both allow, and never ``.``/``..``.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_+=@.-]+$")

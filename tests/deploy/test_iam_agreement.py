@@ -262,8 +262,8 @@ def test_no_function_reaches_another_tenants_secret_item_or_object_through_the_t
     assumes = [s for s in own if "sts:AssumeRole" in _list(s["Action"])]
     assert all(s["Resource"] == DEV.get_att("TenantStepRole", "Arn") for s in assumes), kind
     acting = tenant_identity("acme") if assumes else []
-    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:relayflow/globex/stripe-AbCdEf"
-    parameter = f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/relayflow/globex/stripe"
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:relayflow/dev/globex/stripe-AbCdEf"
+    parameter = f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/relayflow/dev/globex/stripe"
     # Then as acme it reads none of globex's secrets, and the identity adds no Relayflow item
     # or object to what the function's own role holds
     assert not allows(acting, "secretsmanager:GetSecretValue", secret)

@@ -300,7 +300,7 @@ def test_a_debounced_webhook_run_starts_when_its_deadline_reaches_the_built_trig
     # its signing secret in the tenant's folder of Secrets Manager
     workflow_id, slug, secret = "reindex_order", "order-changed", "whsec-sam-local"
     local_stack.runtime.client("secretsmanager").create_secret(
-        Name=f"relayflow/{TENANT}/webhooks/{slug}", SecretString=secret
+        Name=f"relayflow/local/{TENANT}/webhooks/{slug}", SecretString=secret
     )
     definition = _greeting(
         workflow_id,

@@ -28,8 +28,10 @@ def test_the_signing_key_is_generated_outside_the_prefix_tool_steps_read():
     # And its name is not under the default SecretNamePrefix that tool steps may read
     name = DEV.resolve(props["Name"])
     assert name == "relayflow-internal/dev/approval-signing-key"
-    prefix = TEMPLATE["Parameters"]["SecretNamePrefix"]["Default"]
-    assert not name.startswith(prefix)
+    prefix = DEV.resolve(TEMPLATE["Globals"]["Function"]["Environment"]["Variables"])[
+        "RELAYFLOW_SECRET_NAME_PREFIX"
+    ]
+    assert prefix == "relayflow/dev/" and not name.startswith(prefix)
 
 
 def test_the_api_function_verifies_links_with_that_secret_only():

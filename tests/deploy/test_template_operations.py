@@ -192,7 +192,7 @@ def test_the_secret_prefix_refuses_every_beginning_of_the_internal_secrets(value
     assert "relayflow-internal/dev/approval-signing-key".startswith(value)
 
 
-@pytest.mark.parametrize("value", ["relayflow/", "relayflow/prod/", "app/secrets/", "/team/"])
+@pytest.mark.parametrize("value", ["", "relayflow/", "relayflow/prod/", "app/secrets/", "/team/"])
 def test_the_secret_prefix_accepts_other_names(value):
     assert _accepts("SecretNamePrefix", value)
 

@@ -74,7 +74,7 @@ def policy_templates(kind: str) -> dict[str, object]:
 @pytest.mark.parametrize("kind", sorted(FUNCTIONS))
 def test_no_function_role_reads_a_tenants_secret_itself(kind):
     statements = function_statements(kind)
-    for name in ("acme/stripe-AbCdEf", "globex/hook-123456"):
+    for name in ("dev/acme/stripe-AbCdEf", "prod/globex/hook-123456", "acme/stripe-AbCdEf"):
         assert not allows(statements, "secretsmanager:GetSecretValue", f"{SECRET}relayflow/{name}")
         assert not allows(statements, "ssm:GetParameter", f"{PARAMETER}relayflow/{name}")
     # And no SAM policy template reads under the prefix (only the approval signing key)
@@ -123,9 +123,16 @@ def test_tool_functions_reach_tool_resources_only_through_the_tenant_identity(ki
 def test_every_function_knows_the_identity_and_the_prefix():
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
     assert variables["RELAYFLOW_TENANT_STEP_ROLE_ARN"] == {"Fn::GetAtt": ["TenantStepRole", "Arn"]}
-    assert variables["RELAYFLOW_SECRET_NAME_PREFIX"] == {"Ref": "SecretNamePrefix"}
     assert {"tenant_step_role_arn", "secret_name_prefix"} <= set(Settings.model_fields)
-    assert TEMPLATE["Parameters"]["SecretNamePrefix"]["Default"] == Settings().secret_name_prefix
+    # The default (empty) SecretNamePrefix is a folder per stage, the one Settings falls back to
+    assert TEMPLATE["Parameters"]["SecretNamePrefix"]["Default"] == ""
+    assert Settings().secret_name_prefix is None
+    for stage in ("dev", "prod"):
+        told = Resolver(TEMPLATE, Stage=stage).resolve(variables)["RELAYFLOW_SECRET_NAME_PREFIX"]
+        assert told == f"relayflow/{stage}/" == Settings(stage=stage).secret_prefix
+    # And an explicit prefix is passed as given
+    teams = Resolver(TEMPLATE, Stage="prod", SecretNamePrefix="teams/").resolve(variables)
+    assert teams["RELAYFLOW_SECRET_NAME_PREFIX"] == "teams/"
 
 
 # ----------------------------------------------------------------------------- the identity
@@ -136,9 +143,19 @@ def test_a_session_needs_the_tenant_tag_and_no_other():
     (statement,) = trust["Statement"]
     assert statement["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    assert statement["Condition"] == {
-        "StringLike": {f"aws:RequestTag/{TENANT_TAG}": "?*"},
-        "ForAllValues:StringEquals": {"aws:TagKeys": [TENANT_TAG]},
+    # Only the acting functions' roles (their path), with the tag and no other, its value
+    # a tenant id as far as IAM's wildcards say (tests/deploy/test_template_trust.py decides)
+    condition = statement["Condition"]
+    assert condition["ArnLike"] == {
+        "aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/relayflow/dev/acting/*"
+    }
+    assert condition["StringLike"] == {f"aws:RequestTag/{TENANT_TAG}": "??*"}
+    assert condition["ForAllValues:StringEquals"] == {"aws:TagKeys": [TENANT_TAG]}
+    assert set(condition) == {
+        "ArnLike",
+        "StringLike",
+        "StringNotLike",
+        "ForAllValues:StringEquals",
     }
     # Its name is not a tenant role's (the API may create and attach relayflow-<stage>-tenant-*)
     name = DEV.resolve(RESOURCES["TenantStepRole"]["Properties"]["RoleName"])
@@ -148,11 +165,13 @@ def test_a_session_needs_the_tenant_tag_and_no_other():
 @pytest.mark.parametrize(
     ("secret", "allowed"),
     [
-        ("relayflow/acme/stripe-AbCdEf", True),
-        ("relayflow/acme/billing/token-AbCdEf", True),
-        ("relayflow/globex/stripe-AbCdEf", False),
-        ("relayflow/acme-corp/stripe-AbCdEf", False),  # a tenant whose id starts like acme's
-        ("relayflow/stripe-AbCdEf", False),
+        ("relayflow/dev/acme/stripe-AbCdEf", True),
+        ("relayflow/dev/acme/billing/token-AbCdEf", True),
+        ("relayflow/dev/globex/stripe-AbCdEf", False),
+        ("relayflow/dev/acme-corp/stripe-AbCdEf", False),  # a tenant whose id starts like acme's
+        ("relayflow/dev/stripe-AbCdEf", False),
+        ("relayflow/prod/acme/stripe-AbCdEf", False),  # the same tenant on another stage
+        ("relayflow/acme/stripe-AbCdEf", False),  # the layout before per-stage prefixes
         ("relayflow-internal/dev/approval-signing-key-AbCdEf", False),
     ],
 )
@@ -161,6 +180,20 @@ def test_the_identity_reads_only_its_own_tenants_secrets(secret, allowed):
     assert allows(identity, "secretsmanager:GetSecretValue", SECRET + secret) is allowed
     parameter = PARAMETER + secret.rsplit("-AbCdEf", 1)[0]
     assert allows(identity, "ssm:GetParameter", parameter) is allowed
+
+
+def test_dev_and_prod_never_share_a_tenants_secrets():
+    # Given the default SecretNamePrefix on both stages of one account
+    for stage, other in (("dev", "prod"), ("prod", "dev")):
+        identity = tenant_identity("acme", Resolver(TEMPLATE, Stage=stage))
+        # Then a session of either stage reads its own stage's folder only
+        assert allows(
+            identity, "secretsmanager:GetSecretValue", f"{SECRET}relayflow/{stage}/acme/x"
+        )
+        assert not allows(
+            identity, "secretsmanager:GetSecretValue", f"{SECRET}relayflow/{other}/acme/x"
+        )
+        assert not allows(identity, "ssm:GetParameter", f"{PARAMETER}relayflow/{other}/acme/x")
 
 
 def test_another_prefix_moves_the_tenants_folder():

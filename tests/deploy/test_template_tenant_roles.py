@@ -106,7 +106,7 @@ def test_the_control_plane_is_told_the_policy():
 def test_a_tenant_role_reads_no_secret_and_is_not_the_step_identity():
     # A tenant's state machines never read secrets: steps do, as TenantStepRole
     statements = tenant_policy("acme")
-    for secret in ("relayflow/acme/stripe-AbCdEf", "relayflow/globex/stripe-AbCdEf"):
+    for secret in ("relayflow/dev/acme/stripe-AbCdEf", "relayflow/dev/globex/stripe-AbCdEf"):
         arn = f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{secret}"
         assert not allows(statements, "secretsmanager:GetSecretValue", arn)
     # And the API, which creates tenant roles and attaches their policy, can touch no role

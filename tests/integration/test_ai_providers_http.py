@@ -40,8 +40,12 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
 
     with moto_table(monkeypatch), allowed_server() as srv, acting_for("acme"):
         clear_secret_cache()
-        client("secretsmanager").create_secret(Name="relayflow/acme/anthropic", SecretString=KEY)
-        client("ssm").put_parameter(Name="/relayflow/acme/openai", Value=KEY, Type="SecureString")
+        client("secretsmanager").create_secret(
+            Name="relayflow/local/acme/anthropic", SecretString=KEY
+        )
+        client("ssm").put_parameter(
+            Name="/relayflow/local/acme/openai", Value=KEY, Type="SecureString"
+        )
         yield srv
         clear_secret_cache()
 

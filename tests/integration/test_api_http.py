@@ -248,6 +248,27 @@ def test_a_revoked_key_is_refused(server):
     assert_error(response, 401, "unauthorized")
 
 
+@pytest.mark.parametrize("tenant", ["dev", "prod", "platform", "relayflow"])
+def test_a_new_tenant_named_like_a_stage_or_the_platform_is_a_422(server, tenant):
+    # When the admin creates the first key of a tenant whose id the platform keeps
+    response = httpx.post(
+        f"{server.url}/admin/keys",
+        json={"tenant": tenant, "name": "ci"},
+        headers={"X-Admin-Token": server.admin_token},
+        timeout=HTTP_TIMEOUT,
+    )
+    # Then it is refused with a stable code that names the id, and the tenant has no key
+    body = assert_error(response, 422, "reserved_tenant")
+    assert body["details"]["tenant"] == tenant and "is reserved" in body["message"]
+    listed = httpx.get(
+        f"{server.url}/admin/keys",
+        params={"tenant": tenant},
+        headers={"X-Admin-Token": server.admin_token},
+        timeout=HTTP_TIMEOUT,
+    )
+    assert listed.json()["items"] == []
+
+
 def test_admin_routes_need_the_admin_token(server):
     response = httpx.post(
         f"{server.url}/admin/keys", json={"tenant": "local", "name": "x"}, timeout=HTTP_TIMEOUT

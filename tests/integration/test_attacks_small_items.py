@@ -84,7 +84,7 @@ def server() -> Iterator[LocalServer]:
     with LocalServer(time_scale=0.001) as local:
         assert local.runtime is not None
         local.runtime.client("secretsmanager").create_secret(
-            Name=f"relayflow/local/attacks/{SUFFIX}", SecretString=SECRET
+            Name=f"relayflow/local/local/attacks/{SUFFIX}", SecretString=SECRET
         )
         local.set_rate_limit(per_second=1000, burst=10_000)
         yield local

@@ -157,6 +157,16 @@ def test_keys_create_and_revoke_through_the_local_admin_routes(server, capsys):
     assert "401 unauthorized" in capsys.readouterr().err
 
 
+def test_keys_create_refuses_a_reserved_tenant_id_through_either_backend(server, capsys):
+    from relayflow.settings import get_settings
+
+    admin = ["--api", server.url, f"--admin-token={server.admin_token}"]
+    table = ["--table", get_settings().table_name]
+    for backend in (admin, table):
+        assert main(["keys", "create", "--tenant", "prod", "--name", "ci", *backend]) == 2
+        assert "tenant id 'prod' is reserved" in capsys.readouterr().err
+
+
 def test_keys_create_and_revoke_directly_in_the_table(server, capsys):
     from relayflow.settings import get_settings
 

@@ -20,11 +20,12 @@ from relayflow.control.errors import (
     InvalidDefinition,
     NotFound,
     PayloadTooLarge,
+    ReservedTenant,
     Unprocessable,
 )
 from relayflow.control.service import ControlPlane
 from relayflow.local import LocalRuntime
-from relayflow.settings import get_settings
+from relayflow.settings import get_settings, override_settings
 
 pytestmark = pytest.mark.integration
 
@@ -434,6 +435,38 @@ def test_an_invalid_tenant_id_is_a_bad_request(plane):
 
 
 # --------------------------------------------------------------------------- API keys
+
+
+@pytest.mark.parametrize(
+    ("stage", "tenant"),
+    [
+        ("local", "dev"),
+        ("local", "prod"),
+        ("local", "platform"),
+        ("local", "relayflow"),
+        ("local", "relayflow-internal"),
+        ("dev", "local"),
+        ("prod", "dev"),
+    ],
+)
+def test_a_tenant_cannot_be_created_with_a_reserved_id(plane, stage, tenant):
+    # Given a stack of this stage, When a tenant's first API key is created with a stage's
+    # or the platform's name
+    with override_settings(stage=stage), pytest.raises(ReservedTenant) as raised:
+        plane.create_api_key(tenant, "ci")
+    # Then it is refused with 422 reserved_tenant, naming the id, and no key exists
+    assert raised.value.status == 422 and raised.value.code == "reserved_tenant"
+    assert raised.value.details["tenant"] == tenant and tenant in raised.value.details["reserved"]
+    assert f"tenant id {tenant!r} is reserved" in raised.value.message
+    assert plane.list_api_keys(tenant) == []
+
+
+def test_the_local_runtime_keeps_its_own_tenant_and_others_are_not_reserved(plane):
+    with override_settings(stage="local"):
+        assert plane.create_api_key("local", "ci").tenant == "local"
+    with override_settings(stage="dev"):
+        for tenant in ("acme", "develop", "prod-eu", "platforms"):
+            assert plane.create_api_key(tenant, "ci").tenant == tenant
 
 
 def test_api_keys_authenticate_until_revoked_and_only_their_hash_is_stored(runtime, plane, tenant):

@@ -136,8 +136,8 @@ def notify_workflow(receiver: Server) -> Any:
     provision(
         LocalResources(
             secrets={
-                "relayflow/local/billing-token": "t0k3n",
-                "relayflow/local/hook-secret": "whsec",
+                "relayflow/local/local/billing-token": "t0k3n",
+                "relayflow/local/local/hook-secret": "whsec",
             }
         )
     )

@@ -34,7 +34,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     with moto_table(monkeypatch), acting_for("acme"):
         clear_secret_cache()
-        client("secretsmanager").create_secret(Name="relayflow/acme/anthropic", SecretString=KEY)
+        client("secretsmanager").create_secret(
+            Name="relayflow/local/acme/anthropic", SecretString=KEY
+        )
         client("s3").create_bucket(Bucket="relayflow-payloads")
         yield
         clear_secret_cache()

@@ -28,7 +28,7 @@ SUFFIX = uuid.uuid4().hex[:8]
 HOOK_SECRET = f"whsec-{uuid.uuid4().hex}"
 SECRET_NAME = f"tests/{SUFFIX}/logs"
 #: Where it is stored: the serve key's tenant (local) folder.
-STORED_NAME = f"relayflow/local/{SECRET_NAME}"
+STORED_NAME = f"relayflow/local/local/{SECRET_NAME}"
 
 
 def approval_workflow() -> dict[str, Any]:

@@ -28,7 +28,7 @@ SENDER = "alerts@example.com"
 def runtime() -> Iterator[LocalRuntime]:
     with LocalRuntime() as rt:
         rt.client("secretsmanager").create_secret(
-            Name="relayflow/acme/alerts", SecretString=ALERT_SECRET
+            Name="relayflow/local/acme/alerts", SecretString=ALERT_SECRET
         )
         rt.client("ses").verify_email_identity(EmailAddress=SENDER)
         yield rt
@@ -146,7 +146,7 @@ def test_an_unreadable_secret_sends_nothing_and_says_which_secret(runtime, serve
     channel = WebhookChannel(f"{server.url}/alerts", {"name": "missing"})
     delivery = channel.send(note())
     assert delivery.ok is False
-    assert "missing" in delivery.detail and "relayflow/acme/missing" not in delivery.detail
+    assert "missing" in delivery.detail and "relayflow/local/acme/missing" not in delivery.detail
     assert server.requests == []
 
 

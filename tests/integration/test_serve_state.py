@@ -247,3 +247,22 @@ def test_a_state_file_of_another_format_is_a_usage_error(tmp_path):
     )
     assert done.returncode == 2
     assert "format 99" in done.stderr and "--state" in done.stderr
+
+
+def test_a_state_directory_other_users_may_write_is_a_usage_error_naming_its_mode(tmp_path):
+    # Given a --state directory anyone may write into (another user could swap the saved
+    # state, secrets and keys included, before the next start restores it)
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    # When the server starts on it
+    done = subprocess.run(
+        relayflow_command("serve", "--port", "0", "--state", str(state)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # Then it refuses to, naming the mode and the fix, and leaves the directory as it was
+    assert done.returncode == 2
+    assert "mode 0777" in done.stderr and "chmod 700" in done.stderr
+    assert (state.stat().st_mode & 0o777) == 0o777

@@ -48,8 +48,8 @@ def runtime() -> Iterator[LocalRuntime]:
         provision(
             LocalResources(
                 secrets={
-                    "relayflow/acme/hook-secret": "s3cr3t",
-                    "relayflow/globex/hook-secret": "g",
+                    "relayflow/local/acme/hook-secret": "s3cr3t",
+                    "relayflow/local/globex/hook-secret": "g",
                 }
             )
         )

@@ -87,7 +87,9 @@ def test_each_tenant_gets_its_own_tagged_session_reused_until_near_expiry(aws, m
 
 def test_secrets_and_tools_are_read_through_the_tenant_session(aws):
     # Given acme's secret and table in (moto's) AWS, and STS answering for the role
-    client("secretsmanager").create_secret(Name="relayflow/acme/stripe", SecretString="sk_acme")
+    client("secretsmanager").create_secret(
+        Name="relayflow/local/acme/stripe", SecretString="sk_acme"
+    )
     client("dynamodb").create_table(
         TableName="app-orders",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],

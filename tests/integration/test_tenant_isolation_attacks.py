@@ -47,9 +47,9 @@ def server() -> Iterator[LocalServer]:
         assert local.runtime is not None
         secrets = local.runtime.client("secretsmanager")
         # The operator stored each tenant's secrets in its folder (docs/security.md)
-        secrets.create_secret(Name=f"relayflow/{ACME}/hook", SecretString=A_HOOK_KEY)
-        secrets.create_secret(Name=f"relayflow/{ACME}/billing", SecretString=A_TOKEN)
-        secrets.create_secret(Name=f"relayflow/{MALLORY}/hook", SecretString=B_HOOK_KEY)
+        secrets.create_secret(Name=f"relayflow/local/{ACME}/hook", SecretString=A_HOOK_KEY)
+        secrets.create_secret(Name=f"relayflow/local/{ACME}/billing", SecretString=A_TOKEN)
+        secrets.create_secret(Name=f"relayflow/local/{MALLORY}/hook", SecretString=B_HOOK_KEY)
         yield local
 
 
@@ -129,8 +129,13 @@ def assert_invalid_secret(response: httpx.Response, path: str, name: str) -> Non
 
 # ----------------------------------------------------------------------------- 1. secrets
 
-A_ABSOLUTE = f"relayflow/{ACME}/hook"
-ESCAPES = [A_ABSOLUTE, f"../{ACME}/hook", f"/relayflow/{ACME}/hook", "arn:aws:secretsmanager:x"]
+A_ABSOLUTE = f"relayflow/local/{ACME}/hook"
+ESCAPES = [
+    A_ABSOLUTE,
+    f"../{ACME}/hook",
+    f"/relayflow/local/{ACME}/hook",
+    "arn:aws:secretsmanager:x",
+]
 
 
 @pytest.mark.parametrize("name", ESCAPES)
@@ -150,7 +155,7 @@ def test_b_cannot_publish_a_webhook_trigger_or_http_bearer_with_as_secrets(mallo
     )
     assert_invalid_secret(response, "triggers[0].secret.name", A_ABSOLUTE)
     # And an HTTP tool whose bearer token is A's
-    billing = f"relayflow/{ACME}/billing"
+    billing = f"relayflow/local/{ACME}/billing"
     response = put(
         mallory,
         one_step(

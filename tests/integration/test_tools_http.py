@@ -47,9 +47,9 @@ DOC: dict[str, Any] = {
 }
 TOKEN = "tok-7f3a-very-secret"
 SECRETS = {
-    "relayflow/acme/billing/token": TOKEN,
-    "relayflow/acme/billing/keys": json.dumps({"api_key": "key-123", "other": "x"}),
-    "relayflow/acme/billing/hmac": "hmac-shared-secret",
+    "relayflow/local/acme/billing/token": TOKEN,
+    "relayflow/local/acme/billing/keys": json.dumps({"api_key": "key-123", "other": "x"}),
+    "relayflow/local/acme/billing/hmac": "hmac-shared-secret",
 }
 
 
@@ -63,7 +63,7 @@ server = pytest.fixture(fresh_allowed_server, name="server")
 def runtime() -> Iterator[LocalRuntime]:
     with runtime_with_secrets(SECRETS) as rt:
         rt.client("ssm").put_parameter(
-            Name="/relayflow/acme/billing/password", Value="pa:ss w0rd", Type="SecureString"
+            Name="/relayflow/local/acme/billing/password", Value="pa:ss w0rd", Type="SecureString"
         )
         yield rt
 
@@ -295,10 +295,10 @@ CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1"
 def test_tool_handler_runs_the_http_samples_against_a_local_server(runtime, server):
     # Given the samples' secrets, and their base URL pointed at the local server
     runtime.client("secretsmanager").create_secret(
-        Name="relayflow/acme/billing-token", SecretString="sample-token"
+        Name="relayflow/local/acme/billing-token", SecretString="sample-token"
     )
     runtime.client("secretsmanager").create_secret(
-        Name="relayflow/acme/billing", SecretString=json.dumps({"api_key": "sample-key"})
+        Name="relayflow/local/acme/billing", SecretString=json.dumps({"api_key": "sample-key"})
     )
     handler = load_handler("tool").handler
     create = load_event("tool", "http_create_invoice")

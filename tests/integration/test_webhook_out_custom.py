@@ -43,8 +43,8 @@ server = pytest.fixture(fresh_allowed_server, name="server")
 def runtime() -> Iterator[LocalRuntime]:
     with runtime_with_secrets(
         {
-            "relayflow/acme/hook-secret": HOOK_SECRET,
-            "relayflow/acme/decider": json.dumps({"signing_key": DECIDER_KEY}),
+            "relayflow/local/acme/hook-secret": HOOK_SECRET,
+            "relayflow/local/acme/decider": json.dumps({"signing_key": DECIDER_KEY}),
         }
     ) as rt:
         yield rt

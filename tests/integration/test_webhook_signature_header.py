@@ -26,7 +26,7 @@ SUFFIX = uuid.uuid4().hex[:8]
 SLUG = f"seed-hook-{SUFFIX}"
 SECRET_NAME = f"tests/{SUFFIX}/seed"
 #: Where it is stored: the serve key's tenant (local) folder.
-STORED_NAME = f"relayflow/local/{SECRET_NAME}"
+STORED_NAME = f"relayflow/local/local/{SECRET_NAME}"
 SECRET = "seed-signing-secret"
 
 

@@ -49,7 +49,7 @@ def secret_name(name: str) -> str:
 
 def stored_name(name: str) -> str:
     """Where the operator stored it: the serve key's tenant, local, under the prefix."""
-    return f"relayflow/local/{secret_name(name)}"
+    return f"relayflow/local/local/{secret_name(name)}"
 
 
 SECRETS = {
@@ -110,7 +110,9 @@ def server() -> Iterator[LocalServer]:
         for name, value in SECRETS.items():
             secrets.create_secret(Name=stored_name(name), SecretString=value)
         for scheme, value in SAMPLE_SECRETS.items():
-            secrets.create_secret(Name=f"relayflow/local/samples/{scheme}", SecretString=value)
+            secrets.create_secret(
+                Name=f"relayflow/local/local/samples/{scheme}", SecretString=value
+            )
         yield local
 
 

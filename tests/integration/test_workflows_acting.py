@@ -95,7 +95,7 @@ steps:
 
 def test_http_tool_operation_calls_the_api_with_auth_and_chains(runtime, receiver):
     # Given a declared HTTP tool whose token lives in Secrets Manager
-    provision(LocalResources(secrets={"relayflow/local/billing-token": "t0k3n"}))
+    provision(LocalResources(secrets={"relayflow/local/local/billing-token": "t0k3n"}))
     receiver.routes["/v1/invoices"] = (201, {"id": "inv-9", "amount": 42}, 0)
     receiver.routes["/v1/invoices/inv-9"] = (200, {"id": "inv-9", "status": "open"}, 0)
     # When the workflow runs
@@ -112,7 +112,7 @@ def test_http_tool_operation_calls_the_api_with_auth_and_chains(runtime, receive
 
 
 def test_http_tool_5xx_is_retried_then_routed(runtime, receiver):
-    provision(LocalResources(secrets={"relayflow/local/billing-token": "t0k3n"}))
+    provision(LocalResources(secrets={"relayflow/local/local/billing-token": "t0k3n"}))
     receiver.routes["/v1/invoices"] = (503, {"error": "busy"}, 0)
     result = run(runtime, HTTP_TOOL.format(url=receiver.url), {"customer": "c", "amount": 1})
     assert len(receiver.to("/v1/invoices")) == 3
@@ -120,7 +120,7 @@ def test_http_tool_5xx_is_retried_then_routed(runtime, receiver):
 
 
 def test_http_tool_4xx_is_not_retried(runtime, receiver):
-    provision(LocalResources(secrets={"relayflow/local/billing-token": "t0k3n"}))
+    provision(LocalResources(secrets={"relayflow/local/local/billing-token": "t0k3n"}))
     receiver.routes["/v1/invoices"] = (422, {"error": "bad amount"}, 0)
     result = run(runtime, HTTP_TOOL.format(url=receiver.url), {"customer": "c", "amount": -1})
     assert len(receiver.to("/v1/invoices")) == 1
@@ -145,7 +145,7 @@ steps:
 
 
 def test_webhook_out_signs_the_exact_body(runtime, receiver):
-    provision(LocalResources(secrets={"relayflow/local/hook-secret": "s3cr3t"}))
+    provision(LocalResources(secrets={"relayflow/local/local/hook-secret": "s3cr3t"}))
     receiver.routes["/hooks/o-7"] = (200, {"received": True}, 0)
     result = run(runtime, WEBHOOK.format(url=receiver.url, timeout=5), {"id": "o-7"})
     assert result.status == "succeeded"
@@ -158,7 +158,7 @@ def test_webhook_out_signs_the_exact_body(runtime, receiver):
 
 
 def test_webhook_out_timeout_routes_as_transient(runtime, receiver):
-    provision(LocalResources(secrets={"relayflow/local/hook-secret": "s3cr3t"}))
+    provision(LocalResources(secrets={"relayflow/local/local/hook-secret": "s3cr3t"}))
     receiver.routes["/hooks/slow"] = (200, {}, 1.5)
     result = run(runtime, WEBHOOK.format(url=receiver.url, timeout=0.3), {"id": "slow"})
     assert outputs(result)["failed"] == "Relayflow.Transient"

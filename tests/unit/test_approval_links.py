@@ -178,7 +178,7 @@ def test_deployed_links_start_with_the_url_the_stack_put_in_ssm(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     reset_clients()
     base = "https://abc123.execute-api.us-east-1.amazonaws.com/prod"
-    parameter = f"/relayflow/{random.token_hex(4)}/public-base-url"
+    parameter = f"/relayflow-platform/{random.token_hex(4)}/public-base-url"
     secret = f"relayflow-internal/{random.token_hex(4)}/approval-signing-key"
     approval = {
         "approval_id": "a" * 32,

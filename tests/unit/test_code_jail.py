@@ -325,6 +325,29 @@ def test_a_child_holding_a_terminal_runs_no_code(terminal):
         jail.detach_terminal()
 
 
+#: User code: create a one-entry eBPF array map (harmless in itself, the first step of loading
+#: a program), answering "ok" or minus the errno.
+BPF_ATTACK = (
+    RAW_SYSCALL
+    + """
+import struct
+# union bpf_attr for BPF_MAP_CREATE: map_type (BPF_MAP_TYPE_ARRAY), key_size, value_size,
+# max_entries, then zeros
+attr = ctypes.create_string_buffer(struct.pack("=IIII", 2, 4, 4, 1) + bytes(56))
+return call(input, 0, ctypes.addressof(attr), 72)
+"""
+)
+
+
+@pytest.mark.parametrize("uid", PARENT_UIDS)
+def test_bpf_is_refused_even_as_root(uid, copy):
+    # Given code that calls bpf(BPF_MAP_CREATE) directly, which root may do outside the jail
+    # When it runs
+    outcome = run_as(uid, copy, BPF_ATTACK, input=nr("bpf"))
+    # Then the filter refuses it with EPERM, for root as for the unprivileged user
+    assert outcome["value"] == -1
+
+
 @pytest.mark.parametrize("uid", PARENT_UIDS)
 def test_no_new_process_thread_or_program_even_as_root(uid, copy):
     # RLIMIT_NPROC stops forks only when not root; the filter stops them for root too
@@ -610,6 +633,7 @@ def test_the_filter_program_decides_as_the_rules_say_on_both_architectures(machi
     assert decide("clone", 0x11) == ERRNO | 11
     assert decide("clone3", 0, 88) == ERRNO | 38
     assert decide("execve", 0) == ERRNO | 1
+    assert decide("bpf", 0, 0, 72) == ERRNO | 1
     # Terminal ioctls that type into, steal or redirect a terminal are refused (the request is
     # an unsigned int: its low 32 bits); others, such as TCGETS, are allowed
     for request in (termios.TIOCSTI, termios.TIOCLINUX, termios.TIOCSCTTY, termios.TIOCCONS):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -187,6 +188,57 @@ def test_the_state_file_keeps_dates_and_bytes_and_is_private(tmp_path):
     assert stat.S_IMODE(state.file.stat().st_mode) == 0o600
     assert [p.name for p in state.path.iterdir()] == ["state.json"]  # no temporary left
     assert StateDir(tmp_path / "empty").load() is None
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757, 0o722])
+def test_a_state_directory_others_may_write_is_refused_naming_its_mode(tmp_path, mode):
+    # Given an existing --state directory that group or others may write
+    path = tmp_path / "state"
+    path.mkdir()
+    path.chmod(mode)
+    # When the server opens it, Then it refuses, naming the mode, and changes nothing
+    with pytest.raises(StateDirError, match=rf"has mode {mode:04o}.*chmod 700"):
+        StateDir(path).open()
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+def test_a_state_directory_of_ours_others_may_only_read_is_made_private(tmp_path):
+    # Given an existing directory of ours with mode 0755 (mkdir's default under umask 022)
+    path = tmp_path / "state"
+    path.mkdir()
+    path.chmod(0o755)
+    # When the server opens it, Then only its owner may enter it from now on
+    StateDir(path).open()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory away needs root")
+def test_another_users_readable_state_directory_is_refused(tmp_path):
+    path = tmp_path / "state"
+    path.mkdir()
+    path.chmod(0o755)
+    os.chown(path, 65534, -1)
+    with pytest.raises(StateDirError, match="mode 0755 and belongs to another user"):
+        StateDir(path).open()
+
+
+def test_a_killed_saves_temporary_file_is_removed_at_open(tmp_path):
+    # Given a save that was killed between writing its temporary file and the rename
+    state = StateDir(tmp_path / "state")
+    state.save(Captured({"format": FORMAT, "n": 1}, {}))
+    leftover = state.path / ".state-k1ll3d"
+    leftover.write_text('{"format": 1, "secrets": ["a copy of every secret"]}')
+    # When the server opens the directory again
+    state.open()
+    # Then the leftover is gone and the last complete save is still there
+    assert [p.name for p in state.path.iterdir()] == ["state.json"]
+    assert state.load() == {"format": FORMAT, "n": 1, "executions": {}}
+
+
+def test_a_state_path_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "state").write_text("")
+    with pytest.raises(StateDirError, match="is not a directory"):
+        StateDir(tmp_path / "state").open()
 
 
 @pytest.mark.parametrize(

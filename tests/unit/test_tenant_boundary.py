@@ -19,17 +19,17 @@ from relayflow.triggers.publish import ReservedEvent, tenant_event
 @pytest.mark.parametrize(
     ("name", "source", "full"),
     [
-        ("stripe", "secretsmanager", "relayflow/acme/stripe"),
-        ("billing/token", "secretsmanager", "relayflow/acme/billing/token"),
-        ("relayflow/acme/stripe", "secretsmanager", "relayflow/acme/stripe"),
-        ("stripe", "ssm", "/relayflow/acme/stripe"),
-        ("/relayflow/acme/billing/key", "ssm", "/relayflow/acme/billing/key"),
-        ("relayflow/acme/billing/key", "ssm", "/relayflow/acme/billing/key"),
+        ("stripe", "secretsmanager", "relayflow/local/acme/stripe"),
+        ("billing/token", "secretsmanager", "relayflow/local/acme/billing/token"),
+        ("relayflow/local/acme/stripe", "secretsmanager", "relayflow/local/acme/stripe"),
+        ("stripe", "ssm", "/relayflow/local/acme/stripe"),
+        ("/relayflow/local/acme/billing/key", "ssm", "/relayflow/local/acme/billing/key"),
+        ("relayflow/local/acme/billing/key", "ssm", "/relayflow/local/acme/billing/key"),
         # Relayflow's own key's name is just a name inside the tenant's folder
         (
             "relayflow-internal/local/key",
             "secretsmanager",
-            "relayflow/acme/relayflow-internal/local/key",
+            "relayflow/local/acme/relayflow-internal/local/key",
         ),
     ],
 )
@@ -40,17 +40,20 @@ def test_a_name_resolves_inside_the_tenants_folder(name, source, full):
 @pytest.mark.parametrize(
     "name",
     [
-        "relayflow/globex/stripe",  # another tenant's folder
-        "relayflow/acme-corp/stripe",  # a tenant whose id starts like acme's
-        "relayflow/stripe",  # under the prefix, in no tenant's folder
+        "relayflow/local/globex/stripe",  # another tenant's folder
+        "relayflow/local/acme-corp/stripe",  # a tenant whose id starts like acme's
+        "relayflow/local/stripe",  # under the prefix, in no tenant's folder
         "../globex/stripe",
         "billing/../../globex/stripe",
-        "relayflow/acme/../globex/stripe",  # the own folder, then out of it
-        "/relayflow/globex/stripe",
+        "relayflow/local/acme/../globex/stripe",  # the own folder, then out of it
+        "/relayflow/local/globex/stripe",
         "/etc/key",
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/globex/x",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:relayflow/local/globex/x",
         "a//b",
         "./stripe",
+        "relayflow/dev/acme/stripe",  # the same tenant's folder of another stage
+        "relayflow/acme/stripe",  # the folder of the layout before per-stage prefixes
+        "/relayflow/prod/acme/stripe",
     ],
 )
 def test_a_name_reaching_outside_the_tenant_is_refused(name):
@@ -58,6 +61,25 @@ def test_a_name_reaching_outside_the_tenant_is_refused(name):
         secret_path(name, "acme")
     assert info.value.details == {"rule": "tenant-boundary", "secret": name}
     assert info.value.error_name == "Relayflow.InvalidArgs"
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod", "local"])
+def test_each_stage_keeps_its_tenants_secrets_in_a_folder_of_its_own(stage):
+    # Given a stack of this stage with the default (unset) SecretNamePrefix
+    with override_settings(stage=stage, secret_name_prefix=None):
+        # Then a tenant's secrets are relayflow/<stage>/<tenant>/…
+        assert secret_path("stripe", "acme") == f"relayflow/{stage}/acme/stripe"
+        assert secret_path("stripe", "acme", "ssm") == f"/relayflow/{stage}/acme/stripe"
+        # And the same tenant's folder of any other stage is refused, naming the own folder
+        for other in {"dev", "prod", "local"} - {stage}:
+            with pytest.raises(TenantBoundary, match=f"'relayflow/{stage}/acme/'"):
+                secret_path(f"relayflow/{other}/acme/stripe", "acme")
+
+
+def test_an_explicit_prefix_is_used_as_given_on_every_stage():
+    # The operator's choice (the layout before per-stage prefixes): stages share the folder
+    with override_settings(stage="dev", secret_name_prefix="relayflow/"):
+        assert secret_path("stripe", "acme") == "relayflow/acme/stripe"
 
 
 def test_another_prefix_moves_every_tenants_folder():

@@ -21,11 +21,12 @@ import time
 from typing import Any
 
 from relayflow.adapters.aws import client, on_reset
-from relayflow.tenancy import TENANT_TAG
+from relayflow.tenancy import TENANT_ID_PATTERN, TENANT_TAG, TenantBoundary
 
 #: Assumed-role credentials are refreshed this long before they expire.
 REFRESH_MARGIN_SECONDS = 300
-#: How long one assumed session lasts (STS's default, and the role's maximum).
+#: How long one assumed session lasts: STS's default, and the role's MaxSessionDuration, which
+#: is IAM's minimum (template.yaml).
 SESSION_SECONDS = 3600
 
 _lock = threading.Lock()
@@ -63,6 +64,10 @@ def session_name(tenant: str) -> str:
 
 
 def _session(role_arn: str, tenant: str) -> Any:
+    if not isinstance(tenant, str) or not TENANT_ID_PATTERN.match(tenant):
+        # Never a session tag that is not a tenant id: the trust policy's wildcards cannot
+        # refuse every such value (a non-ASCII letter), so the one caller refuses them all.
+        raise TenantBoundary(f"{tenant!r} is not a tenant id: no tenant session is assumed")
     now = time.time()
     with _lock:
         cached = _sessions.get((role_arn, tenant))

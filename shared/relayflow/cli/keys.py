@@ -32,7 +32,12 @@ def _keys_backend(args: argparse.Namespace) -> tuple[str, Any]:
 def cmd_keys_create(args: argparse.Namespace) -> int:
     kind, backend = _keys_backend(args)
     if kind == "table":
-        key = backend.create_api_key(args.tenant, args.name).model_dump(mode="json")
+        from relayflow.control.errors import ApiError
+
+        try:
+            key = backend.create_api_key(args.tenant, args.name).model_dump(mode="json")
+        except ApiError as exc:  # a bad or reserved tenant id, a bad name: the caller's to fix
+            raise UsageError(f"{exc.message} ({exc.code})") from exc
     else:
         with backend:
             _, key = backend.call(

@@ -6,7 +6,7 @@ import hmac
 import secrets
 
 from relayflow.control.errors import BadRequest, NotFound
-from relayflow.control.limits import KEY_ID_PATTERN, check_tenant, hash_secret
+from relayflow.control.limits import KEY_ID_PATTERN, check_new_tenant, check_tenant, hash_secret
 from relayflow.control.models import ApiKeyInfo, NewApiKey
 from relayflow.control.records import key_info
 from relayflow.control.times import now_iso
@@ -15,8 +15,10 @@ from relayflow.dal import ApiKeyItem, Dal
 
 def create_api_key(dal: Dal, tenant: str, name: str) -> NewApiKey:
     """A new API key for ``tenant``. The secret is in the result only: the table keeps
-    its sha256."""
-    check_tenant(tenant)
+    its sha256. A reserved tenant id (:func:`reserved_tenants`) is 422 ``reserved_tenant``."""
+    from relayflow.settings import get_settings
+
+    check_new_tenant(tenant, get_settings().stage)
     if not isinstance(name, str) or not 1 <= len(name.strip()) <= 100:
         raise BadRequest("a key name has 1 to 100 characters")
     key_id = f"key_{secrets.token_hex(6)}"

@@ -77,6 +77,13 @@ class Unprocessable(ApiError):
     status, code = 422, "unprocessable"
 
 
+class ReservedTenant(Unprocessable):
+    """422: a new tenant's id is one the platform keeps (a stage name, ``platform`` …);
+    ``details`` name it and list the reserved ids."""
+
+    code = "reserved_tenant"
+
+
 class TooManyRequests(ApiError):
     status, code = 429, "too_many_requests"
 

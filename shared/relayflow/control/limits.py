@@ -6,9 +6,10 @@ import hashlib
 import re
 from datetime import timedelta
 
-from relayflow.control.errors import BadRequest
+from relayflow.control.errors import BadRequest, ReservedTenant
+from relayflow.tenancy import TENANT_ID_PATTERN
 
-TENANT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,30}$")
+TENANT_PATTERN = TENANT_ID_PATTERN
 WORKFLOW_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 #: Run ids are execution names: Step Functions allows 80 characters of these.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -44,6 +45,40 @@ def check_tenant(tenant: str) -> None:
     """:class:`BadRequest` unless ``tenant`` is a tenant id."""
     if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
         raise BadRequest(f"invalid tenant id {tenant!r}: allowed ^[a-z0-9][a-z0-9-]{{1,30}}$")
+
+
+#: The stages a stack may be deployed as (template.yaml's ``Stage``; tests/deploy checks it).
+STAGES = ("dev", "prod")
+#: The local runtime's stage (``settings.stage``), and the tenant its server creates for itself.
+LOCAL_STAGE = "local"
+#: Names of the platform's own folders beside the tenants' ones (``relayflow-internal/``,
+#: ``/relayflow-platform/``) and names that read as the platform's.
+PLATFORM_NAMES = ("platform", "relayflow", "relayflow-internal", "relayflow-platform", "internal")
+
+
+def reserved_tenants(stage: str) -> frozenset[str]:
+    """The tenant ids no tenant may be created with on a stack of ``stage``: a tenant's
+    secrets and parameters are ``relayflow/<stage>/<tenant>/`` (``SecretNamePrefix``), so a
+    tenant named like a stage would own ``relayflow/<stage>/`` under a stack that keeps the
+    shared ``relayflow/`` prefix, and the platform's names would read as the platform's
+    own. ``local`` is the local runtime's stage and the tenant its server keeps for itself:
+    reserved on a deployed stack, the bootstrap tenant locally."""
+    own = () if stage == LOCAL_STAGE else (LOCAL_STAGE,)
+    return frozenset((*STAGES, *PLATFORM_NAMES, *own))
+
+
+def check_new_tenant(tenant: str, stage: str) -> None:
+    """:func:`check_tenant`, and :class:`ReservedTenant` (422 ``reserved_tenant``) for an id
+    of :func:`reserved_tenants`: what creating a tenant (its first API key) checks."""
+    check_tenant(tenant)
+    reserved = reserved_tenants(stage)
+    if tenant in reserved:
+        raise ReservedTenant(
+            f"tenant id {tenant!r} is reserved: stage names and the platform's own names "
+            f"({', '.join(sorted(reserved))}) name Relayflow's folders, not a tenant's; "
+            "choose another id",
+            {"tenant": tenant, "reserved": sorted(reserved)},
+        )
 
 
 def check_limit(limit: int) -> None:

@@ -99,7 +99,7 @@ class SecretRef(DefinitionModel):
     def _inside_the_tenant(cls, value: str) -> str:
         from relayflow.tenancy import secret_name_problem
 
-        # A leading / is the absolute form of the tenant's own folder (/relayflow/acme/…):
+        # A leading / is the absolute form of the tenant's own folder (/relayflow/<stage>/acme/…):
         # whether it is the tenant's is checked where the tenant is known.
         problem = secret_name_problem(value[1:] if value.startswith("/") else value)
         if problem is not None:

@@ -10,12 +10,13 @@ stacks. Locally they must exist in moto first; a resources file declares them::
     event_buses: [shop]
     s3_buckets: [invoices]
     ses_identities: [orders@shop.example]
-    secrets: {relayflow/local/billing-token: "demo-token"}
-    parameters: {/relayflow/local/billing/key: "demo-key"}
+    secrets: {relayflow/local/local/billing-token: "demo-token"}
+    parameters: {/relayflow/local/local/billing/key: "demo-key"}
 
 ``relayflow run FILE --resources RESOURCES.yaml`` applies it; creating is idempotent. Secrets
 and parameters keep their full names: a local run acts for the tenant ``local``, whose
-``{name: billing-token}`` is ``relayflow/local/billing-token`` (docs/security.md).
+``{name: billing-token}`` is ``relayflow/local/local/billing-token`` (the stage ``local``, then
+the tenant: docs/security.md).
 """
 
 from __future__ import annotations

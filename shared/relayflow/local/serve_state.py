@@ -54,6 +54,7 @@ class KeptState:
 
     def restore(self, runtime: Any) -> None:
         """Put the last save (if there is one) into ``runtime``."""
+        self.dir.open()
         self._snapshot = self.dir.load()
         if self._snapshot is None:
             return

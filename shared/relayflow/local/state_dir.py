@@ -15,7 +15,9 @@ say enough, such as a version's number), everything a restart would otherwise fo
   key among them) and the S3 objects (offloaded payloads).
 
 :class:`StateDir` writes it as one JSON document (``state.json``, mode 0600, in a 0700
-directory; replaced atomically, so a crash leaves the previous save) and reads it back;
+directory; replaced atomically, so a crash leaves the previous save; :meth:`StateDir.open`
+refuses a directory other users may write and removes a killed save's temporary file) and
+reads it back;
 :func:`restore` puts it into a fresh runtime. Runs that were under way when the server
 stopped go on as :mod:`relayflow.local.revive` says.
 
@@ -29,6 +31,7 @@ import base64
 import datetime
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -40,6 +43,8 @@ from relayflow.local.compat_archive import Archived, archived_arns
 #: The layout of ``state.json``; a file of another format is refused, not guessed at.
 FORMAT = 1
 STATE_FILE = "state.json"
+#: The prefix of a save's temporary file, renamed over :data:`STATE_FILE` once written.
+TEMPORARY_PREFIX = ".state-"
 #: ``CreateSchedule`` parameters that ``GetSchedule`` answers with.
 _SCHEDULE_FIELDS = (
     "Name",
@@ -99,6 +104,38 @@ class StateDir:
     def file(self) -> Path:
         return self.path / STATE_FILE
 
+    def open(self) -> None:
+        """Make the directory fit to hold the state (secrets included) before the first load.
+
+        Created with mode 0700 when missing. One that group or others may write is refused,
+        naming its mode: another user could replace the saved state, or a save's temporary
+        file, before the next start restores it. One of ours that they may only read or
+        enter is made 0700 (one of another user's is refused). The temporary files of a save
+        killed before its rename (``.state-*``) are removed: they hold a full copy of the
+        state."""
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            found = self.path.stat()
+        except FileExistsError as exc:
+            raise StateDirError(f"{self.path} is not a directory") from exc
+        except OSError as exc:
+            raise StateDirError(f"cannot use {self.path}: {exc.strerror}") from exc
+        mode = stat.S_IMODE(found.st_mode)
+        if mode & 0o022:
+            raise StateDirError(
+                f"{self.path} has mode {mode:04o}, which lets other users write into it: "
+                f"chmod 700 it, or use another --state directory"
+            )
+        if mode & 0o077:
+            if found.st_uid != os.geteuid():
+                raise StateDirError(
+                    f"{self.path} has mode {mode:04o} and belongs to another user: "
+                    "use a directory of your own"
+                )
+            os.chmod(self.path, 0o700)
+        for leftover in self.path.glob(f"{TEMPORARY_PREFIX}*"):
+            leftover.unlink(missing_ok=True)
+
     def load(self) -> dict[str, Any] | None:
         """The saved state, or ``None`` when nothing was saved yet."""
         try:
@@ -127,7 +164,7 @@ class StateDir:
         )
         text = json.dumps(encoded(captured.state), separators=(",", ":"))
         text = text[:-1] + ',"executions":{' + executions + "}}"
-        handle, temporary = tempfile.mkstemp(prefix=".state-", dir=self.path)
+        handle, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=self.path)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)

@@ -117,6 +117,7 @@ SYSCALLS: dict[str, tuple[int, int | None]] = {
     "vfork": (58, None),
     "execve": (59, 221),
     "execveat": (322, 281),
+    "bpf": (321, 280),
 }
 
 #: Stands for the child's own pid in :data:`RULES`; the filter is built in the child.
@@ -189,6 +190,10 @@ RULES: dict[str, Deny | OnlyIf | Unless] = {
     "perf_event_open": Deny(errno.EPERM),
     "migrate_pages": Deny(errno.EPERM),
     "move_pages": Deny(errno.EPERM),
+    # eBPF: root (Lambda's is not, a local ``serve`` may be) can load programs that read
+    # kernel and other processes' memory (bpf_probe_read) or attach to their sockets; an
+    # unprivileged caller is refused by the kernel already (unprivileged_bpf_disabled).
+    "bpf": Deny(errno.EPERM),
     "prlimit64": _OWN_OR_CALLER,
     "setpriority": Deny(errno.EPERM),
     "ioprio_set": Deny(errno.EPERM),

@@ -4,7 +4,8 @@ parameters from Secrets Manager or SSM Parameter Store (``SecureString``, decryp
 **Every secret a workflow names belongs to the tenant that runs it.** A definition names a
 secret relative to its tenant's folder (``{name: stripe}``); Relayflow reads
 ``<prefix><tenant>/stripe`` from Secrets Manager, ``/<prefix><tenant>/stripe`` from SSM
-(``settings.secret_name_prefix``, the stack's ``SecretNamePrefix``). The full name of the
+(``settings.secret_prefix``: the stack's ``SecretNamePrefix``, by default
+``relayflow/<stage>/``, so two stages never share a tenant's secrets). The full name of the
 tenant's own folder is accepted too. A name that climbs out (``..``), starts at the root
 (``/``), is an ARN, or lies under the prefix but in another tenant's folder is refused, at
 validation (:func:`secret_name_problem`) and again here (:class:`~relayflow.tenancy.
@@ -45,7 +46,7 @@ def tenant_folder(tenant: str, source: str = "secretsmanager", prefix: str | Non
     if prefix is None:
         from relayflow.settings import get_settings
 
-        prefix = get_settings().secret_name_prefix
+        prefix = get_settings().secret_prefix
     folder = f"{prefix}{tenant}/"
     return "/" + folder.lstrip("/") if source == "ssm" else folder
 
@@ -61,9 +62,12 @@ def secret_path(name: str, tenant: str, source: str = "secretsmanager") -> str:
             break
     problem = secret_name_problem(relative)
     prefix = folder[: -len(tenant) - 1].lstrip("/")
-    if problem is None and prefix and relative.startswith(prefix):
-        # Names under the prefix are absolute: only the tenant's own folder is accepted.
-        problem = f"it lies under {prefix!r} but outside the tenant's folder {folder!r}"
+    # Names under the prefix, or under its first folder (relayflow/ of relayflow/<stage>/: the
+    # folders of the other stages, and of the layout before per-stage prefixes), are absolute:
+    # only the tenant's own folder is accepted.
+    root = prefix.split("/", 1)[0] + "/" if "/" in prefix else prefix
+    if problem is None and root and relative.startswith(root):
+        problem = f"it lies under {root!r} but outside the tenant's folder {folder!r}"
     if problem is not None:
         raise TenantBoundary(f"secret {name!r} is refused: {problem}", secret=name)
     return folder + relative
