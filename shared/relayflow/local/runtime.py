@@ -80,7 +80,8 @@ class LocalRuntime(ClosedOnExit):
     invokes only one tagged ``relayflow-tenant=<its tenant>``). ``time_scale`` multiplies
     Wait and Retry sleeps (0.01: a 300 s Wait takes 3 s; 1.0 is real time). Task and
     state-machine ``TimeoutSeconds`` are real seconds. ``compat_skip`` names compatibility
-    fixes to leave out, only to show that a fix is still needed (all fixes are applied otherwise, and a later runtime re-applies them).
+    fixes to leave out, only to show that a fix is still needed (all fixes are applied
+    otherwise, and a later runtime re-applies them).
     """
 
     def __init__(

@@ -715,7 +715,8 @@ def run_aws_tool(name: str, args: Any) -> Any:
     (:func:`relayflow.tools.tenant_data.check_tenant_data`; IAM refuses it on AWS).
     ``aws.events.put_events`` on the Relayflow bus goes through the stamped path: the tenant
     is stamped into its detail, a reserved source or detail type is refused, and Relayflow
-    sends it; every other call is made with the tenant's identity (:mod:`relayflow.adapters.tenant_aws`)."""
+    sends it; every other call is made with the tenant's identity
+    (:mod:`relayflow.adapters.tenant_aws`)."""
     from relayflow.tenancy import acting_tenant
     from relayflow.tools.guard import check_tool_call
     from relayflow.tools.tenant_data import check_tenant_data
