@@ -43,7 +43,7 @@ _SERVICES: dict[Kind, str] = {
 
 #: The scheme each kind of resource is scoped by, as a refusal names it.
 SCHEMES: dict[Kind, str] = {
-    "bucket": "S3 keys of a tenant start with '<tenant>/'",
+    "bucket": "S3 keys of a tenant start with '<tenant>/' (and hold no further '/<tenant>/')",
     "table": "DynamoDB partition keys of a tenant start with '<tenant>#'",
     "queue": f"a tenant's queues are tagged {TENANT_TAG}=<tenant>",
     "topic": f"a tenant's topics are tagged {TENANT_TAG}=<tenant>",
@@ -94,8 +94,9 @@ def refusal(tool: str, kind: Kind, tenant: str, what: str, field: str) -> Tenant
     """The refusal of ``tool`` reaching ``what`` outside ``tenant``'s data of ``kind``."""
     scheme = SCHEMES[kind]
     return TenantBoundary(
-        f"{tool}: {what} is not tenant {tenant!r}'s: {scheme} (docs/security.md, "
-        "'Tenant isolation'; a resource shared on purpose is listed in SharedToolResources)",
+        f"{tool}: {what} is outside the data of tenant {tenant!r}: "
+        f"{scheme.replace('<tenant>', tenant)} (docs/security.md, 'Tenant isolation'; a "
+        "resource shared on purpose is listed in SharedToolResources)",
         tool=tool,
         field=field,
         scheme=scheme,
