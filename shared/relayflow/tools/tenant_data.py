@@ -219,7 +219,8 @@ def _check_tag(
             return
         tags = None
     if tags is None or tags.get(TENANT_TAG) != tenant:
-        found = "untagged or missing" if tags is None else f"{TENANT_TAG}={tags.get(TENANT_TAG)}"
+        owner = (tags or {}).get(TENANT_TAG)
+        found = f"{TENANT_TAG}={owner}" if owner else f"missing, or not tagged {TENANT_TAG}"
         raise refusal(tool, kind, tenant, f"{identifier!r} ({found})", field)
 
 
