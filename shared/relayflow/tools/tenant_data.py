@@ -152,7 +152,7 @@ def _check_partition(
             field="index",
             scheme=SCHEMES["table"],
         )
-    hash_key = _hash_key(tool, args.table, reader, dry_run)
+    hash_key = _hash_key(args.table, reader, dry_run)
     if hash_key is None:
         return
     if tool == "aws.dynamodb.put_item":
@@ -165,12 +165,11 @@ def _check_partition(
         raise refusal(tool, "table", tenant, f"partition key {hash_key}={value!r}", field)
 
 
-def _hash_key(tool: str, table: str, reader: Callable[[str], Any], dry_run: bool) -> str | None:
+def _hash_key(table: str, reader: Callable[[str], Any], dry_run: bool) -> str | None:
     """The table's partition key attribute; ``None`` when the table does not exist (the call
-    itself then fails as AWS answers it) or, in a dry run, cannot be described."""
+    itself then fails as AWS answers it) or, in a dry run, cannot be described. Other
+    botocore failures propagate: the caller (inside ``aws_call``) maps them to named errors."""
     from botocore.exceptions import BotoCoreError, ClientError
-
-    from relayflow.tools.aws import aws_error
 
     try:
         described = reader("dynamodb").describe_table(TableName=table)["Table"]
@@ -178,7 +177,7 @@ def _hash_key(tool: str, table: str, reader: Callable[[str], Any], dry_run: bool
         code = str((exc.response.get("Error") or {}).get("Code") or "")
         if dry_run or code == "ResourceNotFoundException":
             return None
-        raise aws_error(exc, tool=tool, service="dynamodb") from exc
+        raise
     except BotoCoreError:
         if dry_run:
             return None
