@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from relayflow.errors import InvalidArgsError, ToolNotFound
+from relayflow.errors import HttpError, InvalidArgsError, ToolNotFound
 from relayflow.local import LocalRuntime
 from relayflow.settings import override_settings
 from relayflow.tenancy import TENANT_TAG, acting_for
@@ -245,6 +245,37 @@ def test_listing_a_bucket_or_scanning_a_table_is_no_tool(runtime, alphas, tool):
     # TenantStepRole grants no dynamodb:Scan, and s3:ListBucket only under <tenant>/)
     with acting_for(BETA), pytest.raises(ToolNotFound):
         call(tool, {"bucket": BUCKET, "table": TABLE})
+
+
+MISSING = {
+    "sqs": (
+        "aws.sqs.send_message",
+        {"queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/app-none", "body": "x"},
+    ),
+    "sns": (
+        "aws.sns.publish",
+        {"topic_arn": "arn:aws:sns:us-east-1:123456789012:app-none", "message": "x"},
+    ),
+    "events": (
+        "aws.events.put_events",
+        {"bus": "app-none", "source": "shop", "detail_type": "paid", "detail": {}},
+    ),
+    "lambda": ("aws.lambda.invoke", {"function": "app-none", "payload": {}}),
+    "sfn": (
+        "aws.stepfunctions.start_execution",
+        {"state_machine_arn": "arn:aws:states:us-east-1:123456789012:stateMachine:app-none"},
+    ),
+    "ddb": ("aws.dynamodb.get_item", {"table": "app-none", "key": {"pk": f"{BETA}#1"}}),
+}
+
+
+@pytest.mark.parametrize("label", list(MISSING))
+def test_a_resource_that_does_not_exist_fails_as_not_found(runtime, alphas, label):
+    # Nothing to reach, so nothing to refuse: the call fails as AWS answers it (HttpError)
+    tool, args = MISSING[label]
+    with acting_for(BETA), pytest.raises(HttpError) as failed:
+        call(tool, args)
+    assert "rule" not in failed.value.details
 
 
 def test_alphas_same_calls_succeed(runtime, alphas):

@@ -17,8 +17,9 @@ over ``${aws:PrincipalTag/relayflow-tenant}``); without a tenant step role (the 
 
 A resource an operator shares between tenants on purpose is listed in
 ``settings.shared_tool_resources`` (the template's ``SharedToolResources``), by ARN; it is
-reached without these checks. Relayflow's own resources are :mod:`relayflow.tools.guard`'s,
-refused before this check.
+reached without these checks. A resource that does not exist is left to the call, which
+fails as not found (``Relayflow.HttpError``): there is nothing to reach. Relayflow's own
+resources are :mod:`relayflow.tools.guard`'s, refused before this check.
 """
 
 from __future__ import annotations
@@ -51,6 +52,19 @@ SCHEMES: dict[Kind, str] = {
     "function": f"a tenant's functions are tagged {TENANT_TAG}=<tenant>",
     "state_machine": f"a tenant's state machines are tagged {TENANT_TAG}=<tenant>",
 }
+
+#: The codes a tag lookup answers for a resource that does not exist, by service.
+_NOT_FOUND = frozenset(
+    {
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "QueueDoesNotExist",
+        "NotFound",
+        "NotFoundException",
+        "ResourceNotFound",
+        "ResourceNotFoundException",
+        "StateMachineDoesNotExist",
+    }
+)
 
 #: ``attribute = :value`` (or the other way round) in a key condition.
 _EQUALS = re.compile(r"([#\w.-]+)\s*=\s*(:[\w-]+)|(:[\w-]+)\s*=\s*([#\w.-]+)")
@@ -211,9 +225,16 @@ def _check_tag(
     reader: Callable[[str], Any],
     dry_run: bool,
 ) -> None:
+    from botocore.exceptions import ClientError
+
     try:
         tags = _tags(kind, identifier, reader)
-    except Exception:  # botocore: no such resource, or its tags cannot be read
+    except ClientError as exc:
+        code = str((exc.response.get("Error") or {}).get("Code") or "")
+        if dry_run or code in _NOT_FOUND:
+            return  # nothing to reach: the call itself fails as not found
+        tags = None
+    except Exception:  # botocore: the tags cannot be read
         if dry_run:
             return
         tags = None
@@ -242,7 +263,9 @@ def _tags(kind: Kind, identifier: str, reader: Callable[[str], Any]) -> dict[str
         return dict(answer.get("Tags") or {})
     if kind == "state_machine":
         arn = ":".join(identifier.split(":")[:7])  # without an alias or version
-        answer = reader("stepfunctions").list_tags_for_resource(resourceArn=arn)
+        sfn = reader("stepfunctions")
+        sfn.describe_state_machine(stateMachineArn=arn)  # (moto lists no tags of a missing one)
+        answer = sfn.list_tags_for_resource(resourceArn=arn)
         return {t["key"]: t["value"] for t in answer.get("tags") or []}
     return None
 
