@@ -159,6 +159,9 @@ def test_a_resource_shared_on_purpose_is_reached_by_every_tenant():
         assert evaluate(shared, as_tenant(tenant, "sns:Publish", SHARED_TOPIC)) == "Allow"
         catalogue = as_tenant(tenant, "s3:GetObject", "arn:aws:s3:::app-catalogue/items.json")
         assert evaluate(shared, catalogue) == "Allow"
+        # (but not under a further /<tenant>/: the nested-folder deny holds for shared buckets)
+        nested = f"arn:aws:s3:::app-catalogue/x/{tenant}/items.json"
+        assert evaluate(shared, as_tenant(tenant, "s3:GetObject", nested)) == "Deny"
         # But Relayflow's own table stays denied, and so does everything else not listed
         assert evaluate(shared, as_tenant(tenant, "dynamodb:GetItem", RELAYFLOW_TABLE)) == "Deny"
         assert evaluate(shared, as_tenant(tenant, "sns:Publish", TOPIC)) != "Allow"

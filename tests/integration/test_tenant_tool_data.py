@@ -338,13 +338,19 @@ def test_a_tenants_nested_folder_named_like_the_tenant_is_refused_too(runtime, a
 
 
 def test_a_resource_shared_on_purpose_is_reached_by_every_tenant(runtime, alphas):
-    # Given the operator declares alpha's topic and the bucket shared (SharedToolResources)
-    shared = [alphas.topic_arn, f"arn:aws:s3:::{BUCKET}"]
+    # Given the operator declares alpha's topic and its invoices folder shared
+    # (SharedToolResources)
+    shared = [alphas.topic_arn, f"arn:aws:s3:::{BUCKET}/{ALPHA}/invoices/*"]
     with override_settings(shared_tool_resources=shared), acting_for(BETA):
-        # Then beta publishes to the topic and reads under any key of the bucket
+        # Then beta publishes to the topic and reads the invoices
         assert call("aws.sns.publish", {"topic_arn": alphas.topic_arn, "message": "hi"})
         assert call("aws.s3.get_object", {"bucket": BUCKET, "key": SECRET_KEY})["body"]
-        # And nothing else is shared: alpha's queue and table stay alpha's
+        # But not a shared key under a further /beta/ (the role's deny holds there too)
+        with pytest.raises(InvalidArgsError):
+            call("aws.s3.get_object", {"bucket": BUCKET, "key": f"{ALPHA}/invoices/{BETA}/x"})
+        # And nothing else is shared: alpha's other objects, queue and table stay alpha's
+        with pytest.raises(InvalidArgsError):
+            call("aws.s3.get_object", {"bucket": BUCKET, "key": f"{ALPHA}/payroll.json"})
         with pytest.raises(InvalidArgsError):
             call("aws.sqs.send_message", {"queue_url": alphas.queue_url, "body": "x"})
         with pytest.raises(InvalidArgsError):

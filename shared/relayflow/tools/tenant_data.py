@@ -93,12 +93,14 @@ def check_tenant_data(
         return
     field, kind = named
     identifier = str(getattr(args, field, "") or "")
-    if _shared(kind, identifier, settings.shared_tool_resources):
+    shared = _shared(kind, identifier, args, settings.shared_tool_resources)
+    if kind == "bucket":
+        _check_key(tool, args, tenant, shared=shared)
+        return
+    if shared:
         return
     reader = lookup or _tenant_lookup(tenant)
-    if kind == "bucket":
-        _check_key(tool, args, tenant)
-    elif kind == "table":
+    if kind == "table":
         _check_partition(tool, args, tenant, reader, dry_run)
     else:
         _check_tag(tool, kind, field, identifier, tenant, reader, dry_run)
@@ -123,15 +125,26 @@ def _tenant_lookup(tenant: str) -> Callable[[str], Any]:
     return lambda service: tenant_client(service, tenant)
 
 
-def _shared(kind: Kind, identifier: str, shared: list[str]) -> bool:
+def _shared(kind: Kind, identifier: str, args: Any, shared: list[str]) -> bool:
+    """Whether the resource is listed shared: by name, and for S3 the object's ARN matched
+    as IAM matches it (``arn:aws:s3:::<bucket>/*``, ``…/<folder>/*``)."""
     if not identifier:
         return False
+    if kind == "bucket":
+        arn = f"arn:aws:s3:::{identifier}/{args.key}"
+        return any(_wildcard(pattern).fullmatch(arn) for pattern in shared)
     name = resource_name(kind, identifier)
     for arn in shared:
         parts = arn.split(":")
         if len(parts) > 2 and parts[2] == _SERVICES[kind] and resource_name(kind, arn) == name:
             return True
     return False
+
+
+def _wildcard(pattern: str) -> re.Pattern[str]:
+    """IAM's resource wildcards: ``*`` any run of characters (``/`` too), ``?`` one."""
+    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile("".join(parts), re.DOTALL)
 
 
 # --------------------------------------------------------------------------- S3
@@ -146,9 +159,12 @@ def tenant_key_problem(key: str, tenant: str) -> str | None:
     return None
 
 
-def _check_key(tool: str, args: Any, tenant: str) -> None:
+def _check_key(tool: str, args: Any, tenant: str, *, shared: bool) -> None:
+    """A shared object may lie anywhere but, as on AWS (the role's deny holds for shared
+    buckets too), never under a further ``/<tenant>/``."""
     key = str(args.key)
-    if tenant_key_problem(key, tenant) is not None:
+    problem = (f"/{tenant}/" in key) if shared else tenant_key_problem(key, tenant) is not None
+    if problem:
         raise refusal(tool, "bucket", tenant, f"s3://{args.bucket}/{key}", "key")
 
 
