@@ -101,13 +101,6 @@ class Settings(BaseSettings):
         "(relayflow.adapters.tenant_aws); unset (the local runtime): the function's own "
         "credentials, with the same refusals enforced in code.",
     )
-    shared_tool_resources: list[str] = Field(
-        default_factory=list,
-        description="SharedToolResources: ARNs of tool resources an operator shares between "
-        "tenants on purpose (a JSON list); every other table, bucket, queue, topic, bus, "
-        "function and state machine a step reaches is scoped to its tenant "
-        "(relayflow.tools.tenant_data).",
-    )
     secret_name_prefix: str = Field(
         "relayflow/",
         description="SecretNamePrefix: a tenant's secrets are <prefix><tenant>/<name> in "
@@ -125,6 +118,13 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Step function ARNs by kind (condition, transform …) the compiler calls; "
         "an empty map uses relayflow.naming's defaults, which the local runtime serves.",
+    )
+    shared_tool_resources: list[str] = Field(
+        default_factory=list,
+        description="SharedToolResources: ARNs of tool resources an operator shares between "
+        "tenants on purpose (a JSON list); every other table, bucket, queue, topic, bus, "
+        "function and state machine a step reaches is scoped to its tenant "
+        "(relayflow.tools.tenant_data).",
     )
     notification_sender: str | None = Field(
         None,
