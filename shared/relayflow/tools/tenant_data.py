@@ -18,9 +18,10 @@ over ``${aws:PrincipalTag/relayflow-tenant}``); without a tenant step role (the 
 A resource an operator shares between tenants on purpose is listed in
 ``settings.shared_tool_resources`` (the template's ``SharedToolResources``), by ARN (an S3
 object's ARN matched as IAM matches it); it is reached without these checks, but for the S3
-rule against a further ``/<tenant>/``, which the role's deny keeps for shared buckets too. A resource that does not exist is left to the call, which
-fails as not found (``Relayflow.HttpError``): there is nothing to reach. Relayflow's own
-resources are :mod:`relayflow.tools.guard`'s, refused before this check.
+rule against a further ``/<tenant>/``, which the role's deny keeps for shared buckets too.
+A resource that does not exist is left to the call, which fails as not found
+(``Relayflow.HttpError``): there is nothing to reach. Relayflow's own resources are
+:mod:`relayflow.tools.guard`'s, refused before this check.
 """
 
 from __future__ import annotations
