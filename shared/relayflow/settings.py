@@ -126,6 +126,13 @@ class Settings(BaseSettings):
         description="Step function ARNs by kind (condition, transform …) the compiler calls; "
         "an empty map uses relayflow.naming's defaults, which the local runtime serves.",
     )
+    shared_tool_resources: list[str] = Field(
+        default_factory=list,
+        description="SharedToolResources: ARNs of tool resources an operator shares between "
+        "tenants on purpose (a JSON list); every other table, bucket, queue, topic, bus, "
+        "function and state machine a step reaches is scoped to its tenant "
+        "(relayflow.tools.tenant_data).",
+    )
     notification_sender: str | None = Field(
         None,
         description="Verified SES identity failure-notification emails come from when a "

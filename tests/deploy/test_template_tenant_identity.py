@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from iam_eval import as_tenant, evaluate
 from sam_template import ACCOUNT, REGION, Resolver, allows
 from sam_template import role_statements as _role_statements
 from stack import DEV, FUNCTIONS, RESOURCES, TEMPLATE
@@ -243,21 +244,46 @@ def test_a_tool_resource_prefix_grant_can_never_reach_relayflows():
 
 
 @pytest.mark.parametrize(
-    ("action", "resource"),
+    ("action", "resource", "keys"),
     [
-        ("dynamodb:PutItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/app-orders"),
-        ("dynamodb:Query", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/app-orders/index/by-day"),
-        ("s3:GetObject", "arn:aws:s3:::app-invoices/2030/x.json"),
-        ("ses:SendEmail", f"arn:aws:ses:{REGION}:{ACCOUNT}:identity/example.com"),
-        ("sqs:SendMessage", f"arn:aws:sqs:{REGION}:{ACCOUNT}:app-orders"),
-        ("sns:Publish", f"arn:aws:sns:{REGION}:{ACCOUNT}:app-alerts"),
-        ("events:PutEvents", f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/app-shop"),
-        ("lambda:InvokeFunction", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:app-double"),
-        ("states:StartExecution", f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:app-flow"),
+        # The tenant's own data (docs/security.md, "Tenant isolation"); the other tenant's is
+        # denied in tests/deploy/test_tenant_tool_policy.py.
+        (
+            "dynamodb:PutItem",
+            f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/app-orders",
+            {"leading_keys": ["acme#order#1"]},
+        ),
+        (
+            "dynamodb:Query",
+            f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/app-orders",
+            {"leading_keys": ["acme#order#1"]},
+        ),
+        ("s3:GetObject", "arn:aws:s3:::app-invoices/acme/2030/x.json", {}),
+        ("ses:SendEmail", f"arn:aws:ses:{REGION}:{ACCOUNT}:identity/example.com", {}),
+        ("sqs:SendMessage", f"arn:aws:sqs:{REGION}:{ACCOUNT}:app-orders", {"resource_tag": "acme"}),
+        ("sns:Publish", f"arn:aws:sns:{REGION}:{ACCOUNT}:app-alerts", {"resource_tag": "acme"}),
+        (
+            "events:PutEvents",
+            f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/app-shop",
+            {"resource_tag": "acme"},
+        ),
+        (
+            "lambda:InvokeFunction",
+            f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:app-double",
+            {"resource_tag": "acme"},
+        ),
+        (
+            "states:StartExecution",
+            f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:app-flow",
+            {"resource_tag": "acme"},
+        ),
     ],
 )
-def test_the_identity_holds_the_tool_grants(action, resource):
-    assert allows(tenant_identity("acme"), action, resource), (action, resource)
+def test_the_identity_holds_the_tool_grants(action, resource, keys):
+    # The policy as IAM evaluates it, the session's tag substituted (tests/deploy/iam_eval.py)
+    policy = _role_statements(TEMPLATE, DEV, "TenantStepRole")
+    request = as_tenant("acme", action, resource, **keys)
+    assert evaluate(policy, request) == "Allow", (action, resource)
 
 
 def test_the_identity_grants_nothing_on_every_resource():

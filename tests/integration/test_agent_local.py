@@ -54,7 +54,9 @@ def runtime() -> Iterator[LocalRuntime]:
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        ddb.put_item(TableName="app-customers", Item={"pk": {"S": "c-1"}, "plan": {"S": "pro"}})
+        ddb.put_item(
+            TableName="app-customers", Item={"pk": {"S": "local#c-1"}, "plan": {"S": "pro"}}
+        )
         yield rt
 
 
@@ -97,7 +99,13 @@ def test_a_multi_turn_agent_calls_two_tools_and_answers(runtime, server, fixture
     fixture = fixtures(
         "two_tools",
         turn(text("Looking up."), call("c1", "http_crm_customer", {"id": "c-1"})),
-        turn(call("c2", "aws.dynamodb.get_item", {"table": "app-customers", "key": {"pk": "c-1"}})),
+        turn(
+            call(
+                "c2",
+                "aws.dynamodb.get_item",
+                {"table": "app-customers", "key": {"pk": "local#c-1"}},
+            )
+        ),
         turn(text("Customer c-1 is on the pro plan."), tokens=(300, 15)),
     )
     agent = "    tools: [http.crm.customer, aws.dynamodb.get_item]"
@@ -111,7 +119,7 @@ def test_a_multi_turn_agent_calls_two_tools_and_answers(runtime, server, fixture
         (1, "http.crm.customer", "succeeded"),
         (2, "aws.dynamodb.get_item", "succeeded"),
     ]
-    assert out["tool_calls"][1]["output"]["item"] == {"pk": "c-1", "plan": "pro"}
+    assert out["tool_calls"][1]["output"]["item"] == {"pk": "local#c-1", "plan": "pro"}
     assert out["response"] == "Customer c-1 is on the pro plan."
     assert out["outcome"] is None and out["turns"] == 3
     assert out["usage"] == {

@@ -81,7 +81,7 @@ def test_order_fulfilment_dry_run_acts_on_nothing_and_lists_each_would_be_call(r
         "args": {
             "table": "app-orders",
             "item": {
-                "pk": "order#ord-2001",
+                "pk": "local#order#ord-2001",
                 "customer": "ada@example.org",
                 "total": 259.9,
                 "lines": trigger["order"]["lines"],

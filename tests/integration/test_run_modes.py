@@ -23,6 +23,7 @@ from relayflow.control.service import ControlPlane
 from relayflow.engine import ENGINE_VERSION
 from relayflow.local import LocalRuntime
 from relayflow.settings import get_settings
+from relayflow.tenancy import TENANT_TAG
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +106,7 @@ def approve_then_put(table: str) -> dict[str, Any]:
             "save": {
                 "type": "tool",
                 "tool": "aws.dynamodb.put_item",
-                "args": {"table": table, "item": {"pk": "{{ trigger.order }}"}},
+                "args": {"table": table, "item": {"pk": "{{ run.tenant }}#{{ trigger.order }}"}},
                 "dry_run_output": {"saved": "{{ trigger.order }}"},
             },
         },
@@ -143,14 +144,17 @@ def test_a_dry_run_waits_on_its_approval_and_stays_dry_when_resumed(runtime, pla
     steps = {step.key: step for step in detail.steps}
     assert steps["ask"].dry_run is None and steps["ask"].output["approved"] is True
     assert steps["save"].dry_run["simulated"] is True
-    assert steps["save"].dry_run["call"]["args"]["item"] == {"pk": "o-1"}
+    assert steps["save"].dry_run["call"]["args"]["item"] == {"pk": f"{tenant}#o-1"}
     assert steps["save"].output == {"saved": "o-1"}
     assert client("dynamodb").scan(TableName=table)["Items"] == []
 
 
 def test_a_child_started_by_a_dry_parent_is_dry(runtime, plane, tenant):
     # Given a child that writes to a queue, and a parent that starts it
-    queue_url = client("sqs").create_queue(QueueName=f"q-{tenant}")["QueueUrl"]
+    # (the tenant's own queue: tagged relayflow-tenant=<tenant>)
+    queue_url = client("sqs").create_queue(QueueName=f"q-{tenant}", tags={TENANT_TAG: tenant})[
+        "QueueUrl"
+    ]
     plane.put_workflow(
         tenant,
         "child",

@@ -108,7 +108,7 @@ def test_a_duplicate_put_item_tool_writes_once(runtime):
     create_orders_table(dynamodb)
     event = fresh(load_event("tool", "dynamodb_put_item"))
     handler = load_handler("tool").handler
-    key = {"pk": {"S": "order#ord-1"}, "sk": {"S": "meta"}}
+    key = {"pk": {"S": "acme#order#ord-1"}, "sk": {"S": "meta"}}
     # When it runs, the item is removed, and the same payload is invoked again
     first = handler(event, CONTEXT)
     assert "Item" in dynamodb.get_item(TableName="orders", Key=key)

@@ -420,12 +420,47 @@ def test_a_tenants_own_resources_stay_reachable(server, mallory):
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    args = {"table": f"app-{SUFFIX}", "item": {"pk": "order-1", "total": 3}}
+    # (its items keyed under its tenant: docs/security.md, "Tenant isolation")
+    args = {"table": f"app-{SUFFIX}", "item": {"pk": f"{MALLORY}#order-1", "total": 3}}
     workflow_id = f"own-table-{SUFFIX}"
     published(mallory, one_step(workflow_id, tool_step("aws.dynamodb.put_item", args)))
     # When B's step writes to it, Then it succeeds and the item is there
     assert run_to_end(mallory, workflow_id)["status"] == "succeeded"
     item = server.runtime.client("dynamodb").get_item(
-        TableName=f"app-{SUFFIX}", Key={"pk": {"S": "order-1"}}
+        TableName=f"app-{SUFFIX}", Key={"pk": {"S": f"{MALLORY}#order-1"}}
     )["Item"]
     assert json.loads(json.dumps(item))["total"] == {"N": "3"}
+
+
+def test_b_cannot_read_or_overwrite_as_tool_data_on_serve(server, acme, mallory):
+    # Given A's object and item in the tool resources both tenants' steps may name (issue 36)
+    assert server.runtime is not None
+    bucket, table = f"app-files-{SUFFIX}", f"app-ledger-{SUFFIX}"
+    server.runtime.client("s3").create_bucket(Bucket=bucket)
+    server.runtime.client("dynamodb").create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    writes = {
+        "put-object": ("aws.s3.put_object", {"bucket": bucket, "key": f"{ACME}/a.json", "body": 1}),
+        "put-item": ("aws.dynamodb.put_item", {"table": table, "item": {"pk": f"{ACME}#1"}}),
+    }
+    for label, (tool, args) in writes.items():
+        workflow_id = f"a-{label}-{SUFFIX}"
+        published(acme, one_step(workflow_id, tool_step(tool, args)))
+        assert run_to_end(acme, workflow_id)["status"] == "succeeded"
+    # When B's steps read or overwrite them, Then each run fails on the tenant boundary
+    attacks = {
+        "get-object": ("aws.s3.get_object", {"bucket": bucket, "key": f"{ACME}/a.json"}),
+        **writes,
+        "get-item": ("aws.dynamodb.get_item", {"table": table, "key": {"pk": f"{ACME}#1"}}),
+    }
+    for label, (tool, args) in attacks.items():
+        workflow_id = f"b-{label}-{SUFFIX}"
+        published(mallory, one_step(workflow_id, tool_step(tool, args)))
+        assert_refused(run_to_end(mallory, workflow_id), f"tenant '{MALLORY}'")
+    # And A's object is as A wrote it
+    body = server.runtime.client("s3").get_object(Bucket=bucket, Key=f"{ACME}/a.json")["Body"]
+    assert json.loads(body.read()) == 1

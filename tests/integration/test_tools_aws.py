@@ -17,12 +17,15 @@ from relayflow_testing import load_event, load_handler
 from relayflow.adapters import tenant_aws
 from relayflow.errors import HttpError, InvalidArgsError, ToolNotFound, TransientError
 from relayflow.local import LocalRuntime
-from relayflow.tenancy import acting_for
+from relayflow.tenancy import TENANT_TAG, acting_for
 from relayflow.tools import run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 DOC: dict[str, Any] = {"run": {"id": "run-1", "workflow_id": "wf"}, "trigger": {}, "steps": {}}
+#: acme's queues, topics, buses and state machines carry its tag (docs/security.md).
+ACME = {TENANT_TAG: "acme"}
+ACME_TAGS = [{"Key": TENANT_TAG, "Value": "acme"}]
 CONTEXT = SimpleNamespace(function_name="relayflow-tool", aws_request_id="req-1")
 
 
@@ -36,7 +39,10 @@ def explode(event: Any, context: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[LocalRuntime]:
-    with LocalRuntime(handlers={"my-double": double, "my-explode": explode}) as rt:
+    # The functions are acme's (tagged relayflow-tenant=acme, as an operator gives them)
+    tags = {"my-double": {TENANT_TAG: "acme"}, "my-explode": {TENANT_TAG: "acme"}}
+    handlers = {"my-double": double, "my-explode": explode}
+    with LocalRuntime(handlers=handlers, function_tags=tags) as rt:
         yield rt
 
 
@@ -62,7 +68,7 @@ def table(runtime: LocalRuntime) -> str:
 def test_dynamodb_put_then_get_round_trips_plain_json(table):
     # Given an item with nested values, floats and nulls
     item = {
-        "pk": "order#1",
+        "pk": "acme#order#1",
         "sk": "meta",
         "total": 12.5,
         "qty": 3,
@@ -71,19 +77,21 @@ def test_dynamodb_put_then_get_round_trips_plain_json(table):
     }
     # When it is put and read back
     assert call("aws.dynamodb.put_item", {"table": table, "item": item}) == {"ok": True}
-    got = call("aws.dynamodb.get_item", {"table": table, "key": {"pk": "order#1", "sk": "meta"}})
+    got = call(
+        "aws.dynamodb.get_item", {"table": table, "key": {"pk": "acme#order#1", "sk": "meta"}}
+    )
     # Then the item comes back as the same JSON (ints stay ints, floats stay floats)
     assert got == {"item": item}
     assert isinstance(got["item"]["qty"], int)
 
 
 def test_dynamodb_get_item_of_a_missing_key_is_null(table):
-    got = call("aws.dynamodb.get_item", {"table": table, "key": {"pk": "nope", "sk": "x"}})
+    got = call("aws.dynamodb.get_item", {"table": table, "key": {"pk": "acme#nope", "sk": "x"}})
     assert got == {"item": None}
 
 
 def test_dynamodb_update_item_returns_the_new_attributes(table):
-    key = {"pk": "order#2", "sk": "meta"}
+    key = {"pk": "acme#order#2", "sk": "meta"}
     call("aws.dynamodb.put_item", {"table": table, "item": {**key, "status": "new", "n": 1}})
     updated = call(
         "aws.dynamodb.update_item",
@@ -100,25 +108,25 @@ def test_dynamodb_update_item_returns_the_new_attributes(table):
 
 def test_dynamodb_query_pages_by_key_condition(table):
     for sk in ("line#1", "line#2", "line#3"):
-        call("aws.dynamodb.put_item", {"table": table, "item": {"pk": "order#3", "sk": sk}})
+        call("aws.dynamodb.put_item", {"table": table, "item": {"pk": "acme#order#3", "sk": sk}})
     first = call(
         "aws.dynamodb.query",
         {
             "table": table,
             "key_condition": "pk = :pk AND begins_with(sk, :line)",
-            "values": {":pk": "order#3", ":line": "line#"},
+            "values": {":pk": "acme#order#3", ":line": "line#"},
             "limit": 2,
         },
     )
     assert [i["sk"] for i in first["items"]] == ["line#1", "line#2"]
     assert first["count"] == 2
-    assert first["last_key"] == {"pk": "order#3", "sk": "line#2"}
+    assert first["last_key"] == {"pk": "acme#order#3", "sk": "line#2"}
     rest = call(
         "aws.dynamodb.query",
         {
             "table": table,
             "key_condition": "pk = :pk",
-            "values": {":pk": "order#3"},
+            "values": {":pk": "acme#order#3"},
             "start_key": first["last_key"],
         },
     )
@@ -127,7 +135,7 @@ def test_dynamodb_query_pages_by_key_condition(table):
 
 
 def test_conditional_put_that_fails_is_a_named_http_error(table):
-    item = {"pk": "order#4", "sk": "meta"}
+    item = {"pk": "acme#order#4", "sk": "meta"}
     call("aws.dynamodb.put_item", {"table": table, "item": item})
     with pytest.raises(HttpError) as info:
         call(
@@ -152,7 +160,7 @@ def test_missing_table_is_a_named_http_error(runtime):
 
 @pytest.fixture(scope="module")
 def queue_url(runtime: LocalRuntime) -> str:
-    return runtime.client("sqs").create_queue(QueueName="tool-out")["QueueUrl"]
+    return runtime.client("sqs").create_queue(QueueName="tool-out", tags=ACME)["QueueUrl"]
 
 
 def receive(runtime: LocalRuntime, url: str) -> list[dict[str, Any]]:
@@ -180,7 +188,7 @@ def test_sqs_send_message_sends_json_or_text(runtime, queue_url):
 
 def test_sns_publish_reaches_a_subscribed_queue(runtime):
     sns, sqs = runtime.client("sns"), runtime.client("sqs")
-    topic = sns.create_topic(Name="orders")["TopicArn"]
+    topic = sns.create_topic(Name="orders", Tags=ACME_TAGS)["TopicArn"]
     url = sqs.create_queue(QueueName="sns-sink")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
@@ -195,7 +203,7 @@ def test_sns_publish_reaches_a_subscribed_queue(runtime):
 
 def test_events_put_events_delivers_to_a_rule_target(runtime):
     events, sqs = runtime.client("events"), runtime.client("sqs")
-    events.create_event_bus(Name="shop")
+    events.create_event_bus(Name="shop", Tags=ACME_TAGS)
     url = sqs.create_queue(QueueName="events-sink")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
@@ -251,26 +259,26 @@ def test_ses_send_email_from_an_unverified_sender_is_an_http_error(runtime):
 def test_s3_put_and_get_parse_json_and_keep_text(runtime):
     runtime.s3_client.create_bucket(Bucket="tool-bucket")
     put = call(
-        "aws.s3.put_object", {"bucket": "tool-bucket", "key": "a.json", "body": {"x": [1, 2]}}
+        "aws.s3.put_object", {"bucket": "tool-bucket", "key": "acme/a.json", "body": {"x": [1, 2]}}
     )
     assert put["etag"]
-    call("aws.s3.put_object", {"bucket": "tool-bucket", "key": "a.txt", "body": "hello"})
-    got = call("aws.s3.get_object", {"bucket": "tool-bucket", "key": "a.json"})
+    call("aws.s3.put_object", {"bucket": "tool-bucket", "key": "acme/a.txt", "body": "hello"})
+    got = call("aws.s3.get_object", {"bucket": "tool-bucket", "key": "acme/a.json"})
     assert got["body"] == {"x": [1, 2]}
     assert got["content_type"] == "application/json"
     assert got["etag"] == put["etag"]
-    text = call("aws.s3.get_object", {"bucket": "tool-bucket", "key": "a.txt"})
+    text = call("aws.s3.get_object", {"bucket": "tool-bucket", "key": "acme/a.txt"})
     assert text["body"] == "hello"
 
 
 def test_s3_get_of_a_missing_key_is_an_http_error(runtime):
     runtime.s3_client.create_bucket(Bucket="tool-bucket-2")
     with pytest.raises(HttpError) as info:
-        call("aws.s3.get_object", {"bucket": "tool-bucket-2", "key": "missing"})
+        call("aws.s3.get_object", {"bucket": "tool-bucket-2", "key": "acme/missing"})
     assert info.value.details["code"] == "NoSuchKey"
     assert info.value.details["status"] == 404
     # The message names what is missing (S3's own says "The specified key does not exist.")
-    assert "no object s3://tool-bucket-2/missing" in str(info.value)
+    assert "no object s3://tool-bucket-2/acme/missing" in str(info.value)
 
 
 # --------------------------------------------------------------------------- Lambda, SFN
@@ -302,6 +310,7 @@ def test_stepfunctions_start_execution_starts_a_run(runtime):
         name="child",
         definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}),
         roleArn="arn:aws:iam::123456789012:role/x",
+        tags=[{"key": TENANT_TAG, "value": "acme"}],
     )["stateMachineArn"]
     started = call(
         "aws.stepfunctions.start_execution",
@@ -383,14 +392,15 @@ def test_tool_handler_runs_the_put_item_sample(table):
     result = load_handler("tool").handler(event, CONTEXT)
     assert result == {"output": {"ok": True}, "branch": None}
     got = call(
-        "aws.dynamodb.get_item", {"table": "orders", "key": {"pk": "order#ord-1", "sk": "meta"}}
+        "aws.dynamodb.get_item",
+        {"table": "orders", "key": {"pk": "acme#order#ord-1", "sk": "meta"}},
     )
     assert got["item"]["total"] == 240.0
     assert got["item"]["lines"] == 2
 
 
 def test_tool_handler_runs_the_put_events_sample(runtime):
-    runtime.client("events").create_event_bus(Name="relayflow-samples")
+    runtime.client("events").create_event_bus(Name="relayflow-samples", Tags=ACME_TAGS)
     event = load_event("tool", "events_put_events")
     result = load_handler("tool").handler(event, CONTEXT)
     assert result["output"]["event_id"]

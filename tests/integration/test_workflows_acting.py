@@ -229,7 +229,9 @@ def test_order_fulfilment_example_acts_on_dynamodb_ses_and_eventbridge(runtime):
     result = run_workflow(workflow, trigger, runtime=runtime)
     # Then the order is in DynamoDB, the email went out and the event reached the bus
     assert result.status == "succeeded", (result.error, result.cause)
-    item = client("dynamodb").get_item(TableName="app-orders", Key={"pk": {"S": "order#ord-2001"}})
+    item = client("dynamodb").get_item(
+        TableName="app-orders", Key={"pk": {"S": "local#order#ord-2001"}}
+    )
     assert item["Item"]["customer"] == {"S": "ada@example.org"}
     assert outputs(result)["loyalty"] == {"points": 518}
     assert outputs(result)["confirm"]["message_id"]

@@ -10,7 +10,9 @@ answers ``POST /2015-03-31/functions/{FunctionName}/invocations`` the way AWS La
 * a handler that raises is a 200 with ``X-Amz-Function-Error: Unhandled`` and the body the
   Python runtime sends (``errorMessage``, ``errorType`` = the exception class ``__name__``,
   ``stackTrace``), so ``Relayflow.*`` errors match ``ErrorEquals`` exactly as on AWS;
-* an unknown function is a 404 ``ResourceNotFoundException``.
+* an unknown function is a 404 ``ResourceNotFoundException``;
+* ``GET /2017-03-31/tags/{ARN}`` (``ListTags``) answers the function's tags, which a tool
+  call's tenant check reads (:mod:`relayflow.tools.tenant_data`).
 
 ``sam local start-lambda`` answers the same API, so the runtime can also be pointed at it.
 """
@@ -39,6 +41,7 @@ Handler = Callable[[Any, Any], Any]
 
 _INVOKE_PREFIX = "/2015-03-31/functions/"
 _INVOKE_SUFFIX = "/invocations"
+_TAGS_PREFIX = "/2017-03-31/tags/"
 #: What a local handler sees as its configured timeout (Lambda's maximum).
 _DEFAULT_TIMEOUT_MS = 900_000
 
@@ -127,8 +130,11 @@ class HandlerRegistry:
         *,
         region: str = LOCAL_REGION,
         account: str = LOCAL_ACCOUNT,
+        tags: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self._handlers: Mapping[str, Handler] = handlers if handlers is not None else {}
+        #: Each function's tags by name; read at each ListTags, like the handlers.
+        self.tags: Mapping[str, Mapping[str, str]] = tags if tags is not None else {}
         self._functions_dir = functions_dir
         self.region = region
         self.account = account
@@ -192,6 +198,9 @@ class _InvokeHandler(QuietHandler):
 
     def do_POST(self) -> None:
         self.server.endpoint.handle_invoke(self)
+
+    def do_GET(self) -> None:
+        self.server.endpoint.handle_list_tags(self)
 
     def send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
@@ -305,6 +314,32 @@ class LambdaEndpoint:
             return
         status, body, headers = self._invoke(handler, name, qualifier, payload)
         request.send_json(status, body, headers)
+
+    def handle_list_tags(self, request: _InvokeHandler) -> None:
+        """``ListTags``: the tags of a function the registry serves (404 for any other)."""
+        path = urlsplit(request.path).path
+        if not path.startswith(_TAGS_PREFIX):
+            request.send_json(
+                404,
+                {"Type": "User", "message": f"Unknown operation {request.command} {path}"},
+                {"x-amzn-ErrorType": "UnknownOperationException"},
+            )
+            return
+        name, _ = parse_function_ref(path[len(_TAGS_PREFIX) :])
+        try:
+            handler = self.registry.resolve(name)
+        except Exception:  # the function's module failed to import: it still exists
+            handler = None
+        tags = self.registry.tags.get(name)
+        if handler is None and tags is None:
+            arn = self.registry.function_arn(name)
+            request.send_json(
+                404,
+                {"Type": "User", "message": f"Function not found: {arn}"},
+                {"x-amzn-ErrorType": "ResourceNotFoundException"},
+            )
+            return
+        request.send_json(200, {"Tags": dict(tags or {})})
 
     def _invoke(
         self, handler: Handler, name: str, qualifier: str | None, payload: Any

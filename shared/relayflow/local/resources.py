@@ -12,6 +12,12 @@ stacks. Locally they must exist in moto first; a resources file declares them::
     ses_identities: [orders@shop.example]
     secrets: {relayflow/local/local/billing-token: "demo-token"}
     parameters: {/relayflow/local/local/billing/key: "demo-key"}
+    tenant: local
+
+``tenant`` (default ``local``, the tenant a local run acts for) owns the queues, topics and
+buses: they are tagged ``relayflow-tenant=<tenant>``, as a tenant's resources are on AWS. Its
+steps reach S3 keys under ``<tenant>/`` and DynamoDB items whose partition key starts with
+``<tenant>#`` (docs/security.md, "Tenant isolation").
 
 ``relayflow run FILE --resources RESOURCES.yaml`` applies it; creating is idempotent. Secrets
 and parameters keep their full names: a local run acts for the tenant ``local``, whose
@@ -52,6 +58,12 @@ class LocalResources(BaseModel):
     ses_identities: list[str] = Field(default_factory=list)
     secrets: dict[str, str] = Field(default_factory=dict, description="Local demo values only.")
     parameters: dict[str, str] = Field(default_factory=dict, description="SSM SecureStrings.")
+    tenant: str = Field(
+        "local",
+        min_length=1,
+        description="The tenant whose queues, topics and buses these are (tagged "
+        "relayflow-tenant).",
+    )
 
 
 def load_resources(path: str | Path) -> LocalResources:
@@ -99,16 +111,19 @@ def provision(resources: LocalResources) -> dict[str, list[str]]:
 
             for item in table.items:
                 dynamodb.put_item(TableName=table.name, Item=to_dynamodb(item, "item"))
+    from relayflow.tenancy import TENANT_TAG
+
+    owner = resources.tenant
     for name in resources.sqs_queues:
-        client("sqs").create_queue(QueueName=name)
+        client("sqs").create_queue(QueueName=name, tags={TENANT_TAG: owner})
         created.setdefault("sqs_queues", []).append(name)
     for name in resources.sns_topics:
-        client("sns").create_topic(Name=name)
+        client("sns").create_topic(Name=name, Tags=[{"Key": TENANT_TAG, "Value": owner}])
         created.setdefault("sns_topics", []).append(name)
     events = client("events")
     for name in resources.event_buses:
         if not _exists(events.describe_event_bus, Name=name):
-            events.create_event_bus(Name=name)
+            events.create_event_bus(Name=name, Tags=[{"Key": TENANT_TAG, "Value": owner}])
             created.setdefault("event_buses", []).append(name)
     s3 = client("s3")
     for name in resources.s3_buckets:

@@ -76,16 +76,19 @@ class LocalRuntime(ClosedOnExit):
 
     ``handlers`` maps a Lambda function name (``relayflow-condition``) to a Python handler
     ``(event, context) -> result``; names not in it are served from
-    ``functions_dir/<kind>/app.py``. ``time_scale`` multiplies Wait and Retry sleeps (0.01:
-    a 300 s Wait takes 3 s; 1.0 is real time). Task and state-machine ``TimeoutSeconds`` are
-    real seconds. ``compat_skip`` names compatibility fixes to leave out, only to show that a
-    fix is still needed (all fixes are applied otherwise, and a later runtime re-applies them).
+    ``functions_dir/<kind>/app.py``. ``function_tags`` tags functions by name (a tool step
+    invokes only one tagged ``relayflow-tenant=<its tenant>``). ``time_scale`` multiplies
+    Wait and Retry sleeps (0.01: a 300 s Wait takes 3 s; 1.0 is real time). Task and
+    state-machine ``TimeoutSeconds`` are real seconds. ``compat_skip`` names compatibility
+    fixes to leave out, only to show that a fix is still needed (all fixes are applied
+    otherwise, and a later runtime re-applies them).
     """
 
     def __init__(
         self,
         handlers: Mapping[str, Handler] | None = None,
         *,
+        function_tags: Mapping[str, Mapping[str, str]] | None = None,
         time_scale: float = timescale.DEFAULT_TIME_SCALE,
         functions_dir: Path | None = None,
         region: str = LOCAL_REGION,
@@ -95,6 +98,11 @@ class LocalRuntime(ClosedOnExit):
             raise ValueError(f"time_scale must be >= 0, got {time_scale}")
         #: Handlers by function name; read at each Invoke (see :meth:`register_handler`).
         self.handlers: dict[str, Handler] = dict(handlers or {})
+        #: Tags of the functions by name (``relayflow-tenant`` scopes one to a tenant's steps);
+        #: the Lambda endpoint's ListTags answers them.
+        self.function_tags: dict[str, dict[str, str]] = {
+            name: dict(tags) for name, tags in (function_tags or {}).items()
+        }
         self._time_scale = time_scale
         self.functions_dir = functions_dir or default_functions_dir()
         self.region = region
@@ -139,7 +147,11 @@ class LocalRuntime(ClosedOnExit):
         compat.apply(skip=self.compat_skip)
         timescale.set_time_scale(self._time_scale)
         registry = HandlerRegistry(
-            self.handlers, self.functions_dir, region=self.region, account=self.account
+            self.handlers,
+            self.functions_dir,
+            region=self.region,
+            account=self.account,
+            tags=self.function_tags,
         )
         self._endpoint = LambdaEndpoint(registry, on_invocation=self._record_invocation)
         self._endpoint.start()
@@ -292,9 +304,14 @@ class LocalRuntime(ClosedOnExit):
         assert self._endpoint is not None
         self._endpoint.duplicate_invocations = value
 
-    def register_handler(self, function_name: str, handler: Handler) -> None:
-        """Serve ``function_name`` with ``handler`` from now on (also while open)."""
+    def register_handler(
+        self, function_name: str, handler: Handler, *, tags: Mapping[str, str] | None = None
+    ) -> None:
+        """Serve ``function_name`` with ``handler`` from now on (also while open), tagged
+        ``tags`` when given (``{"relayflow-tenant": "<tenant>"}`` gives it to a tenant)."""
         self.handlers[function_name] = handler
+        if tags is not None:
+            self.function_tags[function_name] = dict(tags)
 
     # -- clients ----------------------------------------------------------------------------
 

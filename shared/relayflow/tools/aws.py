@@ -711,12 +711,15 @@ def run_aws_tool(name: str, args: Any) -> Any:
 
     A call that names one of Relayflow's own resources is refused
     (:func:`relayflow.tools.guard.check_tool_call`, ``Relayflow.InvalidArgs`` with
-    ``details.rule`` ``tenant-boundary``). ``aws.events.put_events`` on the Relayflow bus goes
-    through the stamped path: the tenant is stamped into its detail, a reserved source or
-    detail type is refused, and Relayflow sends it; every other call is made with the
-    tenant's identity (:mod:`relayflow.adapters.tenant_aws`)."""
+    ``details.rule`` ``tenant-boundary``), and so is one that reaches another tenant's data
+    (:func:`relayflow.tools.tenant_data.check_tenant_data`; IAM refuses it on AWS).
+    ``aws.events.put_events`` on the Relayflow bus goes through the stamped path: the tenant
+    is stamped into its detail, a reserved source or detail type is refused, and Relayflow
+    sends it; every other call is made with the tenant's identity
+    (:mod:`relayflow.adapters.tenant_aws`)."""
     from relayflow.tenancy import acting_tenant
     from relayflow.tools.guard import check_tool_call
+    from relayflow.tools.tenant_data import check_tenant_data
 
     tool = AWS_TOOLS[name]
     parsed = parse_args(tool, args)
@@ -724,6 +727,7 @@ def run_aws_tool(name: str, args: Any) -> Any:
     if check_tool_call(name, parsed):
         return _put_on_relayflow_bus(name, tool, parsed, tenant)
     with aws_call(name, tool.service, tenant) as service_client:
+        check_tenant_data(name, parsed, tenant)
         return tool.action(service_client, parsed, name)
 
 

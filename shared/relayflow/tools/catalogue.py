@@ -244,6 +244,11 @@ def would_call(
             problem = reserved_problem(parsed.source, parsed.detail_type)
             if problem is not None:
                 raise TenantBoundary(f"{tool}: {problem}", tool=tool, field=problem.field)
+        else:
+            from relayflow.tenancy import acting_tenant
+            from relayflow.tools.tenant_data import check_tenant_data
+
+            check_tenant_data(tool, parsed, acting_tenant(), dry_run=True)
         return call_records.aws_call(tool, spec.iam_action, args)
     if tool.startswith("http."):
         from relayflow.tools.http import prepare_http_tool
