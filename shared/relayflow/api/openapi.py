@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+
+if TYPE_CHECKING:
+    # Powertools' OpenAPI models (a third of import boto3) are built only for the document.
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
 
 TITLE = "Relayflow control API"
 API_VERSION = "1"
@@ -139,6 +142,8 @@ def configure(app: APIGatewayRestResolver) -> None:
 
 def finish(schema: OpenAPI) -> OpenAPI:
     """The generated document with the definition body declared and one error model."""
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+
     document = schema.model_dump(by_alias=True, exclude_none=True, mode="json")
     components = document.setdefault("components", {}).setdefault("schemas", {})
     for path_item in (document.get("paths") or {}).values():
