@@ -9,6 +9,7 @@ server answers requests in threads.
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from relayflow.api import openapi
 from relayflow.api.resolver import app
 from relayflow.api.routes import breakers, dlq, events, runs, waits, workflows
 
@@ -25,12 +26,21 @@ app.include_router(waits.router)
 def openapi_document() -> Response[str]:
     from aws_lambda_powertools.event_handler.openapi.models import Server
 
-    # Behind the execute-api URL every path starts with the stage (/prod/workflows).
-    context = app.current_event.get("requestContext") or {}
-    stage, path = str(context.get("stage") or ""), str(context.get("path") or "")
-    base = f"/{stage}" if stage and stage != "$default" and path.startswith(f"/{stage}/") else "/"
     return Response(
         status_code=200,
         content_type=content_types.APPLICATION_JSON,
-        body=app.get_openapi_json_schema(servers=[Server(url=base)]),
+        body=app.get_openapi_json_schema(servers=[Server(url=_base_path() or "/")]),
     )
+
+
+@app.get("/swagger", include_in_schema=False)
+def swagger() -> Response[str]:
+    return openapi.swagger_page(app, _base_path(), app.current_event.query_string_parameters or {})
+
+
+def _base_path() -> str:
+    """``/<stage>`` behind the execute-api URL, where every path starts with the stage
+    (/prod/workflows); empty behind a custom domain or the local server."""
+    context = app.current_event.get("requestContext") or {}
+    stage, path = str(context.get("stage") or ""), str(context.get("path") or "")
+    return f"/{stage}" if stage and stage != "$default" and path.startswith(f"/{stage}/") else ""
