@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
 if TYPE_CHECKING:
     # Powertools' OpenAPI models (a third of import boto3) are built only for the document.
@@ -139,11 +139,12 @@ def security() -> tuple[dict[str, Any], list[dict[str, list[str]]]]:
     return schemes, [{"bearer": []}, {"apiKey": []}]
 
 
-def swagger_page(app: APIGatewayRestResolver, base_path: str, query: Mapping[str, str]) -> Any:
+def swagger_page(
+    app: APIGatewayRestResolver, base_path: str, query: Mapping[str, str]
+) -> Response[str]:
     """``GET /swagger``: the Swagger UI page with the document inlined (``?format=json``: the
     document alone), as Powertools' ``enable_swagger`` serves it, without its models loaded
     at start-up."""
-    from aws_lambda_powertools.event_handler import Response
     from aws_lambda_powertools.event_handler.openapi import swagger_ui
     from aws_lambda_powertools.event_handler.openapi.models import Server
 
