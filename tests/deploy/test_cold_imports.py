@@ -21,8 +21,8 @@ from sam_template import ROOT, function_resources, load_template
 FUNCTIONS = sorted(function_resources(load_template()))
 #: Loaded by no handler's import.
 NEVER = ("asyncio", "pydantic_settings")
-#: What each function loads on first use instead (its import time, measured under python3.12
-#: with compiled bytecode, is in the commit that moved it).
+#: What each function loads on first use instead (docs/operations.md, "Cold starts and the
+#: layer").
 LATER = {
     "api": (
         "aws_lambda_powertools.event_handler",
