@@ -3,17 +3,30 @@
 Logic never reads ``os.environ``; it calls :func:`get_settings`. ``template.yaml`` sets these
 variables on each function; the local runtime and tests override them with
 :func:`override_settings`.
+
+Each field ``<name>`` is read from ``RELAYFLOW_<NAME>`` (any case), or from its validation
+alias (``AWS_REGION``); a blank variable is not set; a list or mapping is JSON. That is what
+``pydantic_settings`` did here, read by :func:`environment_values` instead: importing
+``pydantic_settings`` cost every function a fifth of ``import boto3`` at each cold start, and
+it imports ``asyncio``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import types
+import typing
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
+
+#: Prefix of the variable of each field without a validation alias.
+ENV_PREFIX = "RELAYFLOW_"
 
 #: What ``sam local invoke`` puts in a variable whose template value it cannot resolve: the
 #: logical id a ``!Ref`` names, or for ``!GetAtt <id>.Arn`` a Lambda-shaped ARN ending in
@@ -50,12 +63,47 @@ def _is_placeholder(value: Any, logical_id: str) -> bool:
     )
 
 
-class Settings(BaseSettings):
-    # A blank variable (what SAM gives an unresolvable value, or an unset optional parameter)
-    # means "not set": the default applies, never a parse error.
-    model_config = SettingsConfigDict(
-        env_prefix="RELAYFLOW_", extra="ignore", env_ignore_empty=True
+def _is_json(field: FieldInfo) -> bool:
+    """Whether a variable for ``field`` holds JSON (a list, a mapping or a model)."""
+    annotation = field.annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next((a for a in typing.get_args(annotation) if a is not type(None)), None)
+    origin = typing.get_origin(annotation) or annotation
+    return origin in (list, dict, set, frozenset, tuple) or (
+        isinstance(origin, type) and issubclass(origin, BaseModel)
     )
+
+
+def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The values ``environ`` sets for ``model``'s fields, keyed as the model validates them
+    (by validation alias, else by name). A blank variable (what SAM gives an unresolvable
+    value, or an unset optional parameter) means "not set": the default applies, never a
+    parse error. A variable that should be JSON and is not is a ``ValueError`` naming it."""
+    by_lower = {name.lower(): value for name, value in environ.items()}
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
+        variable = alias or f"{ENV_PREFIX}{name}"
+        raw = by_lower.get(variable.lower())
+        if raw is None or raw == "":
+            continue
+        if _is_json(field):
+            try:
+                value: Any = json.loads(raw)
+            except ValueError as exc:
+                raise ValueError(f"{variable.upper()} ({name}) is not JSON: {exc}") from None
+        else:
+            value = raw
+        values[alias or name] = value
+    return values
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    def __init__(self, **values: Any) -> None:
+        """The settings the environment sets, with ``values`` over them."""
+        super().__init__(**{**environment_values(type(self), os.environ), **values})
 
     stage: str = "local"
     region: str = Field("us-east-1", validation_alias="AWS_REGION")

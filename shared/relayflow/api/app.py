@@ -29,9 +29,11 @@ status  code                       when
 503     ``service_unavailable``    an AWS service the control plane uses failed
 ======  =========================  ====================================================
 
-:func:`handle` is the Lambda entry point (``functions/api/app.py`` calls it). The routes are
-in :mod:`relayflow.api.routes` (one ``Router`` per resource), the resolver and what they share
-in :mod:`relayflow.api.resolver`; this module includes them in order.
+:func:`handle` is the Lambda entry point (``functions/api/app.py`` calls it). It refuses what
+no route reads (:mod:`relayflow.api.precheck`) and hands the rest to the resolver, which
+:mod:`relayflow.api.routing` builds on the first request: the routes are in
+:mod:`relayflow.api.routes` (one ``Router`` per resource), the resolver and what they share in
+:mod:`relayflow.api.resolver`.
 """
 
 import base64
@@ -39,47 +41,18 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
-
-from relayflow.api.resolver import (
-    MAX_BODY_BYTES,
-    ErrorBody,
-    app,
-    media_type_refusal,
-    request_id_of,
-)
-from relayflow.api.routes import breakers, dlq, events, runs, waits, workflows
+from relayflow.api.precheck import MAX_BODY_BYTES, media_type_refusal, request_id_of
 from relayflow.observability import logger
-
-# The order the routes were written in is the order of the OpenAPI document's paths.
-app.include_router(workflows.router)
-app.include_router(runs.router)
-app.include_router(events.router)
-app.include_router(breakers.router)
-app.include_router(dlq.router)
-app.include_router(waits.router)
-
-
-@app.get("/openapi.json", include_in_schema=False)
-def openapi_document() -> Response[str]:
-    from aws_lambda_powertools.event_handler.openapi.models import Server
-
-    # Behind the execute-api URL every path starts with the stage (/prod/workflows).
-    context = app.current_event.get("requestContext") or {}
-    stage, path = str(context.get("stage") or ""), str(context.get("path") or "")
-    base = f"/{stage}" if stage and stage != "$default" and path.startswith(f"/{stage}/") else "/"
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=app.get_openapi_json_schema(servers=[Server(url=base)]),
-    )
-
 
 # ----------------------------------------------------------------------------- entry point
 
 
 def _early_error(status: int, code: str, message: str) -> dict[str, Any]:
     """A proxy response for a request refused before routing (the same error model)."""
+    from aws_lambda_powertools.event_handler import content_types
+
+    from relayflow.api.resolver import ErrorBody
+
     body = ErrorBody(code=code, message=message).model_dump_json()
     return {
         "statusCode": status,
@@ -127,6 +100,8 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             refused = _early_error(415, "unsupported_media_type", reason)
         if refused is not None:
             return refused
+        from relayflow.api.routing import app
+
         return app.resolve(event, context)
     except Exception:
         logger.exception("unhandled error outside a route", extra={"request_id": request_id})

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+
+if TYPE_CHECKING:
+    # Powertools' OpenAPI models (a third of import boto3) are built only for the document.
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
 
 TITLE = "Relayflow control API"
 API_VERSION = "1"
@@ -106,11 +110,24 @@ class DocumentedResolver(APIGatewayRestResolver):
             self.lambda_context = None
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:  # type: ignore[override]
+        schemes, requirement = security()
+        if kwargs.get("security_schemes") is None:
+            kwargs["security_schemes"] = schemes
+        if kwargs.get("security") is None:
+            kwargs["security"] = requirement
         return finish(super().get_openapi_schema(**kwargs))
 
 
 def configure(app: APIGatewayRestResolver) -> None:
-    """Title, auth schemes and Swagger UI (``/swagger``) of the control API."""
+    """Title, version and description of the control API's document. Its auth schemes are
+    added when the document is built (:meth:`DocumentedResolver.get_openapi_schema`) and the
+    Swagger UI is :func:`swagger_page`: both need Powertools' OpenAPI models, which no other
+    request does."""
+    app.configure_openapi(title=TITLE, version=API_VERSION, description=DESCRIPTION)
+
+
+def security() -> tuple[dict[str, Any], list[dict[str, list[str]]]]:
+    """The document's auth schemes, and the requirement that a request meets one of them."""
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 
     schemes: dict[str, Any] = {
@@ -119,26 +136,37 @@ def configure(app: APIGatewayRestResolver) -> None:
             name="X-Api-Key", in_=APIKeyIn.header, description="`X-Api-Key: <API key>`"
         ),
     }
-    security = [{"bearer": []}, {"apiKey": []}]
-    app.configure_openapi(
-        title=TITLE,
-        version=API_VERSION,
-        description=DESCRIPTION,
-        security_schemes=schemes,
-        security=security,
-    )
-    app.enable_swagger(
-        path="/swagger",
-        title=TITLE,
-        version=API_VERSION,
-        description=DESCRIPTION,
-        security_schemes=schemes,
-        security=security,
-    )
+    return schemes, [{"bearer": []}, {"apiKey": []}]
+
+
+def swagger_page(
+    app: APIGatewayRestResolver, base_path: str, query: Mapping[str, str]
+) -> Response[str]:
+    """``GET /swagger``: the Swagger UI page with the document inlined (``?format=json``: the
+    document alone), as Powertools' ``enable_swagger`` serves it, without its models loaded
+    at start-up."""
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui
+    from aws_lambda_powertools.event_handler.openapi.models import Server
+
+    if query.get("format") == "oauth2-redirect":
+        html = swagger_ui.generate_oauth2_redirect_html()
+        return Response(status_code=200, content_type="text/html", body=html)
+    # The .replace keeps a "</script>" inside the document from closing the page's script.
+    spec = app.get_openapi_json_schema(servers=[Server(url=base_path or "/")])
+    spec = spec.replace("</", "<\\/")
+    if query.get("format") == "json":
+        return Response(status_code=200, content_type="application/json", body=spec)
+    assets = Path(str(swagger_ui.__file__)).parent
+    js = (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8")
+    css = (assets / "swagger-ui.min.css").read_text(encoding="utf-8")
+    html = swagger_ui.generate_swagger_html(spec, js, css, "", None, False)
+    return Response(status_code=200, content_type="text/html", body=html)
 
 
 def finish(schema: OpenAPI) -> OpenAPI:
     """The generated document with the definition body declared and one error model."""
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+
     document = schema.model_dump(by_alias=True, exclude_none=True, mode="json")
     components = document.setdefault("components", {}).setdefault("schemas", {})
     for path_item in (document.get("paths") or {}).values():

@@ -1,8 +1,9 @@
 """The control API's resolver and what every route shares: limits, path and query
 parameter types, the error model and its handlers, the tenant, replies and response docs.
 
-The routes are in :mod:`relayflow.api.routes` (one module per resource); :mod:`relayflow.api.app`
-includes them and is the Lambda entry point.
+The routes are in :mod:`relayflow.api.routes` (one module per resource);
+:mod:`relayflow.api.routing` includes them, and :mod:`relayflow.api.app` (the Lambda entry
+point) loads it on the first request.
 """
 
 import dataclasses
@@ -20,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from pydantic import BaseModel, Field
 
 from relayflow.api import openapi
+from relayflow.api.precheck import YAML_MEDIA_TYPES, request_id_of
 from relayflow.control.errors import (
     ApiError,
     BadRequest,
@@ -31,8 +33,6 @@ from relayflow.intake import UNREADABLE_RULES, IntakeError, loads
 from relayflow.observability import logger
 from relayflow.reliability.breakers import BREAKER_ID_PATTERN
 
-#: API Gateway accepts 10 MB; Relayflow stores run input and definitions up to this.
-MAX_BODY_BYTES = 256 * 1024
 #: ``relayflow.definition.models.WORKFLOW_ID_PATTERN``, repeated so that importing the API
 #: does not build the definition models (a test keeps the two equal).
 WORKFLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -44,44 +44,6 @@ RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
 MAX_IDEMPOTENCY_KEY = 256
 #: Largest workflow version (stored as ``V#<version:010d>``).
 MAX_VERSION = 9_999_999_999
-#: Routes API Gateway serves without the authorizer (template.yaml: ``Auth: NONE``); every
-#: other path reaches this function through the ``/{proxy+}`` resource.
-PUBLIC_RESOURCES = frozenset({"/openapi.json", "/swagger"})
-#: The public guest approval page (template.yaml: GET and POST, ``Auth: NONE``): the signed
-#: link in its query is the credential (relayflow.approvals).
-GUEST_APPROVAL_RESOURCE = "/guest/approvals/{id}"
-
-_YAML_MEDIA_TYPES = frozenset(
-    {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
-)
-
-
-#: Methods whose body a route reads.
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-def media_type_refusal(event: Mapping[str, Any]) -> str | None:
-    """Why the body of ``event`` is in a format no route here reads (a 415), or ``None``.
-
-    Every route reads JSON (and ``PUT /workflows/{id}`` YAML too); the guest approval page reads
-    its HTML form. Powertools would parse a form or multipart body into fields, so a route whose
-    fields all have defaults would act on an empty request (a run started without its input),
-    and a multipart type without a boundary would fail inside the parser. A request without a
-    body or without a Content-Type is read as JSON, as before."""
-    if str(event.get("httpMethod") or "").upper() not in _BODY_METHODS:
-        return None
-    if event.get("resource") == GUEST_APPROVAL_RESOURCE:
-        return None
-    headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
-    raw = str(headers.get("content-type") or "").strip()
-    if not raw or not event.get("body"):
-        return None
-    media_type = raw.split(";", 1)[0].strip().lower()
-    if media_type == "application/json" or media_type.endswith("+json"):
-        return None
-    if media_type in _YAML_MEDIA_TYPES and str(event.get("httpMethod")).upper() == "PUT":
-        return None
-    return f"Content-Type {media_type or raw} is not read here: send the body as application/json"
 
 
 class UnsupportedMediaType(ApiError):
@@ -229,12 +191,6 @@ def response_docs(ok: Mapping[int, str], model: type[BaseModel], *errors: int) -
 # ----------------------------------------------------------------------------- error handlers
 
 
-def request_id_of(event: Mapping[str, Any]) -> str:
-    """API Gateway's id of the request (``-`` when there is none)."""
-    context = event.get("requestContext") or {}
-    return str(context.get("requestId") or "-")
-
-
 @app.exception_handler(ApiError)
 def _api_error(exc: ApiError) -> Response:
     headers = {}
@@ -330,7 +286,7 @@ def definition_body() -> dict[str, Any]:
     from relayflow.definition.problems import Problem
 
     media_type = _media_type()
-    if media_type in _YAML_MEDIA_TYPES:
+    if media_type in YAML_MEDIA_TYPES:
         fmt = "yaml"
     elif media_type == "application/json" or media_type.endswith("+json"):
         fmt = "json"

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from relayflow.control.records import loads_or_none
+from relayflow.control.stored_json import loads_or_none
 
 #: The Task resource of a ``sub_workflow`` step (``resource`` in its history events).
 SYNC_RESOURCE = "startExecution.sync:2"

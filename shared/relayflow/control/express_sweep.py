@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relayflow.control.recorder import RecordingPlane, record_status_change
 from relayflow.control.status_events import DETAIL_TYPE, SOURCE
 from relayflow.dal import RunItem
 from relayflow.dal.express import ExpressDeadlines
 from relayflow.observability import logger, record_metric
+
+if TYPE_CHECKING:
+    from relayflow.control.recorder import RecordingPlane
 
 #: Markers one maintenance pass handles at most.
 SWEEP_BATCH = 200
@@ -105,6 +107,9 @@ def sweep_express_runs(
         else:
             markers.remove(due)
             continue
+        # The recorder loads only when a run is due: most sweeps of the minute find none.
+        from relayflow.control.recorder import record_status_change
+
         record_status_change(change, control=control)
         markers.remove(due)
     if timed_out:

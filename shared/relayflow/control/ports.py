@@ -9,13 +9,15 @@ it to every use case; nothing here knows the root.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from relayflow.control.models import RunSummary, StartRunResult
 from relayflow.dal import Dal, get_dal
 from relayflow.dal.breakers import BreakerDal
 from relayflow.executions import stepfunctions as sfn_api
 from relayflow.reliability.breakers import Breakers
+
+if TYPE_CHECKING:
+    from relayflow.control.models import RunSummary, StartRunResult
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ from relayflow.control.cancel_compensation import (
     start_compensation,
 )
 from relayflow.control.compensation import split_cause
-from relayflow.control.express_children import child_executions, child_status_changes
 from relayflow.control.limits import (
     MAX_STORED_OUTPUT_BYTES,
     RUN_MAX_AGE,
@@ -52,9 +51,8 @@ from relayflow.control.limits import (
     RUN_STATUS,
     TENANT_PATTERN,
 )
-from relayflow.control.ports import Ports
-from relayflow.control.records import loads_or_none
 from relayflow.control.status_events import DETAIL_TYPE, SOURCE
+from relayflow.control.stored_json import loads_or_none
 from relayflow.control.timeline import StepRun, history_steps
 from relayflow.control.timeline import failing_step as last_failing_step
 from relayflow.control.times import elapsed_ms, epoch, iso_of_epoch, now_iso, parse_iso
@@ -67,6 +65,7 @@ from relayflow.settings import get_settings
 
 if TYPE_CHECKING:
     from relayflow.control.admission import Admission
+    from relayflow.control.ports import Ports
 
 #: Source of the lifecycle events on the Relayflow bus.
 LIFECYCLE_SOURCE = "relayflow"
@@ -505,6 +504,8 @@ def _record_express_children(
 ) -> None:
     """Record the end of each Express child the run's ``sub_workflow`` steps ran, from the
     run's history (:mod:`relayflow.control.express_children`)."""
+    from relayflow.control.express_children import child_executions, child_status_changes
+
     for child in child_executions(history or []):
         ref = _ref_of(child.get("Input"))  # a sync:2 Input is the parsed document
         if _engine_of(control, str(child["ExecutionArn"]), ref) != "express":

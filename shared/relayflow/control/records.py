@@ -3,7 +3,6 @@ summaries of stored items, and how a run is started (:class:`RunMode`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,37 +14,13 @@ from relayflow.control.models import (
     WorkflowSummary,
     view_of,
 )
+from relayflow.control.stored_json import json_default as json_default
+from relayflow.control.stored_json import loads_optional as loads_optional
+from relayflow.control.stored_json import loads_or_none as loads_or_none
+from relayflow.control.stored_json import to_json as to_json
 from relayflow.control.timeline import StepRun
 from relayflow.control.times import normalized_iso
 from relayflow.dal import ApiKeyItem, RunItem, VersionItem, WorkflowItem
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON, as definitions, triggers and execution inputs are stored."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=json_default)
-
-
-def json_default(value: Any) -> Any:
-    """YAML gives dates and times as objects; a definition stores them as ISO text."""
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def loads_optional(text: str | None) -> Any:
-    """Stored JSON text as a value (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
-
-
-def loads_or_none(text: Any) -> Any:
-    """JSON text as a value; ``None`` for no text, for text that is not JSON and for what is
-    not text at all."""
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)

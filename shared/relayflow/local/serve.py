@@ -98,7 +98,7 @@ def index(state: str = IN_MEMORY) -> dict[str, Any]:
 def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     """The API Gateway resource of a path, and its path parameters, as ``template.yaml``
     declares them: the public routes by name, everything else through ``/{proxy+}``."""
-    from relayflow.api.resolver import PUBLIC_RESOURCES
+    from relayflow.api.precheck import PUBLIC_RESOURCES
 
     if path in PUBLIC_RESOURCES:
         return path, None
@@ -106,7 +106,7 @@ def _resource(path: str) -> tuple[str, dict[str, str] | None]:
     if len(parts) == 2 and parts[0] == "hooks" and parts[1]:
         return WEBHOOK_RESOURCE, {"slug": parts[1]}
     if len(parts) == 3 and parts[:2] == ["guest", "approvals"] and parts[2]:
-        from relayflow.api.resolver import GUEST_APPROVAL_RESOURCE
+        from relayflow.api.precheck import GUEST_APPROVAL_RESOURCE
 
         return GUEST_APPROVAL_RESOURCE, {"id": parts[2]}
     return PROXY_RESOURCE, ({"proxy": path.lstrip("/")} if path.strip("/") else None)

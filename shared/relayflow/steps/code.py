@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from relayflow.definition.models import CodeStep
 from relayflow.errors import CodeError, InvalidArgsError
 from relayflow.expressions import render
 from relayflow.observability import logger
 from relayflow.sandbox import Limits, run_code
 from relayflow.settings import get_settings
 from relayflow.steps.task import parse_task, result
+
+if TYPE_CHECKING:
+    from relayflow.definition.step_models import CodeStep
 
 
 def run(event: Any) -> dict[str, Any]:
@@ -56,6 +58,9 @@ def run(event: Any) -> dict[str, Any]:
 
 
 def _code_step(config: dict[str, Any]) -> CodeStep:
+    # The step models are a fifth of import boto3: loaded with the first step, not at init.
+    from relayflow.definition.step_models import CodeStep
+
     try:
         return CodeStep.model_validate({**config, "type": "code"})
     except ValidationError as exc:
