@@ -36,6 +36,12 @@ def timeline(result: RunResult) -> dict[str, Any]:
 def test_unreferenced_middle_outputs_leave_the_document_but_stay_in_the_timeline(runtime):
     # Given the golden workflow whose middle steps nobody reads (tests/golden/liveness.yaml)
     workflow = load_workflow(GOLDEN / "liveness.yaml")
+    # (its events go to the account's default bus, which the run's tenant must own)
+    events = runtime.events_client
+    default_bus = events.describe_event_bus(Name="default")["Arn"]
+    events.tag_resource(
+        ResourceARN=default_bus, Tags=[{"Key": "relayflow-tenant", "Value": "local"}]
+    )
     # When it runs
     result = run_workflow(workflow, {"order": "o-7", "total": 12}, runtime=runtime)
     assert result.succeeded, (result.error, result.cause)

@@ -89,7 +89,7 @@ def apply(skip: Iterable[str] = ()) -> None:
     """Apply every fix except ``skip`` (infrastructure fixes cannot be skipped). Idempotent.
 
     ``skip`` exists so a test can show that a fix is needed; a skipped fix that was applied
-    before is reverted.
+    before is reverted (with the fixes applied after it, which are applied again).
     """
     check_moto_version()
     _import_interpreter()
@@ -97,15 +97,21 @@ def apply(skip: Iterable[str] = ()) -> None:
     unknown = skipped - {fix.name for fix in fixes()}
     if unknown:
         raise ValueError(f"unknown compat fixes: {sorted(unknown)}")
+    wanted = [fix for fix in fixes() if fix.infrastructure or fix.name not in skipped]
     with _apply_lock:
-        for fix in fixes():
-            wanted = fix.infrastructure or fix.name not in skipped
-            if wanted and fix.name not in _applied:
-                patches = Patches()
-                fix.install(patches)
-                _applied[fix.name] = patches
-            elif not wanted and fix.name in _applied:
-                _applied.pop(fix.name).revert()
+        # A fix may wrap what an earlier one installed (several wrap moto's parser), so
+        # what was applied after a fix that changes is undone and applied again, in order:
+        # reverting one wrapper in the middle would otherwise drop the ones above it.
+        current = list(_applied)
+        keep = 0
+        while keep < min(len(current), len(wanted)) and current[keep] == wanted[keep].name:
+            keep += 1
+        for name in reversed(current[keep:]):
+            _applied.pop(name).revert()
+        for fix in wanted[keep:]:
+            patches = Patches()
+            fix.install(patches)
+            _applied[fix.name] = patches
 
 
 def revert() -> None:

@@ -45,3 +45,15 @@ def test_decoding_keeps_the_json_value_and_leaves_other_text_alone():
     assert decoded_escapes(text) == '{"a": "Grüße", "b": "say \\"hi\\"\\n", "n": 1.5}'
     assert decoded_escapes('{"a": "ascii"}') == '{"a": "ascii"}'
     assert decoded_escapes("{not json \\u") == "{not json \\u"
+
+
+def test_skipping_a_fix_and_applying_again_keeps_every_fix_in_its_order(rt):
+    # Given the fixes applied, then one in the middle of the parser's chain skipped and back
+    compat.apply(skip=["definition_unicode"])
+    assert "definition_unicode" not in compat.applied()
+    compat.apply()
+    # Then every fix is applied again, in the order they were first applied (the parser's
+    # later wrappers, such as distributed_integer_percentage, are not lost)
+    assert compat.applied() == [fix.name for fix in compat.fixes()]
+    asl = machine({"Greet": pass_state(Parameters=PARAMETERS, OutputPath="$")})
+    assert rt.run("unicode-again", asl, {"name": "Zoë"}).output == EXPECTED
