@@ -12,6 +12,7 @@ definition whose fields did not all parse.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,20 +155,20 @@ class StepGraph:
         """
         scopes: list[Scope] = []
         reached_by: dict[str, list[Scope]] = {}
-        pending: list[tuple[str, str | None]] = []
+        pending: deque[tuple[str, str | None]] = deque()
         if self.start in self.steps:
             pending.append((self.start, None))
         opened: set[tuple[str, str | None]] = set()
         while pending:
-            entry, owner = pending.pop(0)
+            entry, owner = pending.popleft()
             if (entry, owner) in opened:
                 continue
             opened.add((entry, owner))
             scope = Scope(entry=entry, owner=owner)
             scopes.append(scope)
-            stack, seen = [entry], {entry}
-            while stack:
-                key = stack.pop(0)
+            queue, seen = deque([entry]), {entry}
+            while queue:
+                key = queue.popleft()
                 scope.steps.append(key)
                 reached_by.setdefault(key, []).append(scope)
                 for edge in self.edges.get(key, []):
@@ -177,7 +178,7 @@ class StepGraph:
                         pending.append((edge.target, key))
                     elif edge.target not in seen:
                         seen.add(edge.target)
-                        stack.append(edge.target)
+                        queue.append(edge.target)
         return scopes, reached_by
 
     def _scope_successors(self, scope: Scope) -> dict[str, list[str]]:
