@@ -5,11 +5,16 @@ compiler's driver reads only the states a step added."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
+from relayflow.compiler import compile_workflow
 from relayflow.compiler.driver import added_states
 from relayflow.compiler.states import Pass, ScopeMachine
-from relayflow.definition.graph import StepGraph
+from relayflow.definition.graph import Edge, StepGraph
+from relayflow.validation import validate_data
 
 
 def walked_before(graph: StepGraph, before: str, step: str) -> bool:
@@ -41,6 +46,10 @@ def test_route_reach_agrees_with_walking_the_routes_on_random_graphs() -> None:
         for before in graph.steps:
             for step in graph.steps:
                 assert reach.runs_before(before, step) == walked_before(graph, before, step)
+        # And a step leads to a cycle when the walk from it meets a step that runs before itself
+        on_cycle = {k for k in graph.steps if walked_before(graph, k, k)}
+        for step in graph.steps:
+            assert reach.leads_to_cycle(step) == bool(graph.reachable(step) & on_cycle)
 
 
 def test_a_step_runs_before_itself_only_on_a_cycle() -> None:
@@ -67,6 +76,50 @@ def test_cycles_of_a_scope_come_in_scope_order() -> None:
     graph = StepGraph(steps, "a")
     scopes, _ = graph.scopes()
     assert graph.cycles(scopes[0]) == [["a"], ["b", "c"]]
+
+
+def poll_loops(n: int) -> dict[str, Any]:
+    """``n`` conditions in a row, each looping on itself, with an error route to the next."""
+    steps: dict[str, Any] = {}
+    for i in range(n):
+        then = f"s{i + 1}" if i + 1 < n else "done"
+        steps[f"s{i}"] = {
+            "type": "condition",
+            "expression": "trigger.x > 1",
+            "on_true": f"s{i}",
+            "on_false": then,
+            "on_failure": then,
+        }
+    steps["done"] = {"type": "transform", "mapping": {"ok": True}}
+    return {"id": "loops", "start": "s0", "steps": steps}
+
+
+def test_compiling_a_chain_of_loops_asks_for_routes_linear_in_its_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given chains of 100 and 400 loops whose error routes lead on (each loop's step limit
+    # asks whether its error route can re-enter a cycle), and a count of the routes asked for
+    calls = 0
+    routes = StepGraph.routes
+
+    def counted(self: StepGraph, key: str) -> Iterator[Edge]:
+        nonlocal calls
+        calls += 1
+        return routes(self, key)
+
+    asked: dict[int, int] = {}
+    for n in (100, 400):
+        workflow, problems = validate_data(poll_loops(n))
+        assert workflow is not None, problems
+        monkeypatch.setattr(StepGraph, "routes", counted)
+        calls = 0
+        # When each is compiled
+        compile_workflow(workflow)
+        asked[n] = calls
+        monkeypatch.undo()
+    # Then four times the loops asks for about four times the routes (a walk per loop asked
+    # for about 16 times as many)
+    assert asked[400] <= 4.5 * asked[100], asked
 
 
 def test_the_driver_reads_only_the_states_added_since_it_last_looked() -> None:

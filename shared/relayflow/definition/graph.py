@@ -291,6 +291,8 @@ class RouteReach:
     later: Sequence[int]
     #: Components on a cycle (more than one step, or a step routing to itself).
     cyclic: frozenset[int]
+    #: Components on a cycle or from which a route leads to one.
+    toward_cycle: frozenset[int]
 
     @classmethod
     def build(cls, nodes: Sequence[str], succ: Mapping[str, Sequence[str]]) -> RouteReach:
@@ -298,6 +300,7 @@ class RouteReach:
         component = {key: i for i, members in enumerate(components) for key in members}
         later: list[int] = []
         cyclic: set[int] = set()
+        toward_cycle: set[int] = set()
         for i, members in enumerate(components):
             found = 0
             for key in members:
@@ -307,8 +310,12 @@ class RouteReach:
                         cyclic.add(i)
                     else:  # j < i: Tarjan completed it first
                         found |= later[j] | (1 << j)
+                        if j in toward_cycle:
+                            toward_cycle.add(i)
             later.append(found)
-        return cls(component, later, frozenset(cyclic))
+            if i in cyclic:
+                toward_cycle.add(i)
+        return cls(component, later, frozenset(cyclic), frozenset(toward_cycle))
 
     def runs_before(self, before: str, step: str) -> bool:
         """Whether a route leads from ``before`` to ``step``, so ``before`` can finish before
@@ -317,3 +324,7 @@ class RouteReach:
         if i == j:
             return i in self.cyclic
         return bool(self.later[i] >> j & 1)
+
+    def leads_to_cycle(self, step: str) -> bool:
+        """Whether ``step`` is on a cycle or some route from it leads to one."""
+        return self.component[step] in self.toward_cycle
