@@ -263,7 +263,8 @@ def closing_note(exponents: dict[str, float]) -> bool:
 
 
 def report_serve() -> None:
-    print("\nrelayflow serve: GET latency (median of 30) by runs stored")
+    print("\nrelayflow serve: GET latency (wall time, median of 30) by runs stored")
+    print("(ratio to the table with no other runs)")
     print(f"{'runs':>7} {'run ms':>8} {'ratio':>7} {'workflow ms':>12} {'ratio':>7}")
     base = None
     for stored in STORED_RUNS:
