@@ -5,15 +5,15 @@ compiler's driver reads only the states a step added."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from graph_work import RoutesAsked
 
 from relayflow.compiler import compile_workflow
 from relayflow.compiler.driver import added_states
 from relayflow.compiler.states import Pass, ScopeMachine
-from relayflow.definition.graph import Edge, StepGraph
+from relayflow.definition.graph import StepGraph
 from relayflow.validation import validate_data
 
 
@@ -99,23 +99,14 @@ def test_compiling_a_chain_of_loops_asks_for_routes_linear_in_its_length(
 ) -> None:
     # Given chains of 100 and 400 loops whose error routes lead on (each loop's step limit
     # asks whether its error route can re-enter a cycle), and a count of the routes asked for
-    calls = 0
-    routes = StepGraph.routes
-
-    def counted(self: StepGraph, key: str) -> Iterator[Edge]:
-        nonlocal calls
-        calls += 1
-        return routes(self, key)
-
     asked: dict[int, int] = {}
     for n in (100, 400):
         workflow, problems = validate_data(poll_loops(n))
         assert workflow is not None, problems
-        monkeypatch.setattr(StepGraph, "routes", counted)
-        calls = 0
+        routes = RoutesAsked().install(monkeypatch)
         # When each is compiled
         compile_workflow(workflow)
-        asked[n] = calls
+        asked[n] = routes.calls
         monkeypatch.undo()
     # Then four times the loops asks for about four times the routes (a walk per loop asked
     # for about 16 times as many)

@@ -5,12 +5,11 @@ the path of the field and the rule."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from graph_work import RoutesAsked
 
-from relayflow.definition.graph import Edge, StepGraph
 from relayflow.validation import validate_data
 
 
@@ -130,21 +129,13 @@ def test_validation_walks_a_chain_in_routes_linear_in_its_length(
 ) -> None:
     # Given chains of 500 and 2,000 steps, each step reading the one before, and a count of
     # the routes the validation asks the step graph for (the work of every graph rule)
-    calls = 0
-    routes = StepGraph.routes
-
-    def counted(self: StepGraph, key: str) -> Iterator[Edge]:
-        nonlocal calls
-        calls += 1
-        return routes(self, key)
-
-    monkeypatch.setattr(StepGraph, "routes", counted)
+    routes = RoutesAsked().install(monkeypatch)
     asked: dict[int, int] = {}
     for n in (500, 2000):
-        calls = 0
+        routes.reset()
         # When each chain is validated
         assert problems_of(_chain(n), start="s0") == set()
-        asked[n] = calls
+        asked[n] = routes.calls
     # Then four times the steps asks for about four times the routes (one walk per reading
     # step asked for 16 times as many: the graph once per step)
     assert asked[2000] <= 4.5 * asked[500], asked
