@@ -230,8 +230,8 @@ def report_for_each() -> dict[str, float]:
         "\nfor_each (distributed, 16 at a time): the run's CPU and wall time, peak resident memory"
     )
     print(
-        f"(least CPU of {FOR_EACH_REPEATS} processes in rounds; cpu x, MB x and the exponent are to "
-        f"{ITEMS[0]:,} items from the same source, of CPU time and peak memory)"
+        f"(least CPU of {FOR_EACH_REPEATS} processes in rounds; cpu x, MB x and the exponent "
+        f"are to {ITEMS[0]:,} items from the same source, of CPU time and peak memory)"
     )
     columns = ("items", 7), ("from", 6), ("cpu s", 8), ("wall s", 8), ("peak MB", 8)
     extra = ("cpu x", 7), ("MB x", 6), ("exponent", 9)
