@@ -200,7 +200,8 @@ def report_definitions(kind: str, sizes: tuple[int, ...], label: str) -> float:
     """Print the table; return the growth exponent from the smallest size to the largest."""
     print(f"\n{label}: validate{' + compile' if kind == 'nesting' else ''} CPU time")
     print(
-        f"(least of {REPEATS} processes in rounds; ratio and exponent to the smallest size, of CPU time)"
+        f"(least of {REPEATS} processes in rounds; ratio and exponent to the smallest size, "
+        "of CPU time)"
     )
     print(
         f"{'size':>7} {'cpu s':>8} {'ratio':>7} {'size ratio':>11} {'exponent':>9} {'problems':>9}"
