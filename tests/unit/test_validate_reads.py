@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from graph_work import RoutesAsked
+
 from relayflow.validation import validate_data
 
 
@@ -111,3 +114,28 @@ def test_the_functions_and_macros_of_cel_pass():
     )
     steps = {"a": {"type": "condition", "expression": expression, "on_true": "b"}, "b": echo("1")}
     assert problems_of(steps) == set()
+
+
+def _chain(n: int) -> dict[str, Any]:
+    """``n`` transform steps, each reading the one before (the chains of the scaling bench)."""
+    steps = {f"s{i}": echo(f"{{{{ steps.s{i - 1}.output.v }}}}", f"s{i + 1}") for i in range(n)}
+    steps["s0"] = echo("{{ trigger.x }}", "s1")
+    del steps[f"s{n - 1}"]["on_success"]
+    return steps
+
+
+def test_validation_walks_a_chain_in_routes_linear_in_its_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given chains of 500 and 2,000 steps, each step reading the one before, and a count of
+    # the routes the validation asks the step graph for (the work of every graph rule)
+    routes = RoutesAsked().install(monkeypatch)
+    asked: dict[int, int] = {}
+    for n in (500, 2000):
+        routes.reset()
+        # When each chain is validated
+        assert problems_of(_chain(n), start="s0") == set()
+        asked[n] = routes.calls
+    # Then four times the steps asks for about four times the routes (one walk per reading
+    # step asked for 16 times as many: the graph once per step)
+    assert asked[2000] <= 4.5 * asked[500], asked

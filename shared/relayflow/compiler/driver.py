@@ -3,6 +3,7 @@ kind's emitter (through :class:`ScopeContext`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from relayflow.compiler.compensation import with_compensation
@@ -98,10 +99,10 @@ class Driver(WorkflowPlan):
         owners: dict[str, str] = {}
         for key in scope.steps:
             ctx.emit(key, self.wf.steps[key])
-            owners.update({name: key for name in machine.states if name not in owners})
+            owners.update(dict.fromkeys(added_states(machine, owners), key))
         for header in sorted({target for _, target in back_edges}):
             ctx.emit_loop_guard(header, cycle_size.get(header, 1))
-            owners.update({name: header for name in machine.states if name not in owners})
+            owners.update(dict.fromkeys(added_states(machine, owners), header))
         if mode == "main":
             self.drop_unrouted_handler(machine, owners)
         return machine
@@ -136,3 +137,16 @@ class Driver(WorkflowPlan):
         ctx.item_continue = item_continue
         ctx.emit(item_step, self.wf.steps[item_step])
         return machine
+
+
+def added_states(machine: ScopeMachine, owners: Mapping[str, str]) -> list[str]:
+    """The names of the states added to ``machine`` since ``owners`` was last brought up to
+    date, in the order they were added. :meth:`ScopeMachine.add` only appends, so they are the
+    names at the end that ``owners`` does not hold yet: reading from the end keeps a scope's
+    compilation linear in its states (reading the whole machine after every step did not)."""
+    added: list[str] = []
+    for name in reversed(machine.states):
+        if name in owners:
+            break
+        added.append(name)
+    return added[::-1]

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from relayflow.compiler.liveness import LivenessPlan
 from relayflow.compiler.options import CompileOptions
 from relayflow.compiler.states import ScopeMachine, State, Task
-from relayflow.definition.graph import Scope, StepGraph
+from relayflow.definition.graph import RouteReach, Scope, StepGraph
 from relayflow.definition.models import Workflow
 from relayflow.definition.policies import RetryPolicy
 
@@ -47,6 +47,11 @@ class Compilation(Protocol):
 
     @property
     def liveness(self) -> LivenessPlan: ...
+
+    @property
+    def reach(self) -> RouteReach:
+        """Which steps can run before which (:meth:`StepGraph.route_reach`)."""
+        ...
 
     def entry_state(self, key: str) -> str:
         """The state a route into step ``key`` enters."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from relayflow.compiler.liveness import LivenessPlan, analyse
 from relayflow.definition.effective import effective_workflow
-from relayflow.definition.graph import StepGraph
+from relayflow.definition.graph import RouteReach, StepGraph
 from relayflow.definition.models import Workflow
 from relayflow.expressions import condition_to_choice, template_to_parameters
 
@@ -45,6 +45,11 @@ class WorkflowPlan:
         self.graph = StepGraph(raw, workflow.start, workflow.errors.on_failure)
         self.scopes, _ = self.graph.scopes()
         self.has_cycles = any(self.graph.cycles(s) for s in self.scopes)
+
+    @cached_property
+    def reach(self) -> RouteReach:
+        """Which steps can run before which (built on first use: the step limit's routes)."""
+        return self.graph.route_reach()
 
     @cached_property
     def liveness(self) -> LivenessPlan:

@@ -378,13 +378,13 @@ class ScopeContext:
         on a cycle of this scope. Past the limit every route that closes a cycle fails again
         (the counter only grows), so a route that can re-enter a cycle would never end the
         run: then the run fails (``None``)."""
-        on_cycle = self.in_cycle
         candidates = [self.c.graph.failure_route(header)]
         handler = self.c.wf.errors.on_failure
         if self.mode == "main" and handler in self.c.scopes[0].steps:
             candidates.append(handler)
         for target in candidates:
-            if target is not None and not (self.c.graph.reachable(target) & on_cycle):
+            # Routes stay in their scope, so a cycle the route leads to is one of this scope.
+            if target is not None and not self.c.reach.leads_to_cycle(target):
                 return self.c.entry_state(target)
         return self.settled(header) if self.settle else None
 

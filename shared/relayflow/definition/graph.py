@@ -12,7 +12,8 @@ definition whose fields did not all parse.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,20 +155,20 @@ class StepGraph:
         """
         scopes: list[Scope] = []
         reached_by: dict[str, list[Scope]] = {}
-        pending: list[tuple[str, str | None]] = []
+        pending: deque[tuple[str, str | None]] = deque()
         if self.start in self.steps:
             pending.append((self.start, None))
         opened: set[tuple[str, str | None]] = set()
         while pending:
-            entry, owner = pending.pop(0)
+            entry, owner = pending.popleft()
             if (entry, owner) in opened:
                 continue
             opened.add((entry, owner))
             scope = Scope(entry=entry, owner=owner)
             scopes.append(scope)
-            stack, seen = [entry], {entry}
-            while stack:
-                key = stack.pop(0)
+            queue, seen = deque([entry]), {entry}
+            while queue:
+                key = queue.popleft()
                 scope.steps.append(key)
                 reached_by.setdefault(key, []).append(scope)
                 for edge in self.edges.get(key, []):
@@ -177,7 +178,7 @@ class StepGraph:
                         pending.append((edge.target, key))
                     elif edge.target not in seen:
                         seen.add(edge.target)
-                        stack.append(edge.target)
+                        queue.append(edge.target)
         return scopes, reached_by
 
     def _scope_successors(self, scope: Scope) -> dict[str, list[str]]:
@@ -188,48 +189,21 @@ class StepGraph:
 
     def cycles(self, scope: Scope) -> list[list[str]]:
         """Strongly connected components of a scope's route graph that form a cycle, each in
-        scope order (Tarjan's algorithm, iterative so long chains need no deep recursion)."""
+        scope order."""
         succ = self._scope_successors(scope)
         order = {k: i for i, k in enumerate(scope.steps)}
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        on_stack: set[str] = set()
-        stack: list[str] = []
-        result: list[list[str]] = []
-        counter = 0
-        for root in scope.steps:
-            if root in index:
-                continue
-            work: list[tuple[str, int]] = [(root, 0)]
-            while work:
-                node, i = work.pop()
-                if i == 0:
-                    index[node] = low[node] = counter
-                    counter += 1
-                    stack.append(node)
-                    on_stack.add(node)
-                if i < len(succ[node]):
-                    work.append((node, i + 1))
-                    target = succ[node][i]
-                    if target not in index:
-                        work.append((target, 0))
-                    elif target in on_stack:
-                        low[node] = min(low[node], index[target])
-                    continue
-                if low[node] == index[node]:
-                    component: list[str] = []
-                    while True:
-                        item = stack.pop()
-                        on_stack.discard(item)
-                        component.append(item)
-                        if item == node:
-                            break
-                    if len(component) > 1 or node in succ[node]:
-                        result.append(sorted(component, key=order.__getitem__))
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
+        result = [
+            sorted(component, key=order.__getitem__)
+            for component in strong_components(scope.steps, succ)
+            if len(component) > 1 or component[0] in succ[component[0]]
+        ]
         return sorted(result, key=lambda c: order[c[0]])
+
+    def route_reach(self) -> RouteReach:
+        """Which steps can run before which, for every step at once (one pass over the
+        routes; see :class:`RouteReach`)."""
+        succ = {key: [e.target for e in self.routes(key)] for key in self.steps}
+        return RouteReach.build(list(self.steps), succ)
 
     def back_edges(self, scope: Scope) -> set[tuple[str, str]]:
         """Route edges that close a cycle, found by depth-first search from the scope entry.
@@ -252,3 +226,106 @@ class StepGraph:
             else:
                 state[node] = 2
         return back
+
+
+def strong_components(nodes: Sequence[str], succ: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """The strongly connected components of the graph ``succ`` over ``nodes`` (Tarjan's
+    algorithm, iterative so long chains need no deep recursion). Components come in the order
+    Tarjan completes them: every component a route leads to comes before the one it leaves
+    (reverse topological order). Targets outside ``nodes`` must not occur in ``succ``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(succ[node]):
+                work.append((node, i + 1))
+                target = succ[node][i]
+                if target not in index:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    item = stack.pop()
+                    on_stack.discard(item)
+                    component.append(item)
+                    if item == node:
+                        break
+                result.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return result
+
+
+@dataclass(frozen=True)
+class RouteReach:
+    """For every step, the steps that can run before it: those from which some route (one or
+    more, loops and error routes included) leads to it.
+
+    Built in one pass: the strongly connected components of the route graph, then, in
+    reverse topological order of the components, each component's set of later components as
+    a Python int used as a bitset (bit ``i``: the component Tarjan completed ``i``-th). A
+    component's set is the union of its successors' sets and bits, so the work is one
+    big-integer ``|`` per route. On a chain of ``n`` steps the sets hold ``n²/2`` bits in all,
+    but each ``|`` is a loop over machine words: at 4,000 steps they take 1.2 MB and 14 ms to
+    build, against the walk of the graph once per reading step they replaced (16 M ``routes``
+    calls). Whether a route leads to a cycle is kept per component in the same pass."""
+
+    component: Mapping[str, int]
+    #: Per component: the bits of the components a route leads to from it, at any distance.
+    later: Sequence[int]
+    #: Components on a cycle (more than one step, or a step routing to itself).
+    cyclic: frozenset[int]
+    #: Components on a cycle or from which a route leads to one.
+    toward_cycle: frozenset[int]
+
+    @classmethod
+    def build(cls, nodes: Sequence[str], succ: Mapping[str, Sequence[str]]) -> RouteReach:
+        components = strong_components(nodes, succ)
+        component = {key: i for i, members in enumerate(components) for key in members}
+        later: list[int] = []
+        cyclic: set[int] = set()
+        toward_cycle: set[int] = set()
+        for i, members in enumerate(components):
+            found = 0
+            for key in members:
+                for target in succ[key]:
+                    j = component[target]
+                    if j == i:
+                        cyclic.add(i)
+                    else:  # j < i: Tarjan completed it first
+                        found |= later[j] | (1 << j)
+                        if j in toward_cycle:
+                            toward_cycle.add(i)
+            later.append(found)
+            if i in cyclic:
+                toward_cycle.add(i)
+        return cls(component, later, frozenset(cyclic), frozenset(toward_cycle))
+
+    def runs_before(self, before: str, step: str) -> bool:
+        """Whether a route leads from ``before`` to ``step``, so ``before`` can finish before
+        ``step`` runs (a step runs before itself only on a cycle)."""
+        i, j = self.component[before], self.component[step]
+        if i == j:
+            return i in self.cyclic
+        return bool(self.later[i] >> j & 1)
+
+    def leads_to_cycle(self, step: str) -> bool:
+        """Whether ``step`` is on a cycle or some route from it leads to one."""
+        return self.component[step] in self.toward_cycle

@@ -29,16 +29,7 @@ def check_reads_before_run(checker: CheckContext, graph: StepGraph) -> None:
     """Every ``steps.<b>`` read of a reachable step that no route from ``b`` leads to."""
     _, reached_by = graph.scopes()
     scope_of = {key: found[0] for key, found in reached_by.items() if len(found) == 1}
-    after: dict[str, set[str]] = {}
-
-    def runs_after(step: str) -> set[str]:
-        """The steps of ``step``'s scope that may run after it finished."""
-        if step not in after:
-            found: set[str] = set()
-            for edge in graph.routes(step):
-                found |= graph.reachable(edge.target)
-            after[step] = found
-        return after[step]
+    reach = graph.route_reach()
 
     for key, raw in checker.steps.items():
         if key not in scope_of:
@@ -48,7 +39,7 @@ def check_reads_before_run(checker: CheckContext, graph: StepGraph) -> None:
             if read in reported or read not in scope_of:
                 continue
             reader = _in_scope(key, scope_of[read], scope_of)
-            if reader is None or reader in runs_after(read):
+            if reader is None or reach.runs_before(read, reader):
                 continue
             reported.add(read)
             where = "itself" if reader == read else f"'{reader}'"

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from local_asl import INVOKE_WAIT_FOR_TOKEN, machine, pass_state, task, wait_for
 from relayflow_testing import record_scaled_sleeps
 
+from relayflow.local import compat
 from relayflow.local.compat_callbacks import ATTEMPT_THREAD_NAME
 from relayflow.local.history import parse_time
 
@@ -168,6 +169,69 @@ def test_parallel_catch_sees_states_timeout_from_a_branch(rt):
     assert record.status == "SUCCEEDED", (record.error, record.cause)
     assert record.output["error"]["Error"] == "States.Timeout"
     assert record.states[-1].name == "TimedOut"
+
+
+# -- map_input_copied_once ----------------------------------------------------------------
+
+ROWS = 200
+
+
+def selecting_map(mode: str) -> dict[str, Any]:
+    """A Map over ``$.rows`` whose ItemSelector reads the Map's input (``$.tag``) beside the
+    item, as the compiler's for_each does with ``$.run``."""
+    selector = {"tag.$": "$.tag", "n.$": "$$.Map.Item.Value.n"}
+    processor = {"StartAt": "Keep", "States": {"Keep": pass_state()}}
+    if mode == "DISTRIBUTED":
+        processor["ProcessorConfig"] = {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    each = {"Type": "Map", "ItemsPath": "$.rows", "ItemSelector": selector}
+    return machine({"Each": {**each, "ItemProcessor": processor, "End": True}})
+
+
+def counting_document_copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the deep copies moto's ``$states`` makes of a whole run document (the dict that
+    holds ``rows``): one element per copy."""
+    import copy
+
+    from moto.stepfunctions.parser.asl.eval import states as states_module
+
+    copies: list[int] = []
+
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, dict) and "rows" in value:
+            copies.append(1)
+        return copy.deepcopy(value, memo)
+
+    monkeypatch.setattr(states_module, "copy", type("Copy", (), {"deepcopy": deepcopy}))
+    return copies
+
+
+def run_selecting_map(rt: Any, monkeypatch: pytest.MonkeyPatch, name: str, mode: str) -> int:
+    """Run :func:`selecting_map` over ``ROWS`` items; the number of document copies made."""
+    copies = counting_document_copies(monkeypatch)
+    rows = [{"n": i} for i in range(ROWS)]
+    record = rt.run(name, selecting_map(mode), {"tag": "t", "rows": rows})
+    assert record.status == "SUCCEEDED", (record.error, record.cause)
+    assert record.output == [{"tag": "t", "n": i} for i in range(ROWS)]
+    return len(copies)
+
+
+@pytest.mark.parametrize("mode", ["INLINE", "DISTRIBUTED"])
+def test_a_map_over_its_input_copies_the_input_once_not_per_item(rt, monkeypatch, mode):
+    # Given a Map over 200 items of its own input whose ItemSelector reads that input
+    # When it runs
+    copies = run_selecting_map(rt, monkeypatch, f"map-input-once-{mode.lower()}", mode)
+    # Then every item saw the input, and the whole document was copied a few times for the
+    # run (7 here), not once per item (which made 10,000 items cost 77 times what 1,000 did)
+    assert copies < ROWS // 10
+
+
+def test_without_the_fix_moto_copies_the_input_per_item(rt, monkeypatch):
+    compat.apply(skip=["map_input_copied_once"])
+    try:
+        copies = run_selecting_map(rt, monkeypatch, "map-input-per-item-moto", "INLINE")
+    finally:
+        compat.apply()
+    assert copies >= ROWS
 
 
 # -- choice_no_match / choice_missing_variable / string_matches ---------------------------
