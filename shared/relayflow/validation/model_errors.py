@@ -125,6 +125,8 @@ def taught(root: type[BaseModel], err: dict[str, Any], message: str) -> str:
         if hint.startswith("; did you mean"):
             return f"{given!r} is not one of {ctx.get('expected')}{hint}"
         return f"{given!r} is not one of {ctx.get('expected')}"
+    if kind == "model_type" and message.endswith("or none"):
+        return "should be a policy (a mapping of its fields) or none"
     if kind == "model_type":
         wanted = str(ctx.get("class_name", ""))
         if wanted == "SecretRef":
