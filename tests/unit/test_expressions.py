@@ -279,7 +279,11 @@ def test_a_syntax_error_is_reported_alike_every_time_it_is_asked():
         ("trigger.amount >", "unexpected end of expression", 17),
         ("", "unexpected end of expression", 1),
         ("a ++ b", "unexpected '+'", 4),
-        ("trigger.amount == = 3", "unexpected character '='", 19),
+        (
+            "trigger.amount == = 3",
+            "unexpected character '=': compare with == (CEL has no assignment)",
+            19,
+        ),
         ("trigger.amount ! 3", "unexpected '!'", 16),
         ("(trigger.a", "unexpected end of expression", 11),
         ("'unterminated", "unterminated or malformed string literal", 1),

@@ -157,6 +157,8 @@ def _describe_parse_error(src: str, exc: Exception) -> tuple[str, int | None]:
     if isinstance(cause, UnexpectedCharacters):
         if cause.char in "\"'":
             return "unterminated or malformed string literal", offset
+        if cause.char == "=":
+            return "unexpected character '=': compare with == (CEL has no assignment)", offset
         return f"unexpected character {cause.char!r}", offset
     return str(exc).splitlines()[0] if str(exc) else "syntax error", offset
 

@@ -21,6 +21,7 @@ from relayflow.expressions import (
     expression_paths,
     template_expressions,
 )
+from relayflow.validation.hints import did_you_mean
 from relayflow.validation.validate_functions import unknown_functions
 
 #: Fields of each step type that hold templates (validated and reference-checked).
@@ -85,7 +86,8 @@ class CheckContext:
                     self.add(
                         path,
                         "unknown-step-reference",
-                        f"'{src.strip()}' refers to step '{ref[1]}', which does not exist",
+                        f"'{src.strip()}' refers to step '{ref[1]}', which does not exist"
+                        + did_you_mean(ref[1], self.steps),
                     )
 
     def check_template_field(self, path: str, value: Any, roots: tuple[str, ...] = ROOTS) -> None:

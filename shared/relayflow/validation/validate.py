@@ -31,11 +31,13 @@ from relayflow.expressions import (
     expression_jsonpath,
 )
 from relayflow.validation.context import TEMPLATE_FIELDS, CheckContext
+from relayflow.validation.hints import did_you_mean, time_zone_hint
 from relayflow.validation.limits import (
     compiled_quota_problems,
     non_finite_problems,
     parse_rfc3339,
 )
+from relayflow.validation.model_errors import taught
 from relayflow.validation.validate_ai import check_agents, check_batches
 from relayflow.validation.validate_compensation import check_compensations, compensation_targets
 from relayflow.validation.validate_errors import check_on_error
@@ -134,6 +136,7 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        message = taught(Workflow, err, message)
         if err["type"] == "union_tag_invalid":
             if err["loc"] and err["loc"][0] == "triggers":
                 message = f"unknown trigger type; use one of: {', '.join(TRIGGER_TYPES)}"
@@ -155,12 +158,17 @@ class Checker(CheckContext):
         errors = self.data.get("errors")
         default_on_failure = errors.get("on_failure") if isinstance(errors, Mapping) else None
         if isinstance(start, str) and start not in self.steps:
-            self.add("start", "unknown-step", f"start step '{start}' does not exist")
+            self.add(
+                "start",
+                "unknown-step",
+                f"start step '{start}' does not exist" + did_you_mean(start, self.steps),
+            )
         if isinstance(default_on_failure, str) and default_on_failure not in self.steps:
             self.add(
                 "errors.on_failure",
                 "unknown-step",
-                f"error route '{default_on_failure}' does not exist",
+                f"error route '{default_on_failure}' does not exist"
+                + did_you_mean(default_on_failure, self.steps),
             )
         graph = StepGraph(
             self.steps,
@@ -242,7 +250,12 @@ class Checker(CheckContext):
         for edges in graph.edges.values():
             for edge in edges:
                 if edge.target not in self.steps and edge.path != "errors.on_failure":
-                    self.add(edge.path, "unknown-step", f"step '{edge.target}' does not exist")
+                    self.add(
+                        edge.path,
+                        "unknown-step",
+                        f"step '{edge.target}' does not exist"
+                        + did_you_mean(edge.target, self.steps),
+                    )
                 elif edge.target == edge.source and edge.is_containment:
                     self.add(edge.path, "self-reference", "a step cannot contain itself")
 
@@ -251,7 +264,11 @@ class Checker(CheckContext):
         outputs = self.data.get("outputs")
         for i, key in enumerate(outputs if isinstance(outputs, list) else []):
             if isinstance(key, str) and key not in self.steps:
-                self.add(f"outputs[{i}]", "unknown-step", f"step '{key}' does not exist")
+                self.add(
+                    f"outputs[{i}]",
+                    "unknown-step",
+                    f"step '{key}' does not exist" + did_you_mean(key, self.steps),
+                )
 
     def check_scopes(self, graph: StepGraph) -> None:
         scopes, reached_by = graph.scopes()
@@ -586,7 +603,11 @@ class Checker(CheckContext):
                     zone(tz)
                 except UnknownTimeZone:
                     valid_tz = False
-                    self.add(f"triggers[{i}].timezone", "timezone", f"unknown time zone '{tz}'")
+                    self.add(
+                        f"triggers[{i}].timezone",
+                        "timezone",
+                        f"unknown time zone '{tz}'{time_zone_hint(tz)}",
+                    )
             for kind, field, rule, parse, refusal in parsed_fields:
                 if trig.get("type") == kind and isinstance(trig.get(field), str):
                     try:

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from relayflow.definition.compensation import CALL_ROUTES, CALL_TYPES, COMPENSABLE_TYPES
 from relayflow.validation.context import TEMPLATE_FIELDS
+from relayflow.validation.hints import did_you_mean
 
 if TYPE_CHECKING:
     from relayflow.definition.graph import StepGraph
@@ -143,7 +144,11 @@ def _check_referenced(
 ) -> None:
     raw = checker.steps.get(target)
     if raw is None:
-        checker.add(path, "unknown-step", f"compensation step '{target}' does not exist")
+        checker.add(
+            path,
+            "unknown-step",
+            f"compensation step '{target}' does not exist" + did_you_mean(target, checker.steps),
+        )
         return
     if raw.get("type") not in CALL_TYPES:
         checker.add(
