@@ -238,6 +238,27 @@ def test_relayflow_run_exits_2_naming_a_secret_outside_the_local_tenant(tmp_path
     assert "steps.send.secret.name" in err and A_ABSOLUTE in err and "secret-tenant" in err
 
 
+def test_relayflow_validate_checks_secret_folders_for_the_tenant_it_is_given(
+    tmp_path: Path, capsys
+):
+    from relayflow.cli.main import main
+
+    # Given a definition naming another tenant's secret by its absolute name
+    path = tmp_path / "leak.yaml"
+    path.write_text(
+        "id: leak\nstart: send\nsteps:\n  send:\n    type: webhook_out\n"
+        f"    url: https://hooks.example.com/x\n    secret: {{name: {A_ABSOLUTE}}}\n"
+    )
+    # When it is validated as run would act (tenant local, the default), Then it is refused
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "steps.send.secret.name" in err and "secret-tenant" in err
+    assert main(["validate", "--json", str(path)]) == 2
+    capsys.readouterr()
+    # And as the tenant that owns the folder it is valid
+    assert main(["validate", "--tenant", ACME, str(path)]) == 0
+
+
 # ----------------------------------------------------------------------------- 2. the bus
 
 

@@ -34,13 +34,28 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def load_for_tenant(path: str, tenant: str) -> Workflow:
+    """``path``'s workflow as ``tenant`` would publish it: a secret outside the tenant's folder
+    is a definition problem (rule ``secret-tenant``), as ``PUT`` (422) and ``run`` (exit 2)
+    refuse it."""
+    from dataclasses import replace
+
+    from relayflow.tools.secrets import tenant_secret_problems
+
+    workflow = load_workflow(path)
+    problems = tenant_secret_problems(workflow, tenant)
+    if problems:
+        raise DefinitionError([replace(problem, file=path) for problem in problems])
+    return workflow
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         return _validate_json(args)
     status = EXIT_OK
     for path in args.files:
         try:
-            workflow = load_workflow(path)
+            workflow = load_for_tenant(path, args.tenant)
         except DefinitionError as exc:
             print(f"✗ {path}: {len(exc.problems)} problem(s)", file=sys.stderr)
             print_problems(exc, sys.stderr)
@@ -81,7 +96,7 @@ def _validate_json(args: argparse.Namespace) -> int:
     results = []
     for path in args.files:
         try:
-            workflow = load_workflow(path)
+            workflow = load_for_tenant(path, args.tenant)
         except DefinitionError as exc:
             results.append(json_docs.validation(path, None, exc.problems, []))
             continue
@@ -198,6 +213,12 @@ def add_definition_commands(sub: Any) -> None:
         help="refuse a definition that has warnings (e.g. a state document that can pass 256 KB)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--tenant",
+        default="local",
+        help="check secret names against this tenant's folder, as PUT and run do (default: "
+        "local, the tenant a local run acts for)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("compile", help="compile a definition to Step Functions ASL")
