@@ -76,6 +76,93 @@ CASES = [
         ["{name: <secret name>}", "not its value"],
     ),
     ({"errors": {"on_failure": "notfy"}}, "errors.on_failure", ["did you mean 'notify'"]),
+    ({"steps.notify.type": "transfrom"}, "steps.notify", ["did you mean 'transform'"]),
+    ({"steps.notify.type": _DELETE}, "steps.notify", ["missing field 'type'", "transform"]),
+    (
+        {"triggers": [{"type": "crno", "cron": "0 9 * * *"}]},
+        "triggers[0]",
+        ["did you mean 'cron'"],
+    ),
+    (
+        {"steps.notify": {"type": "tool", "tool": "aws.dynamodb.put_itme", "args": {}}},
+        "steps.notify.tool",
+        ["did you mean 'aws.dynamodb.put_item'"],
+    ),
+    (
+        {
+            "steps.notify": {
+                "type": "tool",
+                "tool": "aws.dynamodb.get_item",
+                "args": {"tabel": "app-t", "key": {"pk": "x"}},
+            }
+        },
+        "steps.notify.args.tabel",
+        ["did you mean 'table'"],
+    ),
+    (
+        {"steps.notify.mapping": {"n": "{{ siz(trigger.items) }}"}},
+        "steps.notify.mapping",
+        ["did you mean 'size'"],
+    ),
+    (
+        {"steps.notify.mapping": {"n": "{{ trigerr.items }}"}},
+        "steps.notify.mapping",
+        ["did you mean 'trigger'"],
+    ),
+    ({"steps.check.expression": "trigerr.total > 1"}, "steps.check.expression", ["'trigger'"]),
+    ({"steps.charge.method": "post"}, "steps.charge.method", ["did you mean 'POST'"]),
+    (
+        {"steps.charge.on_error": {"action": "contineu"}},
+        "steps.charge.on_error",
+        ["did you mean 'continue'"],
+    ),
+    ({"engine": "expres"}, "engine", ["did you mean 'express'"]),
+    (
+        {"steps.charge.retry": {"max_attempts": 3, "backoff": "expontial"}},
+        "steps.charge.retry.backoff",
+        ["did you mean 'exponential'"],
+    ),
+    ({"stpes": {}}, "stpes", ["did you mean 'steps'"]),
+    (
+        {"steps.charge.retry": {"max_attempts": 0}},
+        "steps.charge.retry.max_attempts",
+        ["greater than or equal to 1"],
+    ),
+    (
+        {"steps.charge.on_succes": "check"},
+        "steps.charge.on_succes",
+        ["did you mean 'on_success'"],
+    ),
+    (
+        {"triggers": [{"type": "cron", "cron": "@daily"}]},
+        "triggers[0].cron",
+        ["'0 0 * * *'"],
+    ),
+    (
+        {
+            "start": "each",
+            "steps.each": {"type": "for_each", "items": "{{ trigger.items }}", "step": "ask"},
+            "steps.ask": {"type": "approval", "title": "ok?"},
+        },
+        "steps.each.step",
+        ["sub_workflow", "approval"],
+    ),
+    (
+        {"triggers": [{"type": "cron", "cron": "0 9 * * *", "overlpa": "skip"}]},
+        "triggers[0].overlpa",
+        ["did you mean 'overlap'"],
+    ),
+    (
+        {"steps.charge.timeout_seconds": "30s"},
+        "steps.charge.timeout_seconds",
+        ["whole number", "write 30"],
+    ),
+    ({"id": "orders!"}, "id", ["lower-case letters, digits"]),
+    (
+        {"steps.check.on_true": "Notify"},
+        "steps.check.on_true",
+        ["did you mean 'notify'"],
+    ),
 ]
 
 
@@ -94,3 +181,26 @@ def test_a_typical_mistake_is_named_with_the_fix(changes, path, words):
     leaked = [p.message for p in problems if "Input should be" in p.message]
     leaked += [p.message for p in problems if "Extra inputs" in p.message]
     assert not leaked
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "id: bad\nstart: a\nsteps:\n  a:\n    type: noop\n   on_success: b\n",
+            ["line 6", "   on_success: b", "^", "indentation"],
+        ),
+        ("id: bad\nstart: a\nsteps: [\n", ["invalid YAML", "^"]),
+        ("id: bad\nstart: a\nsteps:\n  a: {type: noop\n", ["invalid YAML", "^"]),
+    ],
+    ids=["indentation", "open-list", "open-mapping"],
+)
+def test_a_yaml_slip_shows_the_line_and_a_caret(text, words):
+    from relayflow.definition.problems import DefinitionError
+    from relayflow.validation import load_workflow_text
+
+    with pytest.raises(DefinitionError) as refused:
+        load_workflow_text(text, "flow.yaml")
+    (problem,) = [p for p in refused.value.problems if p.rule == "syntax"]
+    rendered = f"{problem.path}: {problem.message}"
+    assert not [w for w in words if w not in rendered], rendered

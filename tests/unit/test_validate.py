@@ -375,7 +375,7 @@ def test_unknown_trigger_type_names_the_trigger_types():
     data["triggers"] = [{"type": "sms"}]
     _, problems = validate_data(data)
     (problem,) = [p for p in problems if p.path == "triggers[0]"]
-    assert problem.message.startswith("unknown trigger type; use one of: manual, cron, at")
+    assert problem.message.startswith("unknown trigger type 'sms'; one of: at, cron, event")
 
 
 def test_yaml_scalars_follow_yaml_1_2():

@@ -200,7 +200,8 @@ def _parse_yaml(text: str, doc: LoadedDocument) -> None:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "document"
         reason = getattr(exc, "problem", None) or str(exc)
-        doc.problems.append(Problem(doc.file, where, "syntax", f"invalid YAML: {reason}"))
+        message = f"invalid YAML: {reason}" + _pointed(text, mark)
+        doc.problems.append(Problem(doc.file, where, "syntax", message))
         return
     found: list[tuple[str, str, int]] = []
     if node is not None:
@@ -228,3 +229,23 @@ def load_file(path: str | Path) -> LoadedDocument:
         return LoadedDocument(str(path), None, [Problem(str(path), "", exc.rule, exc.reason)])
     fmt = "json" if path.suffix.lower() == ".json" else "yaml"
     return parse_text(text, str(path), fmt=fmt)
+
+
+def _pointed(text: str, mark: Any) -> str:
+    """The line a YAML error points at, with a caret under its column (and, for the usual
+    indentation slip, what to check); ``""`` without a position."""
+    if mark is None:
+        return ""
+    lines = text.splitlines()
+    if not lines or mark.line < 0:
+        return ""
+    if mark.line >= len(lines):  # the end of the text: the last line, after its end
+        line = lines[-1]
+        pointer = " " * len(line) + "^ (the document ends here: something is not closed)"
+        return f"\n    {line}\n    {pointer}"
+    line = lines[mark.line]
+    pointer = " " * mark.column + "^"
+    hint = ""
+    if line[: len(line) - len(line.lstrip())] and mark.line > 0:
+        hint = " (check this line's indentation against the lines above: YAML nests by spaces)"
+    return f"\n    {line}\n    {pointer}{hint}"

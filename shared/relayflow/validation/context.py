@@ -22,7 +22,7 @@ from relayflow.expressions import (
     template_expressions,
 )
 from relayflow.validation.hints import did_you_mean
-from relayflow.validation.validate_functions import unknown_functions
+from relayflow.validation.validate_functions import known_functions, unknown_functions
 
 #: Fields of each step type that hold templates (validated and reference-checked).
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -69,8 +69,14 @@ class CheckContext:
                 self.add(
                     path,
                     "unknown-function",
-                    f"'{src.strip()}' calls {name}(), which CEL does not define "
-                    "(docs/expressions.md lists the functions)",
+                    f"'{src.strip()}' calls {name}(), which CEL does not define"
+                    + (
+                        hint
+                        if (hint := did_you_mean(name, known_functions())).startswith(
+                            "; did you mean"
+                        )
+                        else " (docs/expressions.md lists the functions)"
+                    ),
                 )
             for ref in expression_paths(src):
                 if not ref:
@@ -79,8 +85,12 @@ class CheckContext:
                     self.add(
                         path,
                         "unknown-variable",
-                        f"'{ref[0]}' in '{src.strip()}' is not a variable; "
-                        f"use one of: {', '.join(roots)}",
+                        f"'{ref[0]}' in '{src.strip()}' is not a variable"
+                        + (
+                            hint
+                            if (hint := did_you_mean(ref[0], roots)).startswith("; did you mean")
+                            else f"; use one of: {', '.join(roots)}"
+                        ),
                     )
                 elif ref[0] == "steps" and len(ref) > 1 and ref[1] not in self.steps:
                     self.add(

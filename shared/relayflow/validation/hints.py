@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable
 
 #: How many allowed names a message lists when none is close.
-LISTED = 12
+LISTED = 20
 
 
 def did_you_mean(name: str, allowed: Iterable[str], *, cutoff: float = 0.6) -> str:

@@ -89,8 +89,6 @@ def allowed_fields(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 #: Fields that belong to another step type, and the way this one says it.
 REWRITES = {
     ("condition", "on_success"): "a condition routes by its result: use on_true and on_false",
-    ("condition", "on_failure"): "a condition cannot fail on its own: route its result with "
-    "on_true and on_false (errors.on_failure catches a failing expression)",
     ("for_each", "steps"): "a for_each runs one step per item: name it with step: <key>",
     ("parallel", "steps"): "a parallel names its branches' first steps: branches: [a, b]",
 }
@@ -135,4 +133,10 @@ def taught(root: type[BaseModel], err: dict[str, Any], message: str) -> str:
                 f"(found {type(given).__name__})"
             )
         return f"should be a mapping of fields, not {type(given).__name__}"
+    if kind == "int_parsing" and isinstance(given, str):
+        digits = re.fullmatch(r"\s*(\d+)\s*s(ec(ond)?s?)?\s*", given)
+        fix = f"; write {digits.group(1)}" if digits else ""
+        return f"{given!r} is not a whole number (seconds are written as a number){fix}"
+    if message.startswith("Input should be "):
+        return f"{given!r} should be {message[len('Input should be ') :]}"
     return message

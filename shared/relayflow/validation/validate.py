@@ -45,6 +45,23 @@ from relayflow.validation.validate_for_each import check_for_each
 from relayflow.validation.validate_reads import check_reads_before_run
 
 _KEY_RE = re.compile(STEP_KEY_PATTERN)
+
+#: How to get, per item, what a step type that cannot be a for_each item does.
+_PER_ITEM_FIX = {
+    kind: f"; to {what} per item, make the item step a sub_workflow whose workflow holds the "
+    f"{kind} step"
+    for kind, what in (
+        ("approval", "ask a person"),
+        ("waitpoint", "wait for a caller"),
+        ("wait_for_event", "wait for an event"),
+        ("delay", "wait"),
+        ("condition", "branch"),
+        ("parallel", "fan out"),
+        ("for_each", "loop"),
+        ("llm_batch", "submit a batch"),
+        ("custom", "call a receiver"),
+    )
+}
 _SINGLE_PLACEHOLDER = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 
 #: A placeholder reading a caught error other than its name (native paths read only
@@ -138,12 +155,22 @@ def _model_problems(file: str | None, exc: ValidationError) -> list[Problem]:
             message = message[len("Value error, ") :]
         message = taught(Workflow, err, message)
         if err["type"] == "union_tag_invalid":
+            tag = str((err.get("ctx") or {}).get("tag", ""))
             if err["loc"] and err["loc"][0] == "triggers":
-                message = f"unknown trigger type; use one of: {', '.join(TRIGGER_TYPES)}"
+                message = f"unknown trigger type '{tag}'" + did_you_mean(tag, TRIGGER_TYPES)
             elif "auth" in err["loc"]:
-                message = "unknown auth type; use one of: bearer, basic, api_key, hmac"
+                auth = ("bearer", "basic", "api_key", "hmac")
+                message = f"unknown auth type '{tag}'" + did_you_mean(tag, auth)
+            elif len(err["loc"]) == 2 and err["loc"][0] == "steps":
+                message = f"unknown step type '{tag}'" + did_you_mean(tag, STEP_TYPES)
             else:
-                message = f"unknown step type; use one of: {', '.join(STEP_TYPES)}"
+                ctx = err.get("ctx") or {}
+                field = str(ctx.get("discriminator", "type")).strip("'")
+                allowed = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+                message = f"unknown {field} '{tag}'" + did_you_mean(tag, allowed)
+        elif err["type"] == "union_tag_not_found":
+            kinds = TRIGGER_TYPES if err["loc"] and err["loc"][0] == "triggers" else STEP_TYPES
+            message = f"missing field 'type': one of {', '.join(kinds)}"
         problems.append(Problem(file, _loc_to_path(err["loc"]), _rule_for(err["type"]), message))
     return problems
 
@@ -305,7 +332,8 @@ class Checker(CheckContext):
                     "for-each-target",
                     f"for_each runs one unit of work per item; '{target}' is a "
                     f"{target_raw.get('type')} step (allowed: "
-                    f"{', '.join(sorted(FOR_EACH_TARGET_TYPES))})",
+                    f"{', '.join(sorted(FOR_EACH_TARGET_TYPES))})"
+                    + _PER_ITEM_FIX.get(str(target_raw.get("type")), ""),
                 )
             for route in ("on_success", "on_failure", "outcomes", "require_approval_tools"):
                 if target_raw.get(route):
