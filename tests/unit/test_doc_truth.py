@@ -82,3 +82,12 @@ def test_local_runtime_md_states_both_default_time_scales():
     defaults = {_default(command, "--time-scale") for command in ("run", "serve")}
     assert len(defaults) == 1
     assert f"default to `--time-scale {defaults.pop():g}`" in text
+
+
+def test_the_resources_file_reference_names_every_key():
+    from relayflow.local.resources import LocalResources, TableSpec
+
+    text = (ROOT / "docs" / "local-runtime.md").read_text()
+    section = text.split("## The resources file (`--resources`)", 1)[1].split("\n## ", 1)[0]
+    keys = set(LocalResources.model_fields) | set(TableSpec.model_fields)
+    assert not sorted(k for k in keys if f"`{k}`" not in section)
