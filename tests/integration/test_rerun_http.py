@@ -147,6 +147,11 @@ def test_bad_reruns_are_refused_with_stable_codes(http, remote, server):
     # A body that breaks the model: 422 unprocessable
     bad = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge", "version": "9"})
     assert bad.status_code == 422
+    # and says what is allowed, with the fix when one is near
+    typo = http.post(f"/runs/{run_id}/rerun", json={"from_step": "charge", "version": "curent"})
+    assert typo.status_code == 422
+    (detail,) = typo.json()["details"]
+    assert detail["path"] == "body.version" and "did you mean 'current'" in detail["message"]
     # Another tenant sees no such run
     with tenant_client(server, "someone-else") as other:
         assert other.post(f"/runs/{run_id}/rerun", json={"from_step": "charge"}).status_code == 404

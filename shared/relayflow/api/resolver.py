@@ -213,8 +213,14 @@ def _request_invalid(exc: RequestValidationError) -> Response:
             (e.get("ctx", {}).get("error") for e in errors if e.get("type") == "json_invalid"), None
         )
         return _error(400, "bad_request", f"the body is not valid JSON: {reason or 'unreadable'}")
+    from relayflow.validation.model_errors import taught
+
     details = [
-        {"path": _field_path(e.get("loc")), "message": e.get("msg", ""), "type": e.get("type", "")}
+        {
+            "path": _field_path(e.get("loc")),
+            "message": taught(None, dict(e), str(e.get("msg", ""))),
+            "type": e.get("type", ""),
+        }
         for e in errors
     ]
     in_body = any(tuple(e.get("loc") or ())[:1] == ("body",) for e in errors)

@@ -98,8 +98,9 @@ def _quoted(text: str) -> list[str]:
     return re.findall(r"'([^']*)'", text)
 
 
-def taught(root: type[BaseModel], err: dict[str, Any], message: str) -> str:
-    """``message`` (pydantic's, for ``err``) in the definition format's words."""
+def taught(root: type[BaseModel] | None, err: dict[str, Any], message: str) -> str:
+    """``message`` (pydantic's, for ``err``) in the definition format's words. ``root`` is the
+    model validated (``None`` when unknown: an unknown field then gets no suggestions)."""
     kind, loc, ctx = err["type"], tuple(err["loc"]), err.get("ctx") or {}
     given = err.get("input")
     if kind == "extra_forbidden" and loc:
@@ -108,7 +109,8 @@ def taught(root: type[BaseModel], err: dict[str, Any], message: str) -> str:
         rewrite = REWRITES.get((step_type, name))
         if rewrite is not None:
             return f"unknown field '{name}': {rewrite}"
-        return f"unknown field '{name}'" + did_you_mean(name, allowed_fields(root, loc))
+        allowed = allowed_fields(root, loc) if root is not None else []
+        return f"unknown field '{name}'" + did_you_mean(name, allowed)
     if kind == "missing" and loc:
         return f"missing required field '{loc[-1]}'"
     if kind == "string_pattern_mismatch" and "pattern" in ctx:
