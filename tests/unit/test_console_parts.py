@@ -227,3 +227,48 @@ def test_a_post_from_the_same_host_over_another_scheme_is_refused():
     assert console.handle("POST", "/console/runs/r1/cancel", own_page, b"").status == 303
     cross = [*null, ("Sec-Fetch-Site", "cross-site")]
     assert console.handle("POST", "/console/runs/r1/cancel", cross, b"").status == 403
+
+
+def test_an_open_wait_is_drawn_as_waiting_not_running():
+    run = {
+        "steps": [
+            {"key": "charge", "type": "tool", "status": "running"},
+            {"key": "ask", "type": "approval", "status": "running"},
+            {"key": "hook", "type": "waitpoint", "status": "succeeded"},
+        ]
+    }
+    states = timeline_states(run)
+    assert states["charge"].status == "running"
+    assert states["ask"].status == "waiting"
+    assert states["hook"].status == "succeeded"
+
+
+def _contrast(hex_a: str, hex_b: str = "ffffff") -> float:
+    def luminance(hex_colour: str) -> float:
+        channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(hex_a), luminance(hex_b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_every_badge_colour_is_readable_under_white_text():
+    from relayflow.console.html import STYLE
+
+    colours = dict(re.findall(r"--(ok|bad|run|wait|idle):#([0-9a-f]{6})", STYLE))
+    colours["aborted"] = re.search(r"\.b-aborted\{background:#([0-9a-f]{6})", STYLE).group(1)
+    assert len(colours) == 6
+    # WCAG AA for small text: 4.5:1
+    assert {name: round(_contrast(c), 2) for name, c in colours.items() if _contrast(c) < 4.5} == {}
+
+
+def test_every_select_and_textarea_of_the_run_page_has_a_name():
+    from relayflow.console.pages import rerun_form, resume_form
+
+    html = resume_form("/console/runs/r1", {"parked": {"step": "a"}}) + rerun_form(
+        "/console/runs/r1", {"version": 1}, {"start": "a", "steps": {"a": {"type": "noop"}}}
+    )
+    controls = re.findall(r"<(select|textarea)\b([^>]*)>", html)
+    assert len(controls) == 5
+    assert all("aria-label=" in attributes for _, attributes in controls)

@@ -302,6 +302,19 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+#: Step types whose "running" is waiting for someone or something outside the run.
+WAITING_TYPES = frozenset({"approval", "waitpoint", "wait_for_event"})
+
+
+def shown_status(entry: Mapping[str, Any]) -> str:
+    """A timeline entry's status as the console shows it: a waiting step that is still
+    open (an approval, a waitpoint, a ``wait_for_event``) is ``waiting``, not ``running``."""
+    status = str(entry.get("status") or "")
+    if status == "running" and entry.get("type") in WAITING_TYPES:
+        return "waiting"
+    return status
+
+
 def timeline_states(run: Mapping[str, Any]) -> dict[str, StepState]:
     """A run's timeline (``GET /runs/{id}``'s ``steps``) by step key: for_each items fold into
     their step (items counted; the step fails if any item did)."""
@@ -309,11 +322,11 @@ def timeline_states(run: Mapping[str, Any]) -> dict[str, StepState]:
     for entry in run.get("steps") or []:
         key = str(entry.get("key") or "")
         base, _, item = key.partition("[")
-        status = str(entry.get("status") or "")
+        status = shown_status(entry)
         if item:
             found = states.setdefault(base, StepState("succeeded"))
             found.items += 1
-            if status in ("failed", "running", "parked"):
+            if status in ("failed", "running", "parked", "waiting"):
                 found.status = status
             continue
         existing = states.get(base)

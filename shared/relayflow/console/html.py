@@ -21,7 +21,7 @@ NAV = (
 
 STYLE = """
 :root{--fg:#1d2330;--muted:#667085;--line:#d9dee7;--bg:#f6f7f9;--card:#fff;--accent:#3056d3;
---ok:#1f9d55;--bad:#d64545;--run:#3182ce;--wait:#d69e2e;--idle:#a0aec0}
+--ok:#187a42;--bad:#c53030;--run:#2b6cb0;--wait:#975a16;--idle:#5a6577}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,sans-serif;color:var(--fg);
 background:var(--bg)}header{display:flex;gap:18px;align-items:center;padding:10px 20px;
 background:#1d2330;color:#fff}header a{color:#cbd5e1;text-decoration:none}header a.on{color:#fff;
@@ -34,12 +34,13 @@ th{font-size:12px;color:var(--muted);font-weight:600}a{color:var(--accent)}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;color:#fff;
 background:var(--idle)}.b-succeeded{background:var(--ok)}.b-failed,.b-timed_out,.b-open{
 background:var(--bad)}.b-running,.b-retrying{background:var(--run)}.b-parked,.b-queued,
-.b-pending,.b-half_open,.b-waiting{background:var(--wait)}.b-aborted{background:#718096}
+.b-pending,.b-half_open,.b-waiting{background:var(--wait)}.b-aborted{background:#4a5568}
 .b-closed{background:var(--ok)}.muted{color:var(--muted)}.empty{padding:26px;text-align:center;
 color:var(--muted);background:var(--card);border:1px dashed var(--line);border-radius:8px}
 .flash{padding:10px 12px;border-radius:6px;margin-bottom:12px}.flash.error{background:#fde8e8;
 border:1px solid #f5b5b5;color:#9b1c1c}.flash.info{background:#e8f0fe;border:1px solid #b6c8f5}
 pre{background:#f1f3f7;padding:8px;border-radius:6px;overflow:auto;max-height:280px;margin:4px 0;
+white-space:pre-wrap;overflow-wrap:anywhere;
 font-size:12px}button,.button{background:var(--accent);color:#fff;border:0;border-radius:6px;
 padding:6px 12px;cursor:pointer;font-size:13px}button.secondary{background:#e2e8f0;color:var(--fg)}
 button.danger{background:var(--bad)}form.inline{display:inline}label{display:block;font-weight:600;

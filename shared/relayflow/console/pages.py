@@ -10,7 +10,7 @@ from typing import Any
 
 from relayflow.console.api import ApiFailure, ConsoleApi, segment
 from relayflow.console.forms import render_fields
-from relayflow.console.graph import render_svg, timeline_states
+from relayflow.console.graph import render_svg, shown_status, timeline_states
 from relayflow.console.html import BASE, as_json, badge, empty, ms, usd, when
 
 #: Run statuses the run page keeps polling for.
@@ -412,12 +412,15 @@ def resume_form(base: str, run: Mapping[str, Any]) -> str:
     return (
         f'<form method="post" action="{base}/resume" id="resume-form"><span>Resume at '
         f"<b>{step}</b>:</span>"
-        '<select name="action" id="resume-action"><option value="retry">retry the step</option>'
+        '<select name="action" id="resume-action" aria-label="How to resume">'
+        '<option value="retry">retry the step</option>'
         '<option value="skip">skip it with this output</option>'
         '<option value="fail">fail it (its failure route)</option></select>'
-        '<textarea name="output" id="resume-output" rows="2" placeholder="output (JSON, for skip)"'
+        '<textarea name="output" id="resume-output" rows="2" aria-label="Output (JSON, for skip)" '
+        'placeholder="output (JSON, for skip)"'
         ' style="max-width:220px"></textarea>'
-        '<textarea name="context" rows="2" placeholder="context (JSON object, merged into trigger)"'
+        '<textarea name="context" rows="2" aria-label="Context (JSON object, merged into trigger)" '
+        'placeholder="context (JSON object, merged into trigger)"'
         ' style="max-width:220px"></textarea><button id="resume">Resume</button></form>'
     )
 
@@ -441,8 +444,10 @@ def rerun_form(base: str, run: Mapping[str, Any], definition: Mapping[str, Any])
     )
     return (
         f'<form method="post" action="{base}/rerun" id="rerun-form"><span>Rerun from</span>'
-        f'<select name="from_step" id="rerun-step">{options}</select>'
-        '<select name="version" id="rerun-version"><option value="pinned">its version '
+        '<select name="from_step" id="rerun-step" aria-label="Step to rerun from">'
+        f"{options}</select>"
+        '<select name="version" id="rerun-version" aria-label="Version to rerun">'
+        '<option value="pinned">its version '
         f'({escape(str(run.get("version")))})</option><option value="current">the live version'
         '</option></select><button id="rerun" class="secondary">Rerun</button></form>'
     )
@@ -489,7 +494,7 @@ def steps_table(run: Mapping[str, Any]) -> str:
         rows.append(
             f'<tr id="step-{escape(key)}" data-step="{escape(key)}"><td><b>{escape(key)}</b><br>'
             f'<span class="muted">{escape(str(entry.get("type") or ""))}</span></td>'
-            f"<td>{badge(entry.get('status'))}</td><td>{entry.get('attempts')}</td>"
+            f"<td>{badge(shown_status(entry))}</td><td>{entry.get('attempts')}</td>"
             f"<td>{ms(entry.get('duration_ms'))}</td><td>{error}{output}"
             f"<details><summary>log</summary>{step_log(entry)}</details></td></tr>"
         )
