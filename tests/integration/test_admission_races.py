@@ -210,3 +210,31 @@ def test_duplicate_deliveries_into_a_batch_join_it_once(server, clock):
     triggers = record.output["steps"]["echo"]["output"]["trigger"]
     assert sorted(t["id"] for t in triggers) == sorted(event_ids)
     assert control.admission.store.open_batch(TENANT, wf, key_id("default")) is None
+
+
+def test_concurrent_starts_through_a_cancel_running_singleton_each_start_a_run(server):
+    # Given a singleton that cancels the running run for a newer one, whose runs wait
+    # (so each start finds the previous run still holding the slot)
+    control = server.control()
+    wf = f"race-takeover-{uuid.uuid4().hex[:6]}"
+    definition = {
+        "id": wf,
+        "start": "hold",
+        "steps": {"hold": {"type": "delay", "seconds": 3600}},
+        "singleton": {"mode": "cancel_running", "key": "one"},
+    }
+    control.put_workflow(TENANT, wf, definition)
+    for _ in range(5):
+        # When ten starts arrive at the same moment
+        answers = at_once(10, lambda: control.start_run(TENANT, wf, {}))
+        # Then every one started a run of its own (none is refused with "not found": the
+        # slot's holder had taken it but not yet recorded its run)
+        assert len({a.run_id for a in answers}) == 10
+        assert all(a.created for a in answers)
+    # And at the end one run holds the slot and every other was cancelled
+    eventually(
+        lambda: sum(run_status(server, r.run_id) == "running" for r in all_runs(server, wf)) == 1,
+        timeout=120,
+    )
+    statuses = [run_status(server, r.run_id) for r in all_runs(server, wf)]
+    assert sorted(set(statuses)) == ["aborted", "running"]

@@ -50,7 +50,10 @@ def test_validate_reports_every_problem_and_exits_2(tmp_path, capsys):
     assert main(["validate", EXAMPLE, str(bad)]) == 2
     captured = capsys.readouterr()
     assert "✓" in captured.out and "order-triage" in captured.out
-    assert f"{bad}: steps.a.on_success: step 'ghost' does not exist [unknown-step]" in captured.err
+    assert (
+        f"{bad}: steps.a.on_success: step 'ghost' does not exist; one of: a, b [unknown-step]"
+        in captured.err
+    )
     assert (
         f"{bad}: steps.b: step 'b' cannot be reached from start 'a' [unreachable]" in captured.err
     )

@@ -64,7 +64,10 @@ def test_deploy_of_an_invalid_definition_prints_every_problem_and_exits_2(cli, t
     assert main(["deploy", str(bad), *cli]) == 2
     err = capsys.readouterr().err
     assert f"✗ {bad}: 2 problem(s)" in err
-    assert f"{bad}: steps.a.on_success: step 'ghost' does not exist [unknown-step]" in err
+    assert (
+        f"{bad}: steps.a.on_success: step 'ghost' does not exist; one of: a, b [unknown-step]"
+        in err
+    )
     assert f"{bad}: steps.b: step 'b' cannot be reached from start 'a' [unreachable]" in err
 
 

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from relayflow.control.errors import ApiError, Conflict, Unprocessable
+from relayflow.control.errors import ApiError, Conflict, NotFound, Unprocessable
 from relayflow.control.limits import idempotent_run_id
 from relayflow.control.models import StartRunResult
 from relayflow.control.ports import Ports, RunControl
@@ -283,15 +283,19 @@ class Admission:
                     return Decision(answer=_answer(repeat, admission=None, created=False))
                 continue  # the repeat gave the slot up: try again
             running = self.ports.dal.get_run(tenant, holders[0])
-            if running is not None and running.status not in ("running", "parked"):
+            if running is None:
+                # The holder took the slot and records its run next (a start racing this
+                # one): wait for it, as for a repeat, rather than cancel a run not there yet.
+                running = self._await_run(tenant, holders[0])
+                if running is None:
+                    continue  # it gave the slot up without a run
+            if running.status not in ("running", "parked"):
                 # Its end was recorded but the slot was never freed (a lost status change).
                 self._release(tenant, workflow_id, running.run_id, flow_key)
                 continue
             if rule["mode"] == "skip":
-                if running is None:
-                    continue
                 return Decision(answer=_answer(running, admission="skipped", created=False))
-            with contextlib.suppress(Conflict):  # it ended meanwhile
+            with contextlib.suppress(Conflict, NotFound):  # it ended (or went) meanwhile
                 self.runs.cancel_run(tenant, holders[0])
             if self.store.hand_over(tenant, workflow_id, kid, holders[0], run_id, now=now):
                 return Decision(flow_key=flow_key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime
 import threading
+import time
 from typing import Any
 
 from relayflow.local.compat_registry import Patches, fix
@@ -217,7 +218,17 @@ def _stop_blocked_task(patches: Patches) -> None:
         arn = self._get_param("executionArn")
         execution = self.stepfunction_backend.describe_execution(arn)
         now = datetime.datetime.now(datetime.UTC)
-        if execution.exec_worker is not None and execution.status == "RUNNING":
+        worker = execution.exec_worker
+        # A StopExecution right after StartExecution can find the worker still setting up
+        # its environment (moto then crashed on env None): wait for it briefly, then stop
+        # it, as Step Functions stops an execution that has only just started.
+        for _ in range(200):
+            if worker is None or getattr(worker, "env", None) is not None:
+                break
+            time.sleep(0.01)
+        if worker is not None and getattr(worker, "env", None) is None:
+            return ActionResult({"stopDate": execution.stop_date or now})
+        if worker is not None and execution.status == "RUNNING":
             execution.stop(
                 stop_date=now, error=self._get_param("error"), cause=self._get_param("cause")
             )
