@@ -220,7 +220,7 @@ def test_concurrent_starts_through_a_cancel_running_singleton_each_start_a_run(s
     definition = {
         "id": wf,
         "start": "hold",
-        "steps": {"hold": {"type": "delay", "seconds": 3600}},
+        "steps": {"hold": {"type": "waitpoint", "label": "hold"}},  # no timeout: it holds
         "singleton": {"mode": "cancel_running", "key": "one"},
     }
     control.put_workflow(TENANT, wf, definition)
