@@ -73,7 +73,9 @@ def _ends_within(workflow: Any, step: Any, kind: str, time_scale: float) -> floa
     """Real seconds after which the wait ends by itself (its own timeout or the run's), or
     ``None`` when nothing ends it."""
     if kind == "park":
-        park = float(step.on_error.park_timeout)
+        from relayflow.definition.errors_model import DEFAULT_PARK_TIMEOUT
+
+        park = float(getattr(step.on_error, "park_timeout", DEFAULT_PARK_TIMEOUT))
         own: float | None = max(park * time_scale, min(park, _PARK_FLOOR_SECONDS))
     else:
         own = float(step.timeout_seconds) if step.timeout_seconds else None
