@@ -189,10 +189,9 @@ def run_error_name(status: str, error: str | None) -> str | None:
     return RUN_TIMEOUT_ERROR if status.lower() == "timed_out" else None
 
 
-def timeout_cause(step_type: str, key: str, seconds: float | None) -> str:
+def timeout_cause(step_type: str, key: str, seconds: float) -> str:
     """The cause of a step's ``States.Timeout``, which Step Functions leaves empty: what
     timed out, after how long, and (for a waiting step) what it waited for in vain:
     ``wait_for_event 'paid' timed out after 5 s without a matching event``."""
-    after = f" after {seconds:g} s" if seconds else ""
     waited = f" without {_WAITS_FOR[step_type]}" if step_type in _WAITS_FOR else ""
-    return f"{step_type} '{key}' timed out{after}{waited}"
+    return f"{step_type} '{key}' timed out after {seconds:g} s{waited}"
