@@ -135,7 +135,8 @@ def waiting_progress(
             return
         if suffix == "park":
             told.add(name)
-            waits(key, "park", f"step '{key}' failed{_failed_item(event)} and parked the run")
+            parked = f"step '{key}' failed{_failed_item(event)} and parked the run"
+            waits(key, "park", f"{parked}: it waits for {WAITS_FOR['park']}")
             return
         if suffix or step.type not in WAITS_FOR:
             return
