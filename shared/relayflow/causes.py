@@ -38,6 +38,12 @@ from relayflow.errors import split_details
 #: The error of a run that ran past its ``run_timeout_seconds`` (Step Functions' name), for
 #: runs whose execution reports none.
 RUN_TIMEOUT_ERROR = "States.Timeout"
+#: What a waiting step type waits for, as a timeout's cause names it.
+_WAITS_FOR = {
+    "approval": "a decision",
+    "waitpoint": "a completion",
+    "wait_for_event": "a matching event",
+}
 #: What a path of the server's own files becomes in a public cause.
 SERVER_PATH = "<server path>"
 #: Longest public cause kept, in characters (a message can be long; a cause is for a person).
@@ -181,3 +187,11 @@ def run_error_name(status: str, error: str | None) -> str | None:
     if error:
         return error
     return RUN_TIMEOUT_ERROR if status.lower() == "timed_out" else None
+
+
+def timeout_cause(step_type: str, key: str, seconds: float) -> str:
+    """The cause of a step's ``States.Timeout``, which Step Functions leaves empty: what
+    timed out, after how long, and (for a waiting step) what it waited for in vain:
+    ``wait_for_event 'paid' timed out after 5 s without a matching event``."""
+    waited = f" without {_WAITS_FOR[step_type]}" if step_type in _WAITS_FOR else ""
+    return f"{step_type} '{key}' timed out after {seconds:g} s{waited}"

@@ -34,6 +34,19 @@ RUN_STATUS = {
     "TIMED_OUT": "timed_out",
     "ABORTED": "aborted",
 }
+#: The status of a run stopped at a wait only outside input could end (:class:`RunWaiting`).
+WAITING = "waiting"
+
+
+class RunWaiting(Exception):
+    """Raised by an ``on_event`` callback at a wait the run cannot get past on its own
+    (``relayflow run``'s :mod:`relayflow.cli.run_waits`): :func:`run_workflow` stops the
+    execution and returns a run with status ``waiting`` and ``waiting`` set to
+    :attr:`waiting` (``{step, type, waits_for, message, hint}``)."""
+
+    def __init__(self, waiting: dict[str, Any]) -> None:
+        super().__init__(waiting.get("message", "the run waits"))
+        self.waiting = waiting
 
 
 @dataclass
@@ -52,6 +65,8 @@ class RunResult:
     transitions: int = 0
     #: Saga compensation of a failed run: {status, steps, errors} (control/compensation.py).
     compensation: dict[str, Any] | None = None
+    #: The wait a run stopped at (status ``waiting``, :class:`RunWaiting`), else ``None``.
+    waiting: dict[str, Any] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -84,6 +99,7 @@ class RunResult:
             "cause": self.cause,
             "output": self.output,
             **({"compensation": self.compensation} if self.compensation else {}),
+            **({"waiting": self.waiting} if self.waiting else {}),
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -344,15 +360,18 @@ def _run(
     step: Callable[[str], bool] | None = None,
 ) -> RunResult:
     before = len(runtime.invocations)
+    waiting: dict[str, Any] | None = None
     if step is None:
-        record = runtime.run(
-            local_state_machine_name(workflow.id),
-            compiled.asl,
-            document,
-            execution_name=run_id,
-            timeout=timeout,
-            on_event=on_event,
-        )
+        arn = runtime.create_state_machine(local_state_machine_name(workflow.id), compiled.asl)
+        execution_arn = runtime.start_execution(arn, document, name=run_id)
+        try:
+            record = runtime.wait(execution_arn, timeout=timeout, on_event=on_event)
+        except RunWaiting as stopped:
+            # Nothing here can end the wait: the run as it stands, then stopped.
+            waiting, record = stopped.waiting, runtime.describe(execution_arn)
+            runtime.stop_execution(
+                execution_arn, error="Relayflow.Waiting", cause=stopped.waiting["message"]
+            )
     else:
         record = _step_through(runtime, workflow, compiled, document, run_id, timeout, step)
     duration = None
@@ -362,16 +381,21 @@ def _run(
     cause, compensation = split_cause(record.cause)
     if record.status == "TIMED_OUT":
         compensation = _compensate_timed_out(runtime, workflow, compiled, record, timeout)
+    steps = step_timeline(workflow, compiled, record)
+    for entry in steps:
+        if waiting and entry.status == "running" and entry.key == waiting["step"]:
+            entry.status = WAITING
     return RunResult(
         run_id=run_id,
         workflow_id=workflow.id,
-        status=RUN_STATUS.get(record.status, record.status.lower()),
+        status=WAITING if waiting else RUN_STATUS.get(record.status, record.status.lower()),
         output=public_document(record.output),
-        error=run_error_name(record.status, record.error),
+        error=None if waiting else run_error_name(record.status, record.error),
         cause=public_cause(cause),
-        steps=step_timeline(workflow, compiled, record),
+        steps=steps,
         duration_ms=duration,
         lambda_invocations=len(runtime.invocations) - before,
         transitions=count_history(record.events).transitions,
         compensation=compensation,
+        waiting=waiting,
     )

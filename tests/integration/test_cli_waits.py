@@ -72,19 +72,91 @@ def test_a_waitpoint_is_completed_with_json_at_the_prompt(tmp_path, monkeypatch,
 
 def test_without_a_terminal_the_wait_and_a_park_are_named_at_once(capsys):
     from relayflow.cli.run_waits import waiting_progress
+    from relayflow.runner import RunWaiting
     from relayflow.validation import load_workflow_text
 
     workflow = load_workflow_text(APPROVAL, "refund.yaml")
     seen: list[str] = []
+    # A wait is named once, and stops the run: nothing here answers it, and its
+    # timeout_seconds (600 s) would not end it within --timeout (300 s)
     on_event = waiting_progress(workflow, lambda e: seen.append(e["type"]), timeout=300, ask=None)
-    for name in ("ask", "ask", "pay.park"):
-        on_event({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": name}})
-    err = capsys.readouterr().err
+    with pytest.raises(RunWaiting) as ask:
+        on_event({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": "ask"}})
+    on_event({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": "ask"}})
+    with pytest.raises(RunWaiting) as park:
+        on_event({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": "pay.park"}})
     assert seen == ["TaskStateEntered"] * 3  # the progress output still sees every event
-    assert err.count("step 'ask' (approval) waits for a decision") == 1
-    assert "relayflow serve" in err and "/console" in err and "--timeout (300 s)" in err
-    assert "step 'pay' failed and parked the run" in err
-    assert "relayflow runs resume RUN_ID" in err
+    assert ask.value.waiting["message"].startswith("step 'ask' (approval) waits for a decision")
+    assert "relayflow serve" in ask.value.waiting["hint"]
+    assert "/console" in ask.value.waiting["hint"]
+    assert park.value.waiting["message"].startswith("step 'pay' failed and parked the run")
+    assert "relayflow runs resume RUN_ID" in park.value.waiting["hint"]
+    assert capsys.readouterr().err == ""  # the command prints the stop, not the note
+
+
+EVENT = """
+id: paid-cli
+start: hear
+steps:
+  hear: {type: wait_for_event, event: order.paid, source: shop, on_success: done}
+  done: {type: transform, mapping: {ok: true}}
+"""
+
+
+def test_a_run_waiting_for_an_event_stops_at_once_with_exit_4_and_the_command(tmp_path, capsys):
+    path = tmp_path / "paid.yaml"
+    path.write_text(EVENT)
+    # --timeout far beyond what the test allows: the run stops at the wait, not at --timeout
+    code = main(["run", str(path), "--timeout", "3600"])
+    out = capsys.readouterr()
+    assert code == 4, out.err
+    assert "step 'hear' (wait_for_event) waits for a matching event" in out.err
+    assert "stopped at once instead of waiting for --timeout" in out.err
+    assert 'POST /events {"source": "shop", "detail_type": "order.paid"' in out.err
+    assert "approvals" not in out.err and "waitpoints" not in out.err
+    assert "hear  wait_for_event  waitpoint  waiting" in out.out
+
+
+def test_json_on_a_terminal_asks_nothing_and_prints_the_waiting_run(tmp_path, monkeypatch, capsys):
+    import json
+
+    path = tmp_path / "refund.yaml"
+    path.write_text(APPROVAL)
+    asked = on_a_terminal(monkeypatch, [])
+    # (its timeout_seconds, 600 s, would not end the wait within --timeout)
+    code = main(["run", str(path), "--input", '{"order": "A1"}', "--json", "--timeout", "300"])
+    out = capsys.readouterr()
+    assert code == 4, out.err
+    assert asked == []  # --json prints no prompt, on a terminal too
+    run = json.loads(out.out)
+    assert run["status"] == "waiting" and run["error"] is None
+    assert run["waiting"]["step"] == "ask" and run["waiting"]["type"] == "approval"
+    assert (
+        "relayflow approvals respond APPROVAL_ID --option approve|reject"
+        in (run["waiting"]["hint"])
+    )
+    assert [(s["key"], s["status"]) for s in run["steps"]] == [("ask", "waiting")]
+
+
+CAUGHT_TIMEOUT = """
+id: late-cli
+start: hear
+steps:
+  hear: {type: wait_for_event, event: order.paid, timeout_seconds: 1, on_timeout: late}
+  late: {type: transform, mapping: {late: true}}
+"""
+
+
+def test_a_caught_wait_for_event_timeout_says_what_timed_out(tmp_path, capsys):
+    path = tmp_path / "late.yaml"
+    path.write_text(CAUGHT_TIMEOUT)
+    # Its own 1 s timeout ends the wait before --timeout: the run goes on to on_timeout
+    code = main(["run", str(path), "--timeout", "120"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "its timeout ends the wait within 1 s" in out.err
+    assert "States.Timeout: wait_for_event 'hear' timed out after 1 s" in out.out
+    assert "None" not in out.out
 
 
 FAILING = """

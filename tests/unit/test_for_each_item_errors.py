@@ -96,6 +96,7 @@ def park_entered(index: int | None) -> dict[str, Any]:
 def test_the_run_note_and_the_console_name_the_item_that_parked_the_run(capsys):
     from relayflow.cli.run_waits import waiting_progress
     from relayflow.console.pages import summary
+    from relayflow.runner import RunWaiting
     from relayflow.validation import load_workflow_text
 
     workflow = load_workflow_text(
@@ -106,8 +107,9 @@ def test_the_run_note_and_the_console_name_the_item_that_parked_the_run(capsys):
         "w.yaml",
     )
     on_event = waiting_progress(workflow, lambda e: None, timeout=60, ask=None)
-    on_event(park_entered(3))
-    assert "step 'each' failed at item 3 and parked the run" in capsys.readouterr().err
+    with pytest.raises(RunWaiting) as parked_run:
+        on_event(park_entered(3))
+    assert "step 'each' failed at item 3 and parked the run" in parked_run.value.waiting["message"]
 
     error = public_error(json.loads(park_entered(3)["stateEnteredEventDetails"]["input"])["error"])
     parked = {"park_id": "p", "step": "each", "error": error, "parked_at": "2026-12-03T09:00:00Z"}
@@ -115,8 +117,9 @@ def test_the_run_note_and_the_console_name_the_item_that_parked_the_run(capsys):
     assert "Parked at <b>each</b> (item 3) since" in page
     # and outside a for_each nothing is said of items
     on_event = waiting_progress(workflow, lambda e: None, timeout=60, ask=None)
-    on_event(park_entered(None))
-    assert "step 'each' failed and parked the run" in capsys.readouterr().err
+    with pytest.raises(RunWaiting) as parked_run:
+        on_event(park_entered(None))
+    assert "step 'each' failed and parked the run" in parked_run.value.waiting["message"]
 
 
 def test_serve_drops_the_interpreters_report_of_a_state_failure_but_not_of_a_fault():

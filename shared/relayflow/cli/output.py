@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from relayflow.definition import DefinitionError
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_INVALID, EXIT_COMPILER_BUG = 0, 1, 2, 3
+#: ``relayflow run`` stopped at a wait only outside input could end (relayflow.cli.run_waits).
+EXIT_WAITING = 4
 
 #: Loggers that write a failing step's details again: Powertools' (the step functions') and
 #: moto's Step Functions interpreter.
@@ -92,6 +94,13 @@ def readable_cause(cause: Any, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
+
+
+def error_text(error: str, cause: str | None) -> str:
+    """``<error>: <message>`` of a step's or run's error (a JSON cause's message,
+    :func:`readable_cause`); the error alone when there is no cause."""
+    message = readable_cause(cause)
+    return f"{error}: {message}" if message else error
 
 
 @contextmanager

@@ -16,7 +16,9 @@ from relayflow.cli.inputs import read_input, resources_option
 from relayflow.cli.output import (
     EXIT_OK,
     EXIT_RUN_FAILED,
+    EXIT_WAITING,
     UsageError,
+    error_text,
     print_table,
     quiet_logs,
     readable_cause,
@@ -69,9 +71,7 @@ def _print_steps(result: Any, out: TextIO) -> None:
     rows = []
     for step in result.steps:
         simulated = would_call_summary(step.dry_run)
-        detail = (
-            f"{step.error}: {readable_cause(step.cause)}" if step.error else summary(step.output)
-        )
+        detail = error_text(step.error, step.cause) if step.error else summary(step.output)
         detail = simulated or detail
         ms = f"{step.duration_ms:.0f}" if step.duration_ms is not None else ""
         rows.append(
@@ -139,11 +139,19 @@ def _check_input(workflow: Workflow, trigger: Any) -> None:
 
 def _waiting_progress(workflow: Workflow, args: argparse.Namespace) -> Any:
     """The progress printer, which also says at once when the run waits (and on a terminal
-    asks for the answer): :mod:`relayflow.cli.run_waits`."""
+    asks for the answer), and stops the run at a wait nothing here would end
+    (:mod:`relayflow.cli.run_waits`). ``--json`` prints no progress, note or prompt."""
     from relayflow.cli.run_waits import waiting_progress
 
-    ask = input if sys.stdin.isatty() and not args.step else None
-    return waiting_progress(workflow, _progress, timeout=args.timeout, ask=ask)
+    ask = input if sys.stdin.isatty() and not args.step and not args.json else None
+    return waiting_progress(
+        workflow,
+        (lambda _event: None) if args.json else _progress,
+        timeout=max(0.0, args.timeout - _spent(args)),
+        ask=ask,
+        time_scale=args.time_scale,
+        quiet=args.json,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -169,7 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 workflow,
                 trigger,
                 time_scale=args.time_scale,
-                on_event=None if args.json else _waiting_progress(workflow, args),
+                on_event=_waiting_progress(workflow, args),
                 resources=resources,
                 workflows=sub_workflows(workflow, Path(args.workflows or Path(args.file).parent)),
                 dry_run=args.dry_run,
@@ -185,6 +193,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_RUN_FAILED
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
+    elif result.waiting:
+        print()
+        _print_steps(result, sys.stdout)
     else:
         print()
         _print_steps(result, sys.stdout)
@@ -202,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             failed_at = failing_step(result.steps)
             where = f" at step {failed_at}" if failed_at else ""
-            print(f"error{where}: {result.error}: {readable_cause(result.cause)}")
+            print(f"error{where}: {error_text(result.error, result.cause)}")
             if not args.verbose:
                 print("(--verbose shows the step functions' logs and the full cause)")
             elif result.cause:
@@ -215,6 +226,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not result.error:
             steps = (result.output or {}).get("steps") if isinstance(result.output, dict) else None
             print("output steps:", json.dumps(steps, indent=2, default=str))
+    if result.waiting:
+        print(
+            f"relayflow: {result.waiting['message']}: run {result.run_id} stopped at once "
+            f"instead of waiting for --timeout. To continue, {result.waiting['hint']}.",
+            file=sys.stderr,
+        )
+        return EXIT_WAITING
     return EXIT_OK if result.succeeded else EXIT_RUN_FAILED
 
 

@@ -1,13 +1,18 @@
-"""``relayflow run`` on a workflow that waits: say so at once, and on a terminal ask.
+"""``relayflow run`` on a workflow that waits: say so at once, ask on a terminal, and stop
+the run when only outside input could end the wait.
 
-A local run has no API for anyone to answer its waits with, so without this it would sit
-silently until ``--timeout``. When a run enters a step that waits (``approval``,
-``waitpoint``, ``wait_for_event``, or a park after a failed step with ``on_error: park``),
-the progress output says what it waits for and how to continue it. On a terminal, an
-approval is asked for there (one of its options) and a waitpoint's completion data too (JSON;
-Enter: none); the answer goes through the same wait service the API uses, and the run goes on.
-Elsewhere (a pipe, CI) the note names ``relayflow serve`` and the console, where such runs
-are answered.
+A local run has no API for anyone to answer its waits with. When a run enters a step that
+waits (``approval``, ``waitpoint``, ``wait_for_event``, or a park after a failed step with
+``on_error: park``), the progress output says what it waits for and how to continue it under
+``relayflow serve``, in words that fit the kind of wait. On a terminal, an approval is asked
+for there (one of its options) and a waitpoint's completion data too (JSON; Enter: none);
+the answer goes through the same wait service the API uses, and the run goes on.
+
+A wait nobody answers here, and whose own timeout (a step's ``timeout_seconds``, a park's
+scaled ``park_timeout``, the run's ``run_timeout_seconds``) would not end it within what is
+left of ``--timeout``, cannot end: :class:`relayflow.runner.RunWaiting` stops the run at
+once and ``relayflow run`` exits with :data:`relayflow.cli.output.EXIT_WAITING` and the
+command to continue with, instead of sleeping until ``--timeout``.
 """
 
 from __future__ import annotations
@@ -18,14 +23,64 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from relayflow.runner import RunWaiting
+
 #: What each waiting step type waits for.
 WAITS_FOR = {
     "approval": "a decision",
     "waitpoint": "a completion",
     "wait_for_event": "a matching event",
+    "park": "a resume (retry, skip or fail)",
 }
 #: How long to look for the wait's record once its state is entered (its Lambda writes it).
 _RECORD_WAIT = 10.0
+#: A scaled park timeout lasts at least this long (relayflow.local.timescale.task_timeout).
+_PARK_FLOOR_SECONDS = 1.0
+
+
+def continue_hint(workflow: Any, key: str, kind: str) -> str:
+    """How to give the wait at step ``key`` what it waits for, under ``relayflow serve``."""
+    start = f"`relayflow runs start {workflow.id} --input …`"
+    step = workflow.steps[key]
+    if kind == "approval":
+        options = "|".join(step.options)
+        how = (
+            "decide it in the console (/console, Approvals) or with `relayflow approvals "
+            f"respond APPROVAL_ID --option {options}` (`relayflow approvals list` gives the id)"
+        )
+    elif kind == "waitpoint":
+        how = (
+            "complete it with `relayflow waitpoints complete WAITPOINT_ID --data JSON` "
+            "(`relayflow waitpoints list --run RUN_ID` gives the id; or POST "
+            "/waitpoints/{id}/complete)"
+        )
+    elif kind == "wait_for_event":
+        source = step.source or "my.app"
+        matching = f" whose detail matches `{step.match}`" if step.match else ""
+        how = (
+            f'publish the event with POST /events {{"source": "{source}", '
+            f'"detail_type": "{step.event}", "detail": {{…}}}}{matching}'
+        )
+    else:
+        how = (
+            "resume it in the console (/console, the run's page) or with `relayflow runs "
+            "resume RUN_ID --action retry|skip|fail`"
+        )
+    return f"run it under `relayflow serve` ({start}) and {how}"
+
+
+def _ends_within(workflow: Any, step: Any, kind: str, time_scale: float) -> float | None:
+    """Real seconds after which the wait ends by itself (its own timeout or the run's), or
+    ``None`` when nothing ends it."""
+    if kind == "park":
+        from relayflow.definition.errors_model import DEFAULT_PARK_TIMEOUT
+
+        park = float(getattr(step.on_error, "park_timeout", DEFAULT_PARK_TIMEOUT))
+        own: float | None = max(park * time_scale, min(park, _PARK_FLOOR_SECONDS))
+    else:
+        own = float(step.timeout_seconds) if step.timeout_seconds else None
+    run = float(workflow.run_timeout_seconds)
+    return run if own is None else min(own, run)
 
 
 def waiting_progress(
@@ -34,10 +89,33 @@ def waiting_progress(
     *,
     timeout: float,
     ask: Callable[[str], str] | None,
+    time_scale: float = 0.001,
+    quiet: bool = False,
 ) -> Callable[[dict[str, Any]], None]:
-    """``progress`` plus the note (and on a terminal, the prompt) for each waiting step."""
+    """``progress`` plus the note (and on a terminal, the prompt) for each waiting step;
+    raises :class:`RunWaiting` at a wait that nothing would end within ``timeout`` seconds
+    from now. ``quiet`` (``--json``) prints no note."""
     told: set[str] = set()
     run: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+
+    def waits(key: str, kind: str, what: str) -> None:
+        what = f"{what}, which `relayflow run` cannot give it"
+        hint = continue_hint(workflow, key, kind)
+        ends = _ends_within(workflow, workflow.steps[key], kind, time_scale)
+        if ends is not None and ends < deadline - time.monotonic():
+            if not quiet:
+                _note(f"{what}; its timeout ends the wait within {ends:g} s. To answer it, {hint}.")
+            return
+        raise RunWaiting(
+            {
+                "step": key,
+                "type": kind,
+                "waits_for": WAITS_FOR[kind],
+                "message": what,
+                "hint": hint,
+            }
+        )
 
     def on_event(event: dict[str, Any]) -> None:
         progress(event)
@@ -57,14 +135,8 @@ def waiting_progress(
             return
         if suffix == "park":
             told.add(name)
-            where = _failed_item(event)
-            _note(
-                f"step '{key}' failed{where} and parked the run: `relayflow run` cannot "
-                "resume it. "
-                "Run the workflow under `relayflow serve` and resume it in the console "
-                "(/console, the run's page) or with `relayflow runs resume RUN_ID --action "
-                f"retry|skip|fail`; this run waits until --timeout ({timeout:g} s)."
-            )
+            parked = f"step '{key}' failed{_failed_item(event)} and parked the run"
+            waits(key, "park", f"{parked}: it waits for {WAITS_FOR['park']}")
             return
         if suffix or step.type not in WAITS_FOR:
             return
@@ -72,13 +144,7 @@ def waiting_progress(
         answerable = ask is not None and run and step.type in ("approval", "waitpoint")
         if answerable and _answer(step.type, key, run["id"], run["tenant"], ask):
             return
-        _note(
-            f"step '{key}' ({step.type}) waits for {WAITS_FOR[step.type]}, which "
-            f"`relayflow run` cannot give it: this run waits until --timeout ({timeout:g} s). "
-            "Run the workflow under `relayflow serve` and answer it in the console (/console) "
-            "or with `relayflow approvals respond` / `relayflow waitpoints complete` "
-            "(events: POST /events)."
-        )
+        waits(key, step.type, f"step '{key}' ({step.type}) waits for {WAITS_FOR[step.type]}")
 
     return on_event
 

@@ -18,7 +18,15 @@ from relayflow.cli.api import (
     segment,
 )
 from relayflow.cli.inputs import read_input
-from relayflow.cli.output import EXIT_OK, print_json, summary, table_lines, would_call_summary
+from relayflow.cli.output import (
+    EXIT_OK,
+    error_text,
+    print_json,
+    readable_cause,
+    summary,
+    table_lines,
+    would_call_summary,
+)
 from relayflow.cli.parsing import arg, command_group, page_arguments
 
 
@@ -55,19 +63,20 @@ def cmd_runs_start(args: argparse.Namespace) -> int:
 
 
 def _run_with_timeline(run: dict[str, Any]) -> str:
-    """``runs get``: the run's line, where it failed, and its step timeline."""
+    """``runs get``: the run's line, where it failed, and its step timeline; errors read as
+    their messages (a Lambda error's JSON cause becomes its ``errorMessage``), as ``relayflow
+    run`` prints them."""
     lines = [run_line(run)]
     if run.get("failing_step"):
-        lines.append(
-            f"failed at step {run['failing_step']}: {run.get('cause') or run.get('error')}"
-        )
+        message = readable_cause(run.get("cause")) or run.get("error")
+        lines.append(f"failed at step {run['failing_step']}: {message}")
     elif run.get("cause"):
-        lines.append(f"cause: {run['cause']}")
+        lines.append(f"cause: {readable_cause(run['cause'])}")
     headers = ("step", "type", "status", "attempts", "ms", "output / error")
     rows = []
     for step in run.get("steps") or []:
         detail = would_call_summary(step.get("dry_run")) or (
-            f"{step['error']}: {step.get('cause')}"
+            error_text(step["error"], step.get("cause"))
             if step.get("error")
             else summary(step.get("output"))
         )

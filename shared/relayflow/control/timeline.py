@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from relayflow.causes import public_cause
+from relayflow.causes import RUN_TIMEOUT_ERROR, public_cause, timeout_cause
 
 if TYPE_CHECKING:
     from relayflow.executions.history import StateRun
@@ -168,6 +168,10 @@ def fold_steps(
             entry.attempts += state.attempts - refused if state.attempts else 1
             entry.status = state.status
             entry.error, entry.cause = state.error, public_cause(state.cause)
+            if state.error == RUN_TIMEOUT_ERROR and not entry.cause and state.timeout_seconds:
+                # Step Functions gives a Task's timeout no cause: say what timed out. (Not
+                # from an Express run's logs, which hold no execution data: no causes.)
+                entry.cause = timeout_cause(step_types[key], key, state.timeout_seconds)
             if state.status == "succeeded" and state.error in REFUSAL_ERRORS:
                 # Its last failed attempt was a refusal (counted in refusals), not an error of
                 # a call it made.

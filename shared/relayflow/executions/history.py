@@ -113,6 +113,9 @@ class StateRun:
     #: The last successful Task result (a Lambda Task's full answer: ``{"Payload": …}``),
     #: before ``ResultSelector`` picked from it.
     task_result: Any = None
+    #: The Task's ``TimeoutSeconds`` as its last attempt was scheduled with
+    #: (``timeoutInSeconds``), when it had one.
+    timeout_seconds: float | None = None
     _last_failed: bool = field(default=False, repr=False)
     _open: bool = field(default=True, repr=False)
 
@@ -235,6 +238,8 @@ def build_state_runs(events: Iterable[Mapping[str, Any]], execution_status: str)
         if kind in ATTEMPT_EVENTS:
             run.attempts += 1
             run._last_failed = False
+            if isinstance(details.get("timeoutInSeconds"), int | float):
+                run.timeout_seconds = float(details["timeoutInSeconds"])
         elif kind in FAILURE_EVENTS:
             run._last_failed = True
             run.error = details.get("error", run.error)
