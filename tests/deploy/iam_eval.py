@@ -174,8 +174,10 @@ def condition(operator: str, key: str, values: Any, request: Request) -> bool:
     qualifier, _, name = operator.rpartition(":")
     if_exists = name.endswith("IfExists")
     name = name.removesuffix("IfExists")
-    present = key in request.context
-    actual = request.context.get(key)
+    # Condition key names compare without case (aws:PrincipalArn is aws:principalarn).
+    found = {name.lower(): value for name, value in request.context.items()}
+    present = key.lower() in found
+    actual = found.get(key.lower())
     patterns = [str(v).lower() if isinstance(v, bool) else str(v) for v in _listed(values)]
     if name == "Null":
         if qualifier or if_exists:

@@ -3,9 +3,10 @@ test TenantStepRole's offline: the principal (``Principal`` by account root, bar
 or exact ARN, or ``*``), the actions (``sts:AssumeRole``, and ``sts:TagSession`` when the
 request carries session tags), and the conditions on the request context (``aws:PrincipalArn``,
 ``aws:PrincipalAccount``, ``aws:RequestTag/<key>``, ``aws:TagKeys``) with the string and ARN
-operators, their ``Not``, ``IfExists``, ``ForAllValues:`` and ``ForAnyValue:`` forms. An
-explicit Deny wins; without a matching Allow the request is denied. An operator or key this
-module does not know fails the test rather than being guessed at.
+operators, their ``Not``, ``IfExists``, ``ForAllValues:`` and ``ForAnyValue:`` forms (the
+wildcards and conditions are :mod:`iam_eval`'s, the identity-policy evaluator's). An explicit
+Deny wins; without a matching Allow the request is denied. An operator or key this module
+does not know fails the test rather than being guessed at.
 
 A same-account principal also needs its own policy's ``sts:AssumeRole`` on the role; this
 checks the other half, the trust policy, which is what decides for every principal whose own
@@ -18,17 +19,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The operators known here, without their ``IfExists`` suffix and set prefix.
-_OPERATORS = {
-    "StringEquals": (False, False),
-    "StringNotEquals": (False, True),
-    "StringLike": (True, False),
-    "StringNotLike": (True, True),
-    "ArnEquals": (False, False),
-    "ArnNotEquals": (False, True),
-    "ArnLike": (True, False),
-    "ArnNotLike": (True, True),
-}
+from iam_eval import Request, condition, wildcard
+
+#: The operators a trust policy here may use (without ``IfExists`` and the set qualifiers).
+_OPERATORS = frozenset(
+    {"StringEquals", "StringNotEquals", "StringLike", "StringNotLike"}
+    | {"ArnEquals", "ArnNotEquals", "ArnLike", "ArnNotLike"}
+)
+#: The request-context keys an ``AssumeRole`` call carries here.
+_KNOWN_KEYS = ("aws:principalarn", "aws:principalaccount", "aws:tagkeys", "aws:requesttag/")
 
 
 @dataclass(frozen=True)
@@ -59,14 +58,6 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _like(pattern: str, value: str) -> bool:
-    """IAM's wildcard match: ``*`` any run of characters, ``?`` exactly one, case-sensitive."""
-    translated = "".join(
-        ".*" if c == "*" else "." if c == "?" else re.escape(c) for c in str(pattern)
-    )
-    return re.fullmatch(translated, value, re.DOTALL) is not None
-
-
 def _principal_matches(principal: Any, request: AssumeRequest) -> bool:
     if principal == "*":
         return True
@@ -89,34 +80,23 @@ def _principal_matches(principal: Any, request: AssumeRequest) -> bool:
 
 def _condition_holds(operator: str, key: str, patterns: Any, request: AssumeRequest) -> bool:
     qualifier, _, name = operator.rpartition(":")
-    if_exists = name.endswith("IfExists")
-    name = name.removesuffix("IfExists")
-    if name not in _OPERATORS or qualifier not in ("", "ForAllValues", "ForAnyValue"):
+    if name.removesuffix("IfExists") not in _OPERATORS:
         raise ValueError(f"operator {operator!r} is not known to this checker")
-    wildcard, negated = _OPERATORS[name]
-    known = ("aws:principalarn", "aws:principalaccount", "aws:tagkeys", "aws:requesttag/")
-    if not key.lower().startswith(known):
+    if qualifier not in ("", "ForAllValues", "ForAnyValue"):
+        raise ValueError(f"operator {operator!r} is not known to this checker")
+    if not key.lower().startswith(_KNOWN_KEYS):
         raise ValueError(f"condition key {key!r} is not known to this checker")
-    values = request.context().get(key.lower())
-    patterns = [str(p) for p in _as_list(patterns)]
-
-    def one(value: str) -> bool:
-        hit = any((_like(p, value) if wildcard else p == value) for p in patterns)
-        return not hit if negated else hit
-
-    if qualifier == "ForAllValues":
-        return all(one(v) for v in values or [])
-    if qualifier == "ForAnyValue":
-        return any(one(v) for v in values or [])
-    if values is None:
-        return if_exists or negated
-    return one(values[0])
+    context = {
+        name: values if name == "aws:tagkeys" else values[0]
+        for name, values in request.context().items()
+    }
+    return condition(operator, key, patterns, Request("sts:AssumeRole", "", context))
 
 
 def _statement_applies(statement: dict[str, Any], action: str, request: AssumeRequest) -> bool:
     if "NotPrincipal" in statement or "NotAction" in statement:
         raise ValueError("NotPrincipal and NotAction are not known to this checker")
-    if not any(_like(a.lower(), action.lower()) for a in _as_list(statement["Action"])):
+    if not any(wildcard(a, action, fold=True) for a in _as_list(statement["Action"])):
         return False
     if not _principal_matches(statement["Principal"], request):
         return False
