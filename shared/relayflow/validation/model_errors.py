@@ -72,14 +72,11 @@ def allowed_fields(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     location leads nowhere this walk knows."""
     current: Any = root
     for part in loc[:-1]:
-        following = _step(current, part)
-        if following is None:
-            # A tagged union's location holds the tag: it is consumed by the step after it.
+        # A tagged union's location holds the tag (steps.charge.tool.tabel): the tag picks
+        # the member, as a field name picks the field.
+        current = _step(current, part)
+        if current is None:
             return []
-        current = following
-        tagged_union = typing.get_origin(_unwrap(current)) in (typing.Union, types.UnionType)
-        if tagged_union and _tagged(_unwrap(current), "") is None:
-            continue
     model = _unwrap(current)
     if not _is_model(model):
         return []
