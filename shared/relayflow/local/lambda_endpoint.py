@@ -284,12 +284,7 @@ class LambdaEndpoint:
             self._respond_error(request, name, qualifier, None, exc, "Runtime.ImportModuleError")
             return
         if handler is None:
-            arn = self.registry.function_arn(name)
-            request.send_json(
-                404,
-                {"Type": "User", "message": f"Function not found: {arn}"},
-                {"x-amzn-ErrorType": "ResourceNotFoundException"},
-            )
+            self._function_not_found(request, name)
             return
         try:
             payload = json.loads(raw_body) if raw_body.strip() else {}
@@ -315,6 +310,15 @@ class LambdaEndpoint:
         status, body, headers = self._invoke(handler, name, qualifier, payload)
         request.send_json(status, body, headers)
 
+    def _function_not_found(self, request: _InvokeHandler, name: str) -> None:
+        """Lambda's answer for a function that does not exist."""
+        arn = self.registry.function_arn(name)
+        request.send_json(
+            404,
+            {"Type": "User", "message": f"Function not found: {arn}"},
+            {"x-amzn-ErrorType": "ResourceNotFoundException"},
+        )
+
     def handle_list_tags(self, request: _InvokeHandler) -> None:
         """``ListTags``: the tags of a function the registry serves (404 for any other)."""
         path = urlsplit(request.path).path
@@ -332,12 +336,7 @@ class LambdaEndpoint:
             handler = None
         tags = self.registry.tags.get(name)
         if handler is None and tags is None:
-            arn = self.registry.function_arn(name)
-            request.send_json(
-                404,
-                {"Type": "User", "message": f"Function not found: {arn}"},
-                {"x-amzn-ErrorType": "ResourceNotFoundException"},
-            )
+            self._function_not_found(request, name)
             return
         request.send_json(200, {"Tags": dict(tags or {})})
 
