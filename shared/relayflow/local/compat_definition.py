@@ -16,6 +16,7 @@ brackets; its wording is the check's, not AWS's, so tests should assert the erro
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -87,6 +88,7 @@ def _definition_check(patches: Patches) -> None:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def decoded_escapes(definition: str) -> str:
     """``definition`` with every ``\\uXXXX`` escape of its JSON strings decoded (the same JSON
     value, written with its characters as they are); unchanged when it has none or is no JSON."""
@@ -106,7 +108,8 @@ def _definition_unicode(patches: Patches) -> None:
     (``States.Format('Grüße {}', …)`` gave ``Gru00fcu00dfe``) and stayed escaped in a ``.$``
     key (``ключ`` gave ``\\u043a…``). Step Functions decodes the JSON first, so the parser now
     gets the definition with its escapes decoded. Wraps the parser that is current when the
-    fix is applied (the ``parse_cache`` fix's, normally, which then caches the decoded text)."""
+    fix is applied (the ``parse_cache`` fix's, normally, which then caches the decoded text);
+    the decoding itself is cached by definition text too, so an execution pays it once."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     current = AmazonStateLanguageParser.parse
