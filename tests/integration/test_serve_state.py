@@ -235,16 +235,21 @@ def test_a_bootstrap_key_revoked_before_a_restart_is_replaced_not_printed_again(
         assert old.status_code == 401
 
 
-def test_a_state_file_of_another_format_is_a_usage_error(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "state.json").write_text('{"format": 99}')
-    done = subprocess.run(
+def serve_on(state: Path) -> subprocess.CompletedProcess[str]:
+    """``relayflow serve --state STATE`` run to its exit (a refusal at start)."""
+    return subprocess.run(
         relayflow_command("serve", "--port", "0", "--state", str(state)),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_a_state_file_of_another_format_is_a_usage_error(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "state.json").write_text('{"format": 99}')
+    done = serve_on(state)
     assert done.returncode == 2
     assert "format 99" in done.stderr and "--state" in done.stderr
 
@@ -256,12 +261,7 @@ def test_a_state_directory_other_users_may_write_is_a_usage_error_naming_its_mod
     state.mkdir()
     state.chmod(0o777)
     # When the server starts on it
-    done = subprocess.run(
-        relayflow_command("serve", "--port", "0", "--state", str(state)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = serve_on(state)
     # Then it refuses to, naming the mode and the fix, and leaves the directory as it was
     assert done.returncode == 2
     assert "mode 0777" in done.stderr and "chmod 700" in done.stderr
